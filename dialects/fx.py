@@ -1,0 +1,709 @@
+"""The `fx` dialect: a faithful, operator-agnostic image of a torch.fx graph.
+
+One op per FX node kind (placeholder, get_attr, call_function, call_method,
+call_module, output), held in an `fx.graph` container. Node inputs are SSA
+operands; everything else an FX node carries (its target, literal positional
+arguments and keyword arguments) is kept as attributes, with node references
+inside the argument structure written as `#fx.ref<i>` (operand `i`).
+
+In the custom assembly format the argument structure is printed Python-like,
+with operands in place::
+
+    %split = fx.call_function "torch.functional.split"(%x, 4, dim = 1) : tuple<...>
+    fx.output [%a, (%b, none)]
+
+Any graph that FX can run can be expressed: a literal that has no attribute
+form of its own (a function passed as an argument, an enum) becomes an
+`#fx.object<"qualified.name">` reference, resolved at export time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DictionaryAttr,
+    Float64Type,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TupleType,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class ValueType(ParametrizedAttribute, TypeAttribute):
+    """The type of a non-tensor value: a Python scalar, a symbolic int, a list,
+    an arbitrary object returned by an opaque call."""
+
+    name = "fx.value"
+
+
+VALUE = ValueType()
+
+# ---------------------------------------------------------------------------
+# Literal attributes (the pieces of an argument structure)
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class NoneValueAttr(ParametrizedAttribute):
+    """The Python value `None` inside an argument structure."""
+
+    name = "fx.none"
+
+
+NONE = NoneValueAttr()
+
+
+@irdl_attr_definition
+class RefAttr(ParametrizedAttribute):
+    """A reference to operand `index` of the op that holds this structure."""
+
+    name = "fx.ref"
+    index: IntAttr
+
+    def __init__(self, index: int) -> None:
+        super().__init__(IntAttr(index))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_int(self.index.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[IntAttr]:
+        with parser.in_angle_brackets():
+            return (IntAttr(parser.parse_integer(allow_boolean=False)),)
+
+
+@irdl_attr_definition
+class TupleValueAttr(ParametrizedAttribute):
+    """A Python tuple inside an argument structure (a list is an ArrayAttr)."""
+
+    name = "fx.tuple"
+    elements: ArrayAttr
+
+    def __init__(self, elements: Sequence[Attribute]) -> None:
+        super().__init__(ArrayAttr(elements))
+
+
+@irdl_attr_definition
+class DTypeAttr(ParametrizedAttribute):
+    """A `torch.dtype` literal, held as its element type (`#fx.dtype<f32>`)."""
+
+    name = "fx.dtype"
+    element_type: Attribute
+
+    def __init__(self, element_type: Attribute) -> None:
+        super().__init__(element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute]:
+        with parser.in_angle_brackets():
+            return (parser.parse_type(),)
+
+
+@irdl_attr_definition
+class DeviceAttr(ParametrizedAttribute):
+    """A `torch.device` literal (`#fx.device<"cuda:0">`)."""
+
+    name = "fx.device"
+    device: StringAttr
+
+    def __init__(self, device: str) -> None:
+        super().__init__(StringAttr(device))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.device.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_str_literal()),)
+
+
+@irdl_attr_definition
+class SliceAttr(ParametrizedAttribute):
+    """A Python `slice(start, stop, step)` literal; each part is a literal."""
+
+    name = "fx.slice"
+    start: Attribute
+    stop: Attribute
+    step: Attribute
+
+    def __init__(self, start: Attribute, stop: Attribute, step: Attribute) -> None:
+        super().__init__(start, stop, step)
+
+
+@irdl_attr_definition
+class ObjectAttr(ParametrizedAttribute):
+    """Any other Python object, by name: a qualified import path such as
+    `torch.contiguous_format`, or a key of the program's object table."""
+
+    name = "fx.object"
+    qualified_name: StringAttr
+
+    def __init__(self, qualified_name: str) -> None:
+        super().__init__(StringAttr(qualified_name))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.qualified_name.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_str_literal()),)
+
+
+_I1 = IntegerType(1)
+_F64 = Float64Type()
+TRUE = BoolAttr(1, _I1)
+FALSE = BoolAttr(0, _I1)
+
+
+def int_literal(value: int) -> IntAttr:
+    return IntAttr(value)
+
+
+def float_literal(value: float) -> FloatAttr:
+    return FloatAttr(value, _F64)
+
+
+def bool_literal(value: bool) -> Attribute:
+    return TRUE if value else FALSE
+
+
+def is_bool_literal(attr: Attribute) -> bool:
+    return isinstance(attr, IntegerAttr) and attr.type == _I1
+
+
+# ---------------------------------------------------------------------------
+# Printing and parsing of argument structures
+# ---------------------------------------------------------------------------
+
+
+def _print_float(printer: Printer, value: float) -> None:
+    if math.isnan(value):
+        printer.print_string("nan")
+    elif math.isinf(value):
+        printer.print_string("inf" if value > 0 else "-inf")
+    else:
+        text = repr(value)
+        if "e" in text and "." not in text:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        printer.print_string(text)
+
+
+def print_literal(printer: Printer, attr: Attribute, operands: Sequence[SSAValue]) -> None:
+    """Print one piece of an argument structure, operands in place of refs."""
+    if isinstance(attr, RefAttr):
+        printer.print_operand(operands[attr.index.data])
+    elif isinstance(attr, IntAttr):
+        printer.print_string(str(attr.data))
+    elif isinstance(attr, FloatAttr):
+        _print_float(printer, attr.value.data)
+    elif is_bool_literal(attr):
+        printer.print_string("true" if attr.value.data else "false")  # type: ignore[attr-defined]
+    elif isinstance(attr, NoneValueAttr):
+        printer.print_string("none")
+    elif isinstance(attr, StringAttr):
+        printer.print_string_literal(attr.data)
+    elif isinstance(attr, ArrayAttr):
+        printer.print_string("[")
+        printer.print_list(attr.data, lambda a: print_literal(printer, a, operands))
+        printer.print_string("]")
+    elif isinstance(attr, TupleValueAttr):
+        printer.print_string("(")
+        printer.print_list(
+            attr.elements.data, lambda a: print_literal(printer, a, operands)
+        )
+        if len(attr.elements.data) == 1:
+            printer.print_string(",")
+        printer.print_string(")")
+    elif isinstance(attr, SliceAttr):
+        printer.print_string("slice(")
+        printer.print_list(
+            (attr.start, attr.stop, attr.step),
+            lambda a: print_literal(printer, a, operands),
+        )
+        printer.print_string(")")
+    else:
+        printer.print_attribute(attr)
+
+
+class _OperandCollector:
+    """Collects operands while an argument structure is parsed."""
+
+    def __init__(self) -> None:
+        self.operands: list[SSAValue] = []
+        self._index: dict[SSAValue, int] = {}
+
+    def ref(self, value: SSAValue) -> RefAttr:
+        index = self._index.get(value)
+        if index is None:
+            index = len(self.operands)
+            self._index[value] = index
+            self.operands.append(value)
+        return RefAttr(index)
+
+
+_KEYWORD_LITERALS = ("none", "true", "false", "inf", "nan", "slice")
+
+
+def parse_literal(
+    parser: Parser, collector: _OperandCollector, word: str | None = None
+) -> Attribute:
+    """Parse one piece of an argument structure (the inverse of print_literal).
+
+    `word` is a bare identifier the caller has already consumed while looking
+    for a keyword-argument name."""
+    if word is None:
+        operand = parser.parse_optional_operand()
+        if operand is not None:
+            return collector.ref(operand)
+        if parser.parse_optional_punctuation("[") is not None:
+            items: list[Attribute] = []
+            if parser.parse_optional_punctuation("]") is None:
+                items.append(parse_literal(parser, collector))
+                while parser.parse_optional_punctuation(",") is not None:
+                    items.append(parse_literal(parser, collector))
+                parser.parse_punctuation("]")
+            return ArrayAttr(items)
+        if parser.parse_optional_punctuation("(") is not None:
+            items = []
+            if parser.parse_optional_punctuation(")") is None:
+                items.append(parse_literal(parser, collector))
+                while parser.parse_optional_punctuation(",") is not None:
+                    if parser.parse_optional_punctuation(")") is not None:
+                        return TupleValueAttr(items)
+                    items.append(parse_literal(parser, collector))
+                parser.parse_punctuation(")")
+            return TupleValueAttr(items)
+        string = parser.parse_optional_str_literal()
+        if string is not None:
+            return StringAttr(string)
+        if parser.parse_optional_punctuation("-") is not None:
+            if parser.parse_optional_keyword("inf") is not None:
+                return float_literal(-math.inf)
+            number = parser.parse_number()
+            if isinstance(number, int):
+                return int_literal(-number)
+            return float_literal(-number)
+        number = parser.parse_optional_number()
+        if number is not None:
+            if isinstance(number, int):
+                return int_literal(number)
+            return float_literal(number)
+        word = parser.parse_optional_identifier()
+        if word is None:
+            return parser.parse_attribute()
+    if word == "none":
+        return NONE
+    if word == "true":
+        return TRUE
+    if word == "false":
+        return FALSE
+    if word == "inf":
+        return float_literal(math.inf)
+    if word == "nan":
+        return float_literal(math.nan)
+    if word == "slice":
+        parser.parse_punctuation("(")
+        start = parse_literal(parser, collector)
+        parser.parse_punctuation(",")
+        stop = parse_literal(parser, collector)
+        parser.parse_punctuation(",")
+        step = parse_literal(parser, collector)
+        parser.parse_punctuation(")")
+        return SliceAttr(start, stop, step)
+    parser.raise_error(
+        f"expected a literal (operand, number, string, list, tuple, none, true, "
+        f"false, slice(...) or attribute), got '{word}'"
+    )
+
+
+def _refs_in(attr: Attribute, out: set[int]) -> None:
+    if isinstance(attr, RefAttr):
+        out.add(attr.index.data)
+    elif isinstance(attr, ArrayAttr):
+        for item in attr.data:
+            _refs_in(item, out)
+    elif isinstance(attr, TupleValueAttr):
+        for item in attr.elements.data:
+            _refs_in(item, out)
+    elif isinstance(attr, SliceAttr):
+        _refs_in(attr.start, out)
+        _refs_in(attr.stop, out)
+        _refs_in(attr.step, out)
+
+
+def _verify_refs(op: Operation, structures: Sequence[Attribute]) -> None:
+    refs: set[int] = set()
+    for structure in structures:
+        _refs_in(structure, refs)
+    count = len(op.operands)
+    if any(index >= count for index in refs):
+        raise VerifyException(
+            f"'{op.name}' refers to operand #{max(refs)} but has only {count} operands"
+        )
+    if len(refs) != count:
+        unused = sorted(set(range(count)) - refs)
+        raise VerifyException(
+            f"'{op.name}' has operands #{unused} that its arguments never refer to"
+        )
+
+
+# ---------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class GraphOp(IRDLOperation):
+    """A whole FX graph: one block of fx (or higher-level) ops ending in
+    `fx.output`. The symbol name is the graph's name (`forward`)."""
+
+    name = "fx.graph"
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(self, name: str, body: Region | Block | Sequence[Operation]) -> None:
+        if isinstance(body, Block):
+            body = Region(body)
+        elif not isinstance(body, Region):
+            body = Region(Block(body))
+        super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    def output(self) -> OutputOp:
+        last = self.body.block.last_op
+        assert isinstance(last, OutputOp)
+        return last
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, OutputOp):
+            raise VerifyException("'fx.graph' body must end with 'fx.output'")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GraphOp:
+        name = parser.parse_symbol_name().data
+        region = parser.parse_region()
+        return cls(name, region)
+
+
+class NodeOp(IRDLOperation):
+    """Shared shape of the FX node ops that carry an argument structure."""
+
+    target = prop_def(StringAttr)
+    args = prop_def(ArrayAttr)
+    kwargs = prop_def(DictionaryAttr)
+    inputs = var_operand_def()
+    result = result_def()
+
+    def __init__(
+        self,
+        target: str | StringAttr,
+        args: Sequence[Attribute],
+        kwargs: Mapping[str, Attribute],
+        operands: Sequence[SSAValue],
+        result_type: Attribute,
+    ) -> None:
+        super().__init__(
+            operands=[operands],
+            result_types=[result_type],
+            properties={
+                "target": target if isinstance(target, StringAttr) else StringAttr(target),
+                "args": ArrayAttr(args),
+                "kwargs": DictionaryAttr(dict(kwargs)),
+            },
+        )
+
+    def verify_(self) -> None:
+        _verify_refs(self, (self.args, *self.kwargs.data.values()))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.target.data)
+        printer.print_string("(")
+        operands = self.operands
+        first = True
+        for arg in self.args.data:
+            if not first:
+                printer.print_string(", ")
+            first = False
+            print_literal(printer, arg, operands)
+        for key, value in self.kwargs.data.items():
+            if not first:
+                printer.print_string(", ")
+            first = False
+            printer.print_identifier_or_string_literal(key)
+            printer.print_string(" = ")
+            print_literal(printer, value, operands)
+        printer.print_string(")")
+        extra = {k: v for k, v in self.attributes.items()}
+        if extra:
+            printer.print_op_attributes(extra)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> NodeOp:
+        target = parser.parse_str_literal()
+        collector = _OperandCollector()
+        args: list[Attribute] = []
+        kwargs: dict[str, Attribute] = {}
+
+        def parse_argument() -> None:
+            name = parser.parse_optional_identifier()
+            if name is None:
+                name = parser.parse_optional_str_literal()
+                if name is not None and parser.parse_optional_punctuation("=") is None:
+                    if kwargs:
+                        parser.raise_error("positional argument after keyword argument")
+                    args.append(StringAttr(name))
+                    return
+                if name is not None:
+                    kwargs[name] = parse_literal(parser, collector)
+                    return
+            elif parser.parse_optional_punctuation("=") is not None:
+                kwargs[name] = parse_literal(parser, collector)
+                return
+            if kwargs:
+                parser.raise_error("positional argument after keyword argument")
+            args.append(parse_literal(parser, collector, name))
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_argument)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        op = cls(target, args, kwargs, collector.operands, result_type)
+        op.attributes.update(attributes)
+        return op
+
+
+@irdl_op_definition
+class CallFunctionOp(NodeOp):
+    """An FX `call_function` node: `target` is the callable's qualified name
+    (`torch.functional.split`, `operator.getitem`, `torch.ops.aten.mm.default`)."""
+
+    name = "fx.call_function"
+
+
+@irdl_op_definition
+class CallMethodOp(NodeOp):
+    """An FX `call_method` node: `target` is the method name, args[0] the self."""
+
+    name = "fx.call_method"
+
+
+@irdl_op_definition
+class CallModuleOp(NodeOp):
+    """An FX `call_module` node: `target` is the submodule's path in the owner."""
+
+    name = "fx.call_module"
+
+
+@irdl_op_definition
+class PlaceholderOp(IRDLOperation):
+    """An FX `placeholder` node: a graph input, with its optional default."""
+
+    name = "fx.placeholder"
+    target = prop_def(StringAttr)
+    default = opt_prop_def(Attribute)
+    result = result_def()
+
+    def __init__(self, target: str, result_type: Attribute, default: Attribute | None = None) -> None:
+        super().__init__(
+            result_types=[result_type],
+            properties={"target": StringAttr(target), "default": default},
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.target.data)
+        if self.default is not None:
+            printer.print_string(" default ")
+            print_literal(printer, self.default, ())
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PlaceholderOp:
+        target = parser.parse_str_literal()
+        default = None
+        if parser.parse_optional_keyword("default") is not None:
+            default = parse_literal(parser, _OperandCollector())
+        parser.parse_punctuation(":")
+        return cls(target, parser.parse_type(), default)
+
+
+@irdl_op_definition
+class GetAttrOp(IRDLOperation):
+    """An FX `get_attr` node: a parameter, buffer or constant of the owner."""
+
+    name = "fx.get_attr"
+    target = prop_def(StringAttr)
+    result = result_def()
+
+    def __init__(self, target: str, result_type: Attribute) -> None:
+        super().__init__(result_types=[result_type], properties={"target": StringAttr(target)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.target.data)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GetAttrOp:
+        target = parser.parse_str_literal()
+        parser.parse_punctuation(":")
+        return cls(target, parser.parse_type())
+
+
+@irdl_op_definition
+class OutputOp(IRDLOperation):
+    """The FX `output` node: the graph's result structure."""
+
+    name = "fx.output"
+    args = prop_def(Attribute)
+    inputs = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(GraphOp))
+
+    def __init__(self, structure: Attribute, operands: Sequence[SSAValue]) -> None:
+        super().__init__(operands=[operands], properties={"args": structure})
+
+    def verify_(self) -> None:
+        _verify_refs(self, (self.args,))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_literal(printer, self.args, self.operands)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> OutputOp:
+        collector = _OperandCollector()
+        structure = parse_literal(parser, collector)
+        return cls(structure, collector.operands)
+
+
+FX = Dialect(
+    "fx",
+    [
+        GraphOp,
+        PlaceholderOp,
+        GetAttrOp,
+        CallFunctionOp,
+        CallMethodOp,
+        CallModuleOp,
+        OutputOp,
+    ],
+    [
+        ValueType,
+        NoneValueAttr,
+        RefAttr,
+        TupleValueAttr,
+        DTypeAttr,
+        DeviceAttr,
+        SliceAttr,
+        ObjectAttr,
+    ],
+)
+
+
+def map_refs(attr: Attribute, fn: Callable[[int], Any], convert: Callable[[Attribute], Any]) -> Any:
+    """Rebuild an argument structure as Python values: refs through `fn`,
+    every other leaf through `convert`."""
+    if isinstance(attr, RefAttr):
+        return fn(attr.index.data)
+    if isinstance(attr, ArrayAttr):
+        return [map_refs(a, fn, convert) for a in attr.data]
+    if isinstance(attr, TupleValueAttr):
+        return tuple(map_refs(a, fn, convert) for a in attr.elements.data)
+    if isinstance(attr, SliceAttr):
+        return slice(
+            map_refs(attr.start, fn, convert),
+            map_refs(attr.stop, fn, convert),
+            map_refs(attr.step, fn, convert),
+        )
+    return convert(attr)
+
+
+__all__ = [
+    "FX",
+    "CallFunctionOp",
+    "CallMethodOp",
+    "CallModuleOp",
+    "DTypeAttr",
+    "DeviceAttr",
+    "GetAttrOp",
+    "GraphOp",
+    "NodeOp",
+    "NoneValueAttr",
+    "ObjectAttr",
+    "OutputOp",
+    "PlaceholderOp",
+    "RefAttr",
+    "SliceAttr",
+    "TupleType",
+    "TupleValueAttr",
+    "ValueType",
+]

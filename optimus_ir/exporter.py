@@ -1,0 +1,209 @@
+"""Translation of an `fx`-dialect module back into a torch.fx.GraphModule.
+
+Only fx ops are exported: run `lower-to-fx` first so that operator and batch
+ops have become fx.call_function ops. Call targets are resolved through the
+program's object table, then by import path. The returned GraphModule is built
+on the owner module, so it references (does not copy) the original parameters,
+buffers and submodules.
+
+For IR that has no owner (hand-written or parsed text), `missing_attributes=
+"random"` makes up parameters of the recorded shapes and dtypes, seeded, so
+that the graph can still be run (used by differential validation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import torch
+import torch.fx
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation
+
+from optimus_ir.dialects import fx
+from optimus_ir.importer import ImportedGraph, graph_of
+from optimus_ir.objects import ObjectTable, UnresolvedNameError
+from optimus_ir.types import DYNAMIC, device_of, dtype_of
+
+
+class GraphExportError(ValueError):
+    """IR that cannot be turned into an FX graph; the message names the op."""
+
+
+def literal_value(attr: Attribute, objects: ObjectTable) -> Any:
+    """The Python value of a non-ref literal attribute."""
+    if isinstance(attr, IntAttr):
+        return attr.data
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    if isinstance(attr, IntegerAttr):
+        value = attr.value.data
+        return bool(value) if fx.is_bool_literal(attr) else value
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, fx.NoneValueAttr):
+        return None
+    if isinstance(attr, fx.DTypeAttr):
+        return dtype_of(attr.element_type)
+    if isinstance(attr, fx.DeviceAttr):
+        return torch.device(attr.device.data)
+    if isinstance(attr, fx.ObjectAttr):
+        return objects.resolve(attr.qualified_name.data)
+    raise GraphExportError(f"attribute {attr} is not a literal FX can hold")
+
+
+def random_tensor(tensor_type: TensorType, generator: torch.Generator) -> torch.Tensor:
+    """A seeded tensor of a (static) tensor type, for IR without real data."""
+    shape = tensor_type.get_shape()
+    if DYNAMIC in shape:
+        raise GraphExportError(
+            f"cannot make up a value of type {tensor_type}: it has a symbolic size"
+        )
+    dtype = dtype_of(tensor_type.element_type)
+    device = device_of(tensor_type) or "cpu"
+    if dtype.is_floating_point or dtype.is_complex:
+        value = torch.randn(shape, generator=generator, dtype=dtype)
+    elif dtype == torch.bool:
+        value = torch.randint(0, 2, shape, generator=generator).to(torch.bool)
+    else:
+        value = torch.randint(0, 8, shape, generator=generator, dtype=dtype)
+    return value.to(device)
+
+
+def _set_attr(root: torch.nn.Module, target: str, value: torch.Tensor) -> None:
+    *path, leaf = target.split(".")
+    module = root
+    for part in path:
+        if not hasattr(module, part):
+            module.add_module(part, torch.nn.Module())
+        module = getattr(module, part)
+    if isinstance(value, torch.nn.Parameter) or value.is_floating_point():
+        module.register_parameter(leaf, torch.nn.Parameter(value, requires_grad=False))
+    else:
+        module.register_buffer(leaf, value)
+
+
+def _has_attr(root: torch.nn.Module, target: str) -> bool:
+    obj: Any = root
+    for part in target.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def _node_parts(
+    op: Operation,
+    root: torch.nn.Module,
+    table: ObjectTable,
+    value: Any,
+    made_up: dict[str, torch.Tensor],
+    missing_attributes: str,
+    generator: torch.Generator,
+) -> tuple[str, Any, tuple[Any, ...], dict[str, Any]]:
+    """The FX node kind, target, args and kwargs of one fx op."""
+    if isinstance(op, fx.PlaceholderOp):
+        args = () if op.default is None else (value(op.default, op),)
+        return "placeholder", op.target.data, args, {}
+    if isinstance(op, fx.GetAttrOp):
+        target = op.target.data
+        if not _has_attr(root, target):
+            if missing_attributes == "error":
+                raise GraphExportError(
+                    f"'fx.get_attr' names '{target}', which the owner module lacks"
+                )
+            result_type = op.result.type
+            if not isinstance(result_type, TensorType):
+                raise GraphExportError(
+                    f"'fx.get_attr' '{target}' of non-tensor type {result_type} "
+                    "cannot be made up"
+                )
+            made_up[target] = random_tensor(result_type, generator)
+            _set_attr(root, target, made_up[target])
+        return "get_attr", target, (), {}
+    if isinstance(op, fx.NodeOp):
+        args = tuple(value(a, op) for a in op.args.data)
+        kwargs = {k: value(v, op) for k, v in op.kwargs.data.items()}
+        if isinstance(op, fx.CallFunctionOp):
+            try:
+                target = table.resolve(op.target.data)
+            except UnresolvedNameError as error:
+                raise GraphExportError(f"'fx.call_function': {error}") from None
+            return "call_function", target, args, kwargs
+        if isinstance(op, fx.CallMethodOp):
+            return "call_method", op.target.data, args, kwargs
+        if not _has_attr(root, op.target.data):
+            raise GraphExportError(
+                f"'fx.call_module' names '{op.target.data}', which the owner module lacks"
+            )
+        return "call_module", op.target.data, args, kwargs
+    raise GraphExportError(
+        f"'{op.name}' is not an fx op; run the 'lower-to-fx' pass before export"
+    )
+
+
+def export_graph(
+    program: ImportedGraph | ModuleOp,
+    owner: torch.nn.Module | None = None,
+    objects: ObjectTable | Mapping[str, Any] | None = None,
+    *,
+    missing_attributes: Literal["error", "random"] = "error",
+    seed: int = 0,
+) -> torch.fx.GraphModule:
+    """Build a GraphModule from an fx-dialect module.
+
+    `program` is what `import_graph` returned (owner, object table and calling
+    convention come with it) or a bare ModuleOp, with `owner`/`objects` given
+    here. Parameters that the owner lacks are an error, or made up with
+    `missing_attributes="random"`.
+    """
+    codegen = None
+    if isinstance(program, ImportedGraph):
+        module = program.module
+        owner = owner if owner is not None else program.owner
+        table = program.objects if objects is None else objects
+        codegen = program.codegen
+    else:
+        module = program
+        table = objects
+    if not isinstance(table, ObjectTable):
+        mapping = dict(table or {})
+        table = ObjectTable()
+        table.by_name.update(mapping)
+    root = owner if owner is not None else torch.nn.Module()
+    graph_op = graph_of(module)
+
+    generator = torch.Generator().manual_seed(seed)
+    graph = torch.fx.Graph()
+    if codegen is not None:
+        graph.set_codegen(codegen)
+    nodes: dict[Any, torch.fx.Node] = {}
+    made_up: dict[str, torch.Tensor] = {}
+
+    def value(attr: Attribute, op: Operation) -> Any:
+        try:
+            return fx.map_refs(
+                attr,
+                lambda i: nodes[op.operands[i]],
+                lambda leaf: literal_value(leaf, table),
+            )
+        except UnresolvedNameError as error:
+            raise GraphExportError(f"'{op.name}': {error}") from None
+
+    for op in graph_op.block.ops:
+        if isinstance(op, fx.OutputOp):
+            graph.output(value(op.args, op))
+            continue
+        kind, target, args, kwargs = _node_parts(op, root, table, value, made_up, missing_attributes, generator)
+        node = graph.create_node(kind, target, args, kwargs, name=op.results[0].name_hint)
+        nodes[op.results[0]] = node
+    graph.lint()
+    return torch.fx.GraphModule(root, graph)

@@ -1,0 +1,279 @@
+"""Translation of a torch.fx.GraphModule into the `fx` dialect.
+
+The importer knows nothing about operators: each FX node becomes the fx op of
+its kind, its node inputs become operands and everything else becomes
+attributes (see dialects/fx.py). Value types come from the node's metadata --
+`example_value` (Dynamo), `val` (torch.export, FakeTensorProp) or
+`tensor_meta` (ShapeProp) -- or, where that is missing, from fake-tensor
+propagation of the example inputs (no real compute).
+
+IR is built in memory; the text parser is never involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TupleType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from optimus_ir.dialects import fx
+from optimus_ir.objects import ObjectTable
+from optimus_ir.types import UnsupportedDTypeError, element_type_of, tensor_type_of
+
+
+class GraphImportError(ValueError):
+    """A graph that cannot be imported (missing shape information)."""
+
+
+@dataclass
+class ImportedGraph:
+    """An imported program: the IR plus what the IR names but cannot hold.
+
+    `owner` holds the parameters, buffers and submodules that fx.get_attr and
+    fx.call_module ops name; `objects` the Python objects without an import
+    path; `codegen` the original graph's calling convention (pytree flattening
+    of inputs and outputs), so the exported module is called like the original.
+    """
+
+    module: ModuleOp
+    owner: torch.nn.Module
+    objects: ObjectTable = field(default_factory=ObjectTable)
+    codegen: Any = None
+
+    @property
+    def graph(self) -> fx.GraphOp:
+        return graph_of(self.module)
+
+
+def graph_of(module: ModuleOp) -> fx.GraphOp:
+    """The (first) fx.graph of a module."""
+    for op in module.ops:
+        if isinstance(op, fx.GraphOp):
+            return op
+    raise GraphImportError("module holds no fx.graph")
+
+
+_META_KEYS = ("val", "example_value")
+
+
+def _node_value(node: torch.fx.Node) -> Any:
+    for key in _META_KEYS:
+        if key in node.meta:
+            return node.meta[key]
+    meta = node.meta.get("tensor_meta")
+    if meta is not None:
+        return meta
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _type_of_value(value: Any) -> Attribute:
+    if isinstance(value, torch.Tensor):
+        try:
+            return tensor_type_of(value)
+        except UnsupportedDTypeError:
+            return fx.VALUE
+    if type(value).__name__ == "TensorMetadata":
+        from optimus_ir.types import tensor_type
+
+        try:
+            return tensor_type(
+                tuple(int(s) if isinstance(s, int) else -1 for s in value.shape),
+                element_type_of(value.dtype),
+                None,
+            )
+        except UnsupportedDTypeError:
+            return fx.VALUE
+    if isinstance(value, tuple | list) and value and all(
+        isinstance(v, torch.Tensor) for v in value
+    ):
+        types = [_type_of_value(v) for v in value]
+        if all(t is not fx.VALUE for t in types):
+            return TupleType(types)
+    return fx.VALUE
+
+
+def _needs_propagation(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        if node.op in ("output", "get_attr") or not node.users:
+            continue
+        if _node_value(node) is _MISSING:
+            return True
+    return False
+
+
+def _propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+    """Fill node.meta['val'] by running the graph on fake tensors."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fake_inputs = [
+        mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs
+    ]
+    FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+
+
+class _Builder:
+    """Converts one FX graph; holds the caches of a single import."""
+
+    def __init__(self, gm: torch.fx.GraphModule, objects: ObjectTable) -> None:
+        self.gm = gm
+        self.objects = objects
+        self.values: dict[torch.fx.Node, SSAValue] = {}
+        self._literal_cache: dict[Any, Attribute] = {}
+        self._module_types: dict[str, str] = {}
+
+    # -- literals ---------------------------------------------------------
+
+    def literal(self, value: Any, refs: dict[torch.fx.Node, int], operands: list[SSAValue]) -> Attribute:
+        if isinstance(value, torch.fx.Node):
+            index = refs.get(value)
+            if index is None:
+                index = len(operands)
+                refs[value] = index
+                operands.append(self.values[value])
+            return fx.RefAttr(index)
+        kind = type(value)
+        if kind is bool:
+            return fx.bool_literal(value)
+        if kind is int:
+            cached = self._literal_cache.get((int, value))
+            if cached is None:
+                cached = self._literal_cache[(int, value)] = fx.int_literal(value)
+            return cached
+        if kind is float:
+            return fx.float_literal(value)
+        if kind is str:
+            return StringAttr(value)
+        if value is None:
+            return fx.NONE
+        if isinstance(value, list):
+            return ArrayAttr([self.literal(v, refs, operands) for v in value])
+        if isinstance(value, tuple):  # tuple, torch.Size, named tuples
+            return fx.TupleValueAttr([self.literal(v, refs, operands) for v in value])
+        if isinstance(value, torch.dtype):
+            try:
+                return fx.DTypeAttr(element_type_of(value))
+            except UnsupportedDTypeError:
+                return fx.ObjectAttr(str(value))
+        if isinstance(value, torch.device):
+            return fx.DeviceAttr(str(value))
+        if kind is slice:
+            return fx.SliceAttr(
+                self.literal(value.start, refs, operands),
+                self.literal(value.stop, refs, operands),
+                self.literal(value.step, refs, operands),
+            )
+        if value is Ellipsis:
+            return fx.ObjectAttr("builtins.Ellipsis")
+        if isinstance(value, torch.memory_format | torch.layout):
+            return fx.ObjectAttr(str(value))
+        if isinstance(value, int):  # int subclasses (enums)
+            return fx.ObjectAttr(self.objects.name_of(value))
+        return fx.ObjectAttr(self.objects.name_of(value))
+
+    # -- nodes --------------------------------------------------------------
+
+    def node_op(self, node: torch.fx.Node) -> Operation:
+        result_type = self.result_type(node)
+        if node.op == "placeholder":
+            default = None
+            if node.args:
+                default = self.literal(node.args[0], {}, [])
+            return fx.PlaceholderOp(node.target, result_type, default)  # type: ignore[arg-type]
+        if node.op == "get_attr":
+            return fx.GetAttrOp(node.target, result_type)  # type: ignore[arg-type]
+        refs: dict[torch.fx.Node, int] = {}
+        operands: list[SSAValue] = []
+        if node.op == "output":
+            structure = self.literal(node.args[0], refs, operands)
+            return fx.OutputOp(structure, operands)
+        args = [self.literal(a, refs, operands) for a in node.args]
+        kwargs = {k: self.literal(v, refs, operands) for k, v in node.kwargs.items()}
+        if node.op == "call_function":
+            return fx.CallFunctionOp(
+                self.objects.name_of(node.target), args, kwargs, operands, result_type
+            )
+        if node.op == "call_method":
+            return fx.CallMethodOp(node.target, args, kwargs, operands, result_type)  # type: ignore[arg-type]
+        if node.op == "call_module":
+            op = fx.CallModuleOp(node.target, args, kwargs, operands, result_type)  # type: ignore[arg-type]
+            op.attributes["module_type"] = StringAttr(self.module_type(node.target))  # type: ignore[arg-type]
+            return op
+        raise GraphImportError(f"unknown FX node kind '{node.op}' on node '{node.name}'")
+
+    def module_type(self, target: str) -> str:
+        cached = self._module_types.get(target)
+        if cached is None:
+            cls = type(self.gm.get_submodule(target))
+            cached = self._module_types[target] = f"{cls.__module__}.{cls.__qualname__}"
+        return cached
+
+    def result_type(self, node: torch.fx.Node) -> Attribute:
+        if node.op == "output":
+            return fx.VALUE
+        value = _node_value(node)
+        if value is _MISSING and node.op == "get_attr":
+            value = _fetch_attr(self.gm, node.target)  # type: ignore[arg-type]
+        if value is _MISSING and not node.users:
+            return fx.VALUE  # e.g. torch.export's guard call: its value is never read
+        if value is _MISSING:
+            raise GraphImportError(
+                f"node '{node.name}' ({node.op} {node.target}) has no shape metadata; "
+                "pass example_inputs so that shapes can be propagated"
+            )
+        return _type_of_value(value)
+
+
+def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def import_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any] | None = None,
+    name: str = "forward",
+) -> ImportedGraph:
+    """Translate `gm` into a `builtin.module { fx.graph @forward {...} }`.
+
+    Shapes, dtypes and devices are read from node metadata; where a node has
+    none, `example_inputs` are propagated through the graph as fake tensors
+    (this writes node.meta['val'] on `gm`).
+    """
+    if _needs_propagation(gm):
+        if example_inputs is None:
+            missing = next(
+                n for n in gm.graph.nodes
+                if n.op not in ("output", "get_attr")
+                and n.users
+                and _node_value(n) is _MISSING
+            )
+            raise GraphImportError(
+                f"node '{missing.name}' has no shape metadata and no example inputs "
+                "were given to propagate shapes"
+            )
+        _propagate_fake(gm, example_inputs)
+
+    objects = ObjectTable()
+    builder = _Builder(gm, objects)
+    ops: list[Operation] = []
+    for node in gm.graph.nodes:
+        op = builder.node_op(node)
+        if op.results:
+            result = op.results[0]
+            result.name_hint = node.name
+            builder.values[node] = result
+        ops.append(op)
+    graph = fx.GraphOp(name, ops)
+    return ImportedGraph(ModuleOp([graph]), gm, objects, gm.graph._codegen)  # noqa: SLF001

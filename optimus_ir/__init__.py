@@ -1,0 +1,40 @@
+"""optimus-ir: operator-level model transformation for PyTorch on an xDSL IR.
+
+Public API (imported lazily, so that `import optimus_ir` stays cheap):
+
+* `optimize(model_or_graph_module, example_inputs, pipeline=None) -> GraphModule`
+* `import_graph(gm, example_inputs=None) -> ImportedGraph`
+* `export_graph(imported_or_module, owner=None) -> GraphModule`
+* `torch.compile(model, backend="optimus")`, registered as an entry point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "optimize": "optimus_ir.api",
+    "capture": "optimus_ir.api",
+    "OptimizeReport": "optimus_ir.api",
+    "CaptureError": "optimus_ir.api",
+    "import_graph": "optimus_ir.importer",
+    "ImportedGraph": "optimus_ir.importer",
+    "GraphImportError": "optimus_ir.importer",
+    "export_graph": "optimus_ir.exporter",
+    "GraphExportError": "optimus_ir.exporter",
+    "optimus_backend": "optimus_ir.backend",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'optimus_ir' has no attribute '{name}'")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)
+
+
+__all__ = sorted(_LAZY)

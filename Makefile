@@ -1,0 +1,30 @@
+# The two entry points a newcomer needs: `make demo` and `make test`.
+# Each creates .venv when missing, installs torch==2.13.0 first (the CPU build
+# that lies on local disk), then the project editable with its test extras.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test pytest lit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(VENV)/bin/lit -sv tests/lit
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_roundtrip.py --sizes 1000,10000,100000
+
+clean:
+	rm -rf $(VENV) build *.egg-info

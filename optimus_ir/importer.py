@@ -12,7 +12,10 @@ IR is built in memory; the text parser is never involved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import gc
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +26,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from optimus_ir.dialects import fx
 from optimus_ir.objects import ObjectTable
-from optimus_ir.types import UnsupportedDTypeError, element_type_of, tensor_type_of
+from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, element_type_of, tensor_type_of
 
 
 class GraphImportError(ValueError):
@@ -48,6 +51,23 @@ class ImportedGraph:
     @property
     def graph(self) -> fx.GraphOp:
         return graph_of(self.module)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector.
+
+    Building IR for a large graph allocates hundreds of thousands of
+    long-lived objects; every allocation burst triggers collections that walk
+    the whole (growing) heap, which made import and export time grow faster
+    than the graph. Nothing built here is garbage while it is being built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def graph_of(module: ModuleOp) -> fx.GraphOp:
@@ -85,7 +105,7 @@ def _type_of_value(value: Any) -> Attribute:
 
         try:
             return tensor_type(
-                tuple(int(s) if isinstance(s, int) else -1 for s in value.shape),
+                tuple(int(s) if isinstance(s, int) else DYNAMIC for s in value.shape),
                 element_type_of(value.dtype),
                 None,
             )
@@ -130,6 +150,12 @@ class _Builder:
         self.values: dict[torch.fx.Node, SSAValue] = {}
         self._literal_cache: dict[Any, Attribute] = {}
         self._module_types: dict[str, str] = {}
+        self._strings: dict[str, StringAttr] = {}
+        self._targets: dict[Any, StringAttr] = {}
+        # Set once example inputs were propagated: a node still without a value
+        # then produced something that is not a tensor or a scalar (a string,
+        # None, an arbitrary object), which FakeTensorProp does not record.
+        self.propagated = False
 
     # -- literals ---------------------------------------------------------
 
@@ -140,7 +166,7 @@ class _Builder:
                 index = len(operands)
                 refs[value] = index
                 operands.append(self.values[value])
-            return fx.RefAttr(index)
+            return fx.ref(index)
         kind = type(value)
         if kind is bool:
             return fx.bool_literal(value)
@@ -150,15 +176,24 @@ class _Builder:
                 cached = self._literal_cache[(int, value)] = fx.int_literal(value)
             return cached
         if kind is float:
-            return fx.float_literal(value)
+            key = (float, value.hex())  # tells -0.0 from 0.0, and nan from itself
+            cached = self._literal_cache.get(key)
+            if cached is None:
+                cached = self._literal_cache[key] = fx.float_literal(value)
+            return cached
         if kind is str:
-            return StringAttr(value)
+            return self.string(value)
         if value is None:
             return fx.NONE
         if isinstance(value, list):
             return ArrayAttr([self.literal(v, refs, operands) for v in value])
         if isinstance(value, tuple):  # tuple, torch.Size, named tuples
             return fx.TupleValueAttr([self.literal(v, refs, operands) for v in value])
+        if isinstance(value, dict):  # dict, FX's immutable_dict
+            return fx.DictValueAttr(
+                [self.literal(k, refs, operands) for k in value],
+                [self.literal(v, refs, operands) for v in value.values()],
+            )
         if isinstance(value, torch.dtype):
             try:
                 return fx.DTypeAttr(element_type_of(value))
@@ -180,6 +215,12 @@ class _Builder:
             return fx.ObjectAttr(self.objects.name_of(value))
         return fx.ObjectAttr(self.objects.name_of(value))
 
+    def string(self, value: str) -> StringAttr:
+        cached = self._strings.get(value)
+        if cached is None:
+            cached = self._strings[value] = StringAttr(value)
+        return cached
+
     # -- nodes --------------------------------------------------------------
 
     def node_op(self, node: torch.fx.Node) -> Operation:
@@ -188,9 +229,9 @@ class _Builder:
             default = None
             if node.args:
                 default = self.literal(node.args[0], {}, [])
-            return fx.PlaceholderOp(node.target, result_type, default)  # type: ignore[arg-type]
+            return fx.PlaceholderOp(self.string(node.target), result_type, default)  # type: ignore[arg-type]
         if node.op == "get_attr":
-            return fx.GetAttrOp(node.target, result_type)  # type: ignore[arg-type]
+            return fx.GetAttrOp(self.string(node.target), result_type)  # type: ignore[arg-type]
         refs: dict[torch.fx.Node, int] = {}
         operands: list[SSAValue] = []
         if node.op == "output":
@@ -200,15 +241,23 @@ class _Builder:
         kwargs = {k: self.literal(v, refs, operands) for k, v in node.kwargs.items()}
         if node.op == "call_function":
             return fx.CallFunctionOp(
-                self.objects.name_of(node.target), args, kwargs, operands, result_type
+                self.function_name(node.target), args, kwargs, operands, result_type
             )
         if node.op == "call_method":
-            return fx.CallMethodOp(node.target, args, kwargs, operands, result_type)  # type: ignore[arg-type]
+            return fx.CallMethodOp(self.string(node.target), args, kwargs, operands, result_type)  # type: ignore[arg-type]
         if node.op == "call_module":
-            op = fx.CallModuleOp(node.target, args, kwargs, operands, result_type)  # type: ignore[arg-type]
-            op.attributes["module_type"] = StringAttr(self.module_type(node.target))  # type: ignore[arg-type]
+            op = fx.CallModuleOp(self.string(node.target), args, kwargs, operands, result_type)  # type: ignore[arg-type]
+            op.attributes["module_type"] = self.string(self.module_type(node.target))  # type: ignore[arg-type]
             return op
         raise GraphImportError(f"unknown FX node kind '{node.op}' on node '{node.name}'")
+
+    def function_name(self, target: Any) -> StringAttr:
+        """The IR name of a call_function target (cached per target object;
+        the object table keeps every target alive, so ids stay unique)."""
+        cached = self._targets.get(id(target))
+        if cached is None:
+            cached = self._targets[id(target)] = self.string(self.objects.name_of(target))
+        return cached
 
     def module_type(self, target: str) -> str:
         cached = self._module_types.get(target)
@@ -223,7 +272,7 @@ class _Builder:
         value = _node_value(node)
         if value is _MISSING and node.op == "get_attr":
             value = _fetch_attr(self.gm, node.target)  # type: ignore[arg-type]
-        if value is _MISSING and not node.users:
+        if value is _MISSING and (self.propagated or not node.users):
             return fx.VALUE  # e.g. torch.export's guard call: its value is never read
         if value is _MISSING:
             raise GraphImportError(
@@ -231,6 +280,24 @@ class _Builder:
                 "pass example_inputs so that shapes can be propagated"
             )
         return _type_of_value(value)
+
+
+_NUMBER_SUFFIX = re.compile(r"_(\d+)$")
+
+
+def value_name(node_name: str) -> str:
+    """The SSA name hint for an FX node name.
+
+    xDSL strips one `_N` suffix from every name hint and re-adds `_N` suffixes
+    when it prints duplicates, so FX names such as `getitem_1`, `body_3_1` and
+    `body_4` would print as colliding or renumbered names, and text would not
+    survive print -> parse -> print. FX names are unique identifiers without
+    '.', so writing the final `_N` as `.N` (`getitem.1`) gives unique hints
+    that xDSL keeps verbatim; the exporter turns `.N` back into `_N`.
+    """
+    if not node_name[-1:].isdigit():
+        return node_name
+    return _NUMBER_SUFFIX.sub(r".\1", node_name)
 
 
 def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
@@ -251,6 +318,7 @@ def import_graph(
     none, `example_inputs` are propagated through the graph as fake tensors
     (this writes node.meta['val'] on `gm`).
     """
+    propagated = False
     if _needs_propagation(gm):
         if example_inputs is None:
             missing = next(
@@ -264,16 +332,19 @@ def import_graph(
                 "were given to propagate shapes"
             )
         _propagate_fake(gm, example_inputs)
+        propagated = True
 
     objects = ObjectTable()
     builder = _Builder(gm, objects)
+    builder.propagated = propagated
     ops: list[Operation] = []
-    for node in gm.graph.nodes:
-        op = builder.node_op(node)
-        if op.results:
-            result = op.results[0]
-            result.name_hint = node.name
-            builder.values[node] = result
-        ops.append(op)
-    graph = fx.GraphOp(name, ops)
+    with gc_paused():
+        for node in gm.graph.nodes:
+            op = builder.node_op(node)
+            if op.results:
+                result = op.results[0]
+                result.name_hint = value_name(node.name)
+                builder.values[node] = result
+            ops.append(op)
+        graph = fx.GraphOp(name, ops)
     return ImportedGraph(ModuleOp([graph]), gm, objects, gm.graph._codegen)  # noqa: SLF001

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import torch
 
 DYNAMIC = DYNAMIC_INDEX
-"""The size of a symbolic dimension (printed `?`)."""
+"""The size of a symbolic dimension (printed `?`); xDSL's dynamic index, not -1."""
 
 _ELEMENT_TYPES: dict[str, Attribute] = {
     "float32": Float32Type(),

@@ -124,7 +124,8 @@ def optimize(
     run on seeded random inputs before and after every pass and a pass that
     changes results raises `ValidationError` naming the pass and the output.
     """
-    from optimus_ir.pipeline import DEFAULT_PIPELINE, run_pipeline
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+    from optimus_ir.pipeline import run_pipeline
 
     phases: dict[str, float] = {}
     start = time.perf_counter()
@@ -136,15 +137,18 @@ def optimize(
     phases["import"] = time.perf_counter() - start
 
     text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    hook = None
+    if validate:
+        from optimus_ir.validation import DifferentialValidator
+
+        start = time.perf_counter()
+        validator = DifferentialValidator(program, inputs=example_inputs)
+        hook = lambda pass_, module: validator.after_pass(pass_.name, module)  # noqa: E731
+        phases["validation setup"] = time.perf_counter() - start
     start = time.perf_counter()
-    stats = run_pipeline(
-        program.module,
-        text,
-        statistics=statistics,
-        validate_with=program if validate else None,
-    )
+    stats = run_pipeline(program.module, text, statistics=statistics, validate_each=hook)
     if _has_non_fx_ops(program.module):
-        run_pipeline(program.module, "lower-to-fx", statistics=stats)
+        run_pipeline(program.module, "lower-to-fx", statistics=stats, validate_each=hook)
         text = f"{text},lower-to-fx" if text else "lower-to-fx"
     phases["passes"] = time.perf_counter() - start
 

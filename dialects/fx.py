@@ -67,6 +67,36 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 # ---------------------------------------------------------------------------
+# String literals
+# ---------------------------------------------------------------------------
+
+
+def parse_optional_text(parser: AttrParser | Parser) -> str | None:
+    """A string literal, if present. xDSL's lexer turns a literal whose escapes
+    spell non-ASCII UTF-8 (`"\\C3\\A9"`, which is how xDSL prints `é`) into a
+    bytes literal, which `parse_optional_str_literal` does not accept."""
+    text = parser.parse_optional_str_literal()
+    if text is not None:
+        return text
+    pos = parser.pos
+    data = parser.parse_optional_bytes_literal()
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        parser.raise_error("string literal is not valid UTF-8", pos, parser.pos)
+
+
+def parse_text(parser: AttrParser | Parser) -> str:
+    """A string literal (see `parse_optional_text`)."""
+    text = parse_optional_text(parser)
+    if text is None:
+        parser.raise_error("string literal expected")
+    return text
+
+
+# ---------------------------------------------------------------------------
 # Types
 # ---------------------------------------------------------------------------
 
@@ -98,7 +128,8 @@ NONE = NoneValueAttr()
 
 @irdl_attr_definition
 class RefAttr(ParametrizedAttribute):
-    """A reference to operand `index` of the op that holds this structure."""
+    """A reference to operand `index` of the op that holds this structure
+    (`ref(index)` returns a shared instance: attributes are immutable)."""
 
     name = "fx.ref"
     index: IntAttr
@@ -125,6 +156,28 @@ class TupleValueAttr(ParametrizedAttribute):
 
     def __init__(self, elements: Sequence[Attribute]) -> None:
         super().__init__(ArrayAttr(elements))
+
+
+@irdl_attr_definition
+class DictValueAttr(ParametrizedAttribute):
+    """A Python dict inside an argument structure, printed `{key: value}`.
+
+    Keys are literals (FX never maps node references inside keys); values are
+    any piece of an argument structure. Insertion order is kept."""
+
+    name = "fx.dict"
+    keys: ArrayAttr
+    values: ArrayAttr
+
+    def __init__(self, keys: Sequence[Attribute], values: Sequence[Attribute]) -> None:
+        super().__init__(ArrayAttr(keys), ArrayAttr(values))
+
+    def items(self) -> list[tuple[Attribute, Attribute]]:
+        return list(zip(self.keys.data, self.values.data))
+
+    def verify_(self) -> None:
+        if len(self.keys.data) != len(self.values.data):
+            raise VerifyException("'fx.dict' needs as many keys as values")
 
 
 @irdl_attr_definition
@@ -164,7 +217,7 @@ class DeviceAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
         with parser.in_angle_brackets():
-            return (StringAttr(parser.parse_str_literal()),)
+            return (StringAttr(parse_text(parser)),)
 
 
 @irdl_attr_definition
@@ -198,8 +251,22 @@ class ObjectAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
         with parser.in_angle_brackets():
-            return (StringAttr(parser.parse_str_literal()),)
+            return (StringAttr(parse_text(parser)),)
 
+
+_REFS: list[RefAttr] = []
+
+
+def ref(index: int) -> RefAttr:
+    """The (shared) `#fx.ref<index>`; building a ParametrizedAttribute costs
+    microseconds, and an import needs one per node input."""
+    while len(_REFS) <= index:
+        _REFS.append(RefAttr(len(_REFS)))
+    return _REFS[index]
+
+
+EMPTY_ARGS = ArrayAttr(())
+EMPTY_KWARGS = DictionaryAttr({})
 
 _I1 = IntegerType(1)
 _F64 = Float64Type()
@@ -267,6 +334,16 @@ def print_literal(printer: Printer, attr: Attribute, operands: Sequence[SSAValue
         if len(attr.elements.data) == 1:
             printer.print_string(",")
         printer.print_string(")")
+    elif isinstance(attr, DictValueAttr):
+        printer.print_string("{")
+
+        def print_item(item: tuple[Attribute, Attribute]) -> None:
+            print_literal(printer, item[0], operands)
+            printer.print_string(": ")
+            print_literal(printer, item[1], operands)
+
+        printer.print_list(attr.items(), print_item)
+        printer.print_string("}")
     elif isinstance(attr, SliceAttr):
         printer.print_string("slice(")
         printer.print_list(
@@ -291,7 +368,29 @@ class _OperandCollector:
             index = len(self.operands)
             self._index[value] = index
             self.operands.append(value)
-        return RefAttr(index)
+        return ref(index)
+
+
+def _parse_optional_defined_operand(parser: Parser) -> SSAValue | None:
+    """An operand that must already be defined (fx graphs are in topological
+    order, and the argument syntax carries no operand types). This is xDSL's
+    untyped `parse_optional_operand()`, which is deprecated and warns."""
+    unresolved = parser.parse_optional_unresolved_operand()
+    if unresolved is None:
+        return None
+    values = parser.ssa_values.get(unresolved.operand_name)
+    if values is None:
+        parser.raise_error(
+            f"SSA value %{unresolved.operand_name} used before its definition",
+            unresolved.span,
+        )
+    if unresolved.index >= len(values):
+        parser.raise_error(
+            f"SSA value tuple index out of bounds: %{unresolved.operand_name} has "
+            f"{len(values)} values, #{unresolved.index} was used",
+            unresolved.span,
+        )
+    return values[unresolved.index]
 
 
 _KEYWORD_LITERALS = ("none", "true", "false", "inf", "nan", "slice")
@@ -305,7 +404,7 @@ def parse_literal(
     `word` is a bare identifier the caller has already consumed while looking
     for a keyword-argument name."""
     if word is None:
-        operand = parser.parse_optional_operand()
+        operand = _parse_optional_defined_operand(parser)
         if operand is not None:
             return collector.ref(operand)
         if parser.parse_optional_punctuation("[") is not None:
@@ -326,7 +425,19 @@ def parse_literal(
                     items.append(parse_literal(parser, collector))
                 parser.parse_punctuation(")")
             return TupleValueAttr(items)
-        string = parser.parse_optional_str_literal()
+        if parser.parse_optional_punctuation("{") is not None:
+            keys: list[Attribute] = []
+            values: list[Attribute] = []
+            if parser.parse_optional_punctuation("}") is None:
+                while True:
+                    keys.append(parse_literal(parser, collector))
+                    parser.parse_punctuation(":")
+                    values.append(parse_literal(parser, collector))
+                    if parser.parse_optional_punctuation(",") is None:
+                        break
+                parser.parse_punctuation("}")
+            return DictValueAttr(keys, values)
+        string = parse_optional_text(parser)
         if string is not None:
             return StringAttr(string)
         if parser.parse_optional_punctuation("-") is not None:
@@ -377,6 +488,9 @@ def _refs_in(attr: Attribute, out: set[int]) -> None:
             _refs_in(item, out)
     elif isinstance(attr, TupleValueAttr):
         for item in attr.elements.data:
+            _refs_in(item, out)
+    elif isinstance(attr, DictValueAttr):
+        for item in attr.values.data:
             _refs_in(item, out)
     elif isinstance(attr, SliceAttr):
         _refs_in(attr.start, out)
@@ -461,18 +575,26 @@ class NodeOp(IRDLOperation):
     def __init__(
         self,
         target: str | StringAttr,
-        args: Sequence[Attribute],
-        kwargs: Mapping[str, Attribute],
+        args: Sequence[Attribute] | ArrayAttr,
+        kwargs: Mapping[str, Attribute] | DictionaryAttr,
         operands: Sequence[SSAValue],
         result_type: Attribute,
     ) -> None:
-        super().__init__(
-            operands=[operands],
-            result_types=[result_type],
+        if not isinstance(args, ArrayAttr):
+            args = ArrayAttr(args) if args else EMPTY_ARGS
+        if not isinstance(kwargs, DictionaryAttr):
+            kwargs = DictionaryAttr(dict(kwargs)) if kwargs else EMPTY_KWARGS
+        # The generic IRDL builder (operand/result segment bookkeeping) costs
+        # more than everything else of an import; this op has exactly one
+        # variadic operand group and one result, so build it directly.
+        Operation.__init__(
+            self,
+            operands=tuple(operands),
+            result_types=(result_type,),
             properties={
                 "target": target if isinstance(target, StringAttr) else StringAttr(target),
-                "args": ArrayAttr(args),
-                "kwargs": DictionaryAttr(dict(kwargs)),
+                "args": args,
+                "kwargs": kwargs,
             },
         )
 
@@ -506,7 +628,7 @@ class NodeOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> NodeOp:
-        target = parser.parse_str_literal()
+        target = parse_text(parser)
         collector = _OperandCollector()
         args: list[Attribute] = []
         kwargs: dict[str, Attribute] = {}
@@ -514,7 +636,7 @@ class NodeOp(IRDLOperation):
         def parse_argument() -> None:
             name = parser.parse_optional_identifier()
             if name is None:
-                name = parser.parse_optional_str_literal()
+                name = parse_optional_text(parser)
                 if name is not None and parser.parse_optional_punctuation("=") is None:
                     if kwargs:
                         parser.raise_error("positional argument after keyword argument")
@@ -570,11 +692,15 @@ class PlaceholderOp(IRDLOperation):
     default = opt_prop_def(Attribute)
     result = result_def()
 
-    def __init__(self, target: str, result_type: Attribute, default: Attribute | None = None) -> None:
-        super().__init__(
-            result_types=[result_type],
-            properties={"target": StringAttr(target), "default": default},
-        )
+    def __init__(
+        self, target: str | StringAttr, result_type: Attribute, default: Attribute | None = None
+    ) -> None:
+        properties: dict[str, Attribute] = {
+            "target": target if isinstance(target, StringAttr) else StringAttr(target)
+        }
+        if default is not None:
+            properties["default"] = default
+        Operation.__init__(self, result_types=(result_type,), properties=properties)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -587,7 +713,7 @@ class PlaceholderOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> PlaceholderOp:
-        target = parser.parse_str_literal()
+        target = parse_text(parser)
         default = None
         if parser.parse_optional_keyword("default") is not None:
             default = parse_literal(parser, _OperandCollector())
@@ -603,8 +729,10 @@ class GetAttrOp(IRDLOperation):
     target = prop_def(StringAttr)
     result = result_def()
 
-    def __init__(self, target: str, result_type: Attribute) -> None:
-        super().__init__(result_types=[result_type], properties={"target": StringAttr(target)})
+    def __init__(self, target: str | StringAttr, result_type: Attribute) -> None:
+        if not isinstance(target, StringAttr):
+            target = StringAttr(target)
+        Operation.__init__(self, result_types=(result_type,), properties={"target": target})
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -614,7 +742,7 @@ class GetAttrOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> GetAttrOp:
-        target = parser.parse_str_literal()
+        target = parse_text(parser)
         parser.parse_punctuation(":")
         return cls(target, parser.parse_type())
 
@@ -661,6 +789,7 @@ FX = Dialect(
         NoneValueAttr,
         RefAttr,
         TupleValueAttr,
+        DictValueAttr,
         DTypeAttr,
         DeviceAttr,
         SliceAttr,
@@ -678,6 +807,11 @@ def map_refs(attr: Attribute, fn: Callable[[int], Any], convert: Callable[[Attri
         return [map_refs(a, fn, convert) for a in attr.data]
     if isinstance(attr, TupleValueAttr):
         return tuple(map_refs(a, fn, convert) for a in attr.elements.data)
+    if isinstance(attr, DictValueAttr):
+        return {
+            map_refs(k, fn, convert): map_refs(v, fn, convert)
+            for k, v in zip(attr.keys.data, attr.values.data)
+        }
     if isinstance(attr, SliceAttr):
         return slice(
             map_refs(attr.start, fn, convert),
@@ -694,6 +828,7 @@ __all__ = [
     "CallModuleOp",
     "DTypeAttr",
     "DeviceAttr",
+    "DictValueAttr",
     "GetAttrOp",
     "GraphOp",
     "NodeOp",

@@ -52,7 +52,10 @@ def make_context(allow_unregistered: bool = False) -> Context:
 
 
 def parse_module(text: str, name: str = "<string>"):
-    """Parse IR text into a ModuleOp (for tests and the CLI only: slow)."""
-    from xdsl.parser import Parser
+    """Parse IR text into a ModuleOp (for tests and the CLI only: slow).
 
-    return Parser(make_context(), text, name).parse_module()
+    Every op records its source position as its location, so diagnostics and
+    rewrite logs can name the line."""
+    from optimus_ir.diagnostics import LocatingParser
+
+    return LocatingParser(make_context(), text, name).parse_module()

@@ -13,6 +13,7 @@ that the graph can still be run (used by differential validation).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,9 +30,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from optimus_ir.dialects import fx
-from optimus_ir.importer import ImportedGraph, graph_of
+from optimus_ir.importer import ImportedGraph, gc_paused, graph_of
 from optimus_ir.objects import ObjectTable, UnresolvedNameError
 from optimus_ir.types import DYNAMIC, device_of, dtype_of
+
+
+_DOT_NUMBER_SUFFIX = re.compile(r"\.(\d+)$")
+
+
+def node_name(name_hint: str | None) -> str | None:
+    """The FX node name for an SSA name hint (inverse of importer.value_name);
+    FX itself replaces any other character that is not valid in a name."""
+    if name_hint is None:
+        return None
+    return _DOT_NUMBER_SUFFIX.sub(r"_\1", name_hint)
 
 
 class GraphExportError(ValueError):
@@ -118,13 +130,14 @@ def _node_parts(
         if not _has_attr(root, target):
             if missing_attributes == "error":
                 raise GraphExportError(
-                    f"'fx.get_attr' names '{target}', which the owner module lacks"
+                    f"names '{target}', which the owner module lacks (pass the "
+                    "owner, or missing_attributes='random' to make up a value)"
                 )
             result_type = op.result.type
             if not isinstance(result_type, TensorType):
                 raise GraphExportError(
-                    f"'fx.get_attr' '{target}' of non-tensor type {result_type} "
-                    "cannot be made up"
+                    f"names '{target}', which the owner module lacks, and a value "
+                    f"of non-tensor type {result_type} cannot be made up"
                 )
             made_up[target] = random_tensor(result_type, generator)
             _set_attr(root, target, made_up[target])
@@ -136,18 +149,29 @@ def _node_parts(
             try:
                 target = table.resolve(op.target.data)
             except UnresolvedNameError as error:
-                raise GraphExportError(f"'fx.call_function': {error}") from None
+                raise GraphExportError(str(error)) from None
             return "call_function", target, args, kwargs
         if isinstance(op, fx.CallMethodOp):
             return "call_method", op.target.data, args, kwargs
         if not _has_attr(root, op.target.data):
             raise GraphExportError(
-                f"'fx.call_module' names '{op.target.data}', which the owner module lacks"
+                f"names submodule '{op.target.data}', which the owner module lacks"
             )
         return "call_module", op.target.data, args, kwargs
-    raise GraphExportError(
-        f"'{op.name}' is not an fx op; run the 'lower-to-fx' pass before export"
-    )
+    raise GraphExportError("is not an fx op; run the 'lower-to-fx' pass before export")
+
+
+def _where(op: Operation) -> str:
+    """`'fx.call_function' %name` (or the op's position) for error messages."""
+    results = op.results
+    if results and results[0].name_hint:
+        return f"'{op.name}' %{results[0].name_hint}"
+    block = op.parent_block()
+    if block is not None:
+        index = next((i for i, o in enumerate(block.ops) if o is op), None)
+        if index is not None:
+            return f"'{op.name}' (op #{index} of the graph)"
+    return f"'{op.name}'"
 
 
 def export_graph(
@@ -188,22 +212,39 @@ def export_graph(
     nodes: dict[Any, torch.fx.Node] = {}
     made_up: dict[str, torch.Tensor] = {}
 
+    def node_of(op: Operation, index: int) -> torch.fx.Node:
+        operand = op.operands[index]
+        node = nodes.get(operand)
+        if node is None:
+            raise GraphExportError(
+                f"operand #{index} is not the result of an exported fx op "
+                "(a block argument, or a value defined by a non-fx op)"
+            )
+        return node
+
+    def convert(leaf: Attribute) -> Any:
+        return literal_value(leaf, table)
+
     def value(attr: Attribute, op: Operation) -> Any:
         try:
-            return fx.map_refs(
-                attr,
-                lambda i: nodes[op.operands[i]],
-                lambda leaf: literal_value(leaf, table),
-            )
+            return fx.map_refs(attr, lambda i: node_of(op, i), convert)
         except UnresolvedNameError as error:
-            raise GraphExportError(f"'{op.name}': {error}") from None
+            raise GraphExportError(str(error)) from None
 
-    for op in graph_op.block.ops:
-        if isinstance(op, fx.OutputOp):
-            graph.output(value(op.args, op))
-            continue
-        kind, target, args, kwargs = _node_parts(op, root, table, value, made_up, missing_attributes, generator)
-        node = graph.create_node(kind, target, args, kwargs, name=op.results[0].name_hint)
-        nodes[op.results[0]] = node
-    graph.lint()
-    return torch.fx.GraphModule(root, graph)
+    with gc_paused():
+        for op in graph_op.block.ops:
+            try:
+                if isinstance(op, fx.OutputOp):
+                    graph.output(value(op.args, op))
+                    continue
+                kind, target, args, kwargs = _node_parts(
+                    op, root, table, value, made_up, missing_attributes, generator
+                )
+            except GraphExportError as error:
+                raise GraphExportError(f"{_where(op)}: {error}") from None
+            result = op.results[0]
+            nodes[result] = graph.create_node(
+                kind, target, args, kwargs, name=node_name(result.name_hint)
+            )
+        graph.lint()
+        return torch.fx.GraphModule(root, graph)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TupleType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TupleType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from optimus_ir.dialects import fx
@@ -149,7 +149,7 @@ class _Builder:
         self.objects = objects
         self.values: dict[torch.fx.Node, SSAValue] = {}
         self._literal_cache: dict[Any, Attribute] = {}
-        self._module_types: dict[str, str] = {}
+        self._modules: dict[str, tuple[StringAttr, DictionaryAttr | None]] = {}
         self._strings: dict[str, StringAttr] = {}
         self._targets: dict[Any, StringAttr] = {}
         # Set once example inputs were propagated: a node still without a value
@@ -247,7 +247,10 @@ class _Builder:
             return fx.CallMethodOp(self.string(node.target), args, kwargs, operands, result_type)  # type: ignore[arg-type]
         if node.op == "call_module":
             op = fx.CallModuleOp(self.string(node.target), args, kwargs, operands, result_type)  # type: ignore[arg-type]
-            op.attributes["module_type"] = self.string(self.module_type(node.target))  # type: ignore[arg-type]
+            module_type, module_attrs = self.describe(node.target)  # type: ignore[arg-type]
+            op.attributes["module_type"] = module_type
+            if module_attrs is not None:
+                op.attributes["module_attrs"] = module_attrs
             return op
         raise GraphImportError(f"unknown FX node kind '{node.op}' on node '{node.name}'")
 
@@ -259,11 +262,16 @@ class _Builder:
             cached = self._targets[id(target)] = self.string(self.objects.name_of(target))
         return cached
 
-    def module_type(self, target: str) -> str:
-        cached = self._module_types.get(target)
+    def describe(self, target: str) -> tuple[StringAttr, DictionaryAttr | None]:
+        """The class name and `describe_module` of a submodule, cached."""
+        cached = self._modules.get(target)
         if cached is None:
-            cls = type(self.gm.get_submodule(target))
-            cached = self._module_types[target] = f"{cls.__module__}.{cls.__qualname__}"
+            submodule = self.gm.get_submodule(target)
+            cls = type(submodule)
+            cached = self._modules[target] = (
+                StringAttr(f"{cls.__module__}.{cls.__qualname__}"),
+                describe_module(submodule),
+            )
         return cached
 
     def result_type(self, node: torch.fx.Node) -> Attribute:
@@ -298,6 +306,57 @@ def value_name(node_name: str) -> str:
     if not node_name[-1:].isdigit():
         return node_name
     return _NUMBER_SUFFIX.sub(r".\1", node_name)
+
+
+def _describe_literal(value: Any) -> Attribute | None:
+    kind = type(value)
+    if kind is bool:
+        return fx.bool_literal(value)
+    if kind is int:
+        return fx.int_literal(value)
+    if kind is float:
+        return fx.float_literal(value)
+    if kind is str:
+        return StringAttr(value)
+    if value is None:
+        return fx.NONE
+    if kind in (list, tuple) or type(value).__name__ == "Size":
+        items = [_describe_literal(v) for v in value]
+        if all(i is not None for i in items):
+            return ArrayAttr(items)  # type: ignore[arg-type]
+    return None
+
+
+def describe_module(mod: Any) -> DictionaryAttr | None:
+    """The `module_attrs` description of a submodule for its fx.call_module op.
+
+    Operator-agnostic: every public attribute of the module that is a literal
+    (int, float, bool, str, None, list/tuple of those), and the type of each of
+    its own parameters (`#fx.none` for a None parameter). None (no
+    description, the call stays opaque) for a module with hooks."""
+    if (
+        getattr(mod, "_forward_hooks", None)
+        or getattr(mod, "_forward_pre_hooks", None)
+        or getattr(mod, "_backward_hooks", None)
+        or getattr(mod, "_backward_pre_hooks", None)
+    ):
+        return None
+    entries: dict[str, Attribute] = {}
+    for key, value in vars(mod).items():
+        if key.startswith("_"):
+            continue
+        attr = _describe_literal(value)
+        if attr is not None:
+            entries[key] = attr
+    for key, param in getattr(mod, "_parameters", {}).items():
+        if param is None:
+            entries[key] = fx.NONE
+        else:
+            try:
+                entries[key] = tensor_type_of(param)
+            except UnsupportedDTypeError:
+                continue
+    return DictionaryAttr(entries)
 
 
 def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:

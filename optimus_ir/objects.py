@@ -62,18 +62,20 @@ class ObjectTable:
 
     def __init__(self) -> None:
         self.by_name: dict[str, Any] = {}
-        self._by_id: dict[int, str] = {}
+        # id -> (name, obj): the object is kept alive so that its id cannot be
+        # reused by another object while this table exists.
+        self._by_id: dict[int, tuple[str, Any]] = {}
 
     def name_of(self, obj: Any) -> str:
         """A stable IR name for `obj`; importable objects keep their path."""
         known = self._by_id.get(id(obj))
         if known is not None:
-            return known
+            return known[0]
         name = _qualified_name(obj)
         if name is not None and "<" not in name:
             try:
                 if resolve_qualified_name(name) is obj:
-                    self._by_id[id(obj)] = name
+                    self._by_id[id(obj)] = (name, obj)
                     return name
             except UnresolvedNameError:
                 pass
@@ -83,7 +85,7 @@ class ObjectTable:
             index += 1
         table_name = f"{base}#{index}"
         self.by_name[table_name] = obj
-        self._by_id[id(obj)] = table_name
+        self._by_id[id(obj)] = (table_name, obj)
         return table_name
 
     def resolve(self, name: str) -> Any:

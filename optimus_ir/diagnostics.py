@@ -1,0 +1,301 @@
+"""Diagnostics with source locations: errors, warnings and remarks about ops.
+
+* `OptimusError` is the project's `DiagnosticException`: a message about an op
+  (or about nothing in particular). Raise it (or `emit_error(op, msg)`) from a
+  pass when the input cannot be handled; the CLI prints it as
+  `file:line:col: error: msg` and exits with status 1.
+* `emit_warning(op, msg)` / `emit_remark(op, msg)` report without failing. They
+  go to the active `DiagnosticHandler` (the CLI installs one; `collect_diagnostics()`
+  gives one to Python callers); without a handler warnings become Python
+  `warnings` and remarks are dropped.
+* `LocatingParser` is xDSL's parser recording the source position of every op
+  it parses as the op's `location` (a `FileLineColLoc`), so that verifier and
+  pass diagnostics can name the op's line. Rewrites done through
+  `optimus_ir.rewriting` give new ops the location of the op they replace.
+* `verify_module` is `ModuleOp.verify` that reports *which* op failed (xDSL's
+  own verifier raises an exception that does not name the op).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import contextvars
+import enum
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Span
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    REMARK = "remark"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A file position; `line` and `column` are 1-based."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def location_of(op: Operation | None) -> SourceLocation | None:
+    """The source position of `op`, else of its closest located ancestor."""
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        op = op.parent_op()
+    return None
+
+
+@dataclass
+class Diagnostic:
+    """One message, about an op or a source position (or neither)."""
+
+    severity: Severity
+    message: str
+    op: Operation | None = None
+    location: SourceLocation | None = None
+
+    def __post_init__(self) -> None:
+        if self.location is None and self.op is not None:
+            self.location = location_of(self.op)
+
+    def format(self, source_lines: dict[str, list[str]] | None = None) -> str:
+        """`file:line:col: error: message`, then the source line and a caret
+        when `source_lines` (file name -> lines) has the file."""
+        where = str(self.location) if self.location else "<unknown>"
+        text = f"{where}: {self.severity.value}: {self.message}"
+        if self.location and source_lines and self.location.file in source_lines:
+            lines = source_lines[self.location.file]
+            if 0 < self.location.line <= len(lines):
+                line = lines[self.location.line - 1].rstrip("\r\n")
+                text += f"\n{line}\n{' ' * (self.location.column - 1)}^"
+        return text
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class OptimusError(DiagnosticException):
+    """An error about an op (or the input as a whole), with its location."""
+
+    def __init__(
+        self,
+        message: str,
+        op: Operation | None = None,
+        *,
+        location: SourceLocation | None = None,
+        severity: Severity = Severity.ERROR,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.op = op
+        self.location = location if location is not None else location_of(op)
+        self.severity = severity
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(self.severity, self.message, self.op, self.location)
+
+    def __str__(self) -> str:
+        if self.location is not None:
+            return f"{self.location}: {self.message}"
+        return self.message
+
+
+class VerificationError(OptimusError):
+    """The IR does not verify; `errors` holds one diagnostic per failing op."""
+
+    def __init__(self, errors: list[Diagnostic], context: str = "") -> None:
+        first = errors[0]
+        message = first.message if not context else f"{first.message} ({context})"
+        super().__init__(message, first.op, location=first.location)
+        self.errors = errors
+
+
+# ---------------------------------------------------------------------------
+# Reporting warnings and remarks
+# ---------------------------------------------------------------------------
+
+DiagnosticHandler = Callable[[Diagnostic], None]
+
+_handler: contextvars.ContextVar[DiagnosticHandler | None] = contextvars.ContextVar(
+    "optimus_diagnostic_handler", default=None
+)
+
+
+@contextlib.contextmanager
+def diagnostic_handler(handler: DiagnosticHandler) -> Iterator[None]:
+    """Route `emit_warning`/`emit_remark` to `handler` inside the block."""
+    token = _handler.set(handler)
+    try:
+        yield
+    finally:
+        _handler.reset(token)
+
+
+@contextlib.contextmanager
+def collect_diagnostics() -> Iterator[list[Diagnostic]]:
+    """Collect the warnings and remarks emitted inside the block in a list."""
+    collected: list[Diagnostic] = []
+    with diagnostic_handler(collected.append):
+        yield collected
+
+
+def emit(op: Operation | None, severity: Severity, message: str) -> None:
+    handler = _handler.get()
+    diagnostic = Diagnostic(severity, message, op)
+    if handler is not None:
+        handler(diagnostic)
+    elif severity in (Severity.WARNING, Severity.ERROR):
+        warnings.warn(str(diagnostic), stacklevel=3)
+
+
+def emit_warning(op: Operation | None, message: str) -> None:
+    emit(op, Severity.WARNING, message)
+
+
+def emit_remark(op: Operation | None, message: str) -> None:
+    emit(op, Severity.REMARK, message)
+
+
+def emit_error(op: Operation | None, message: str) -> None:
+    """Raise an `OptimusError` about `op` (never returns)."""
+    raise OptimusError(message, op)
+
+
+# ---------------------------------------------------------------------------
+# Parsing with op locations
+# ---------------------------------------------------------------------------
+
+
+class LocatingParser(Parser):
+    """xDSL's parser that records where each op starts as its `location`
+    (unless the text gives an explicit `loc(...)`)."""
+
+    def __init__(self, ctx, input: str | bytes, name: str = "<unknown>") -> None:
+        super().__init__(ctx, input, name)
+        text = input.decode("utf-8") if isinstance(input, bytes) else input
+        self._line_starts = [0]
+        self._line_starts.extend(m.end() for m in re.finditer("\n", text))
+        self._file = StringAttr(name)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        try:
+            op = super().parse_operation()
+        except ParseError as err:
+            raise self._point_at_op_name(err, start) from None
+        if isinstance(op.location, UnknownLoc):
+            line = bisect.bisect_right(self._line_starts, start)
+            column = start - self._line_starts[line - 1] + 1
+            op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(column))
+        return op
+
+
+    def _point_at_op_name(self, err: ParseError, start: int) -> ParseError:
+        """xDSL reports an unknown op, type or attribute after its name;
+        point at the name itself."""
+        if err.span.start < start:
+            return err
+        text = self.lexer.input.content
+        match = re.fullmatch(r"Operation (\S+) is not registered", err.msg)
+        if match is not None:
+            name = match.group(1)
+            at = text.find(name, start, err.span.start + 1)
+            message = f"unknown operation '{name}'"
+        else:
+            match = re.fullmatch(r"'(\S+)' is not registered", err.msg)
+            if match is None:
+                return err
+            name = match.group(1)
+            at = text.rfind(name, start, err.span.start)
+            if at > 0 and text[at - 1] in "!#":
+                at -= 1
+                name = text[at] + name
+            message = f"unknown type or attribute '{name}'"
+        if at < 0:
+            return err
+        return ParseError(Span(at, at + len(name), self.lexer.input), message)
+
+
+def parse_module(text: str, name: str = "<string>", ctx=None) -> ModuleOp:
+    """Parse IR text into a ModuleOp whose ops carry their source locations."""
+    if ctx is None:
+        from optimus_ir.context import make_context
+
+        ctx = make_context()
+    return LocatingParser(ctx, text, name).parse_module()
+
+
+# ---------------------------------------------------------------------------
+# Verification that names the failing op
+# ---------------------------------------------------------------------------
+
+
+MAX_VERIFY_ERRORS = 20
+
+
+def verify_module(module: Operation, context: str = "") -> None:
+    """Verify `module`; raise `VerificationError` naming the failing ops (at
+    most `MAX_VERIFY_ERRORS` of them)."""
+    try:
+        module.verify()
+        return
+    except (VerifyException, ValueError):
+        pass
+    errors: list[Diagnostic] = []
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, ValueError) as err:
+            message = str(err)
+            if not message.startswith(f"'{op.name}'"):
+                message = f"'{op.name}' op {message}"
+            errors.append(Diagnostic(Severity.ERROR, message, op))
+            if len(errors) >= MAX_VERIFY_ERRORS:
+                break
+    if not errors:  # the whole-module check failed in a way we cannot pin down
+        try:
+            module.verify()
+        except (VerifyException, ValueError) as err:
+            errors.append(Diagnostic(Severity.ERROR, str(err), module))
+        else:  # pragma: no cover - verification is deterministic
+            return
+    raise VerificationError(errors, context)
+
+
+__all__ = [
+    "Diagnostic",
+    "DiagnosticHandler",
+    "LocatingParser",
+    "OptimusError",
+    "Severity",
+    "SourceLocation",
+    "VerificationError",
+    "collect_diagnostics",
+    "diagnostic_handler",
+    "emit",
+    "emit_error",
+    "emit_remark",
+    "emit_warning",
+    "location_of",
+    "parse_module",
+    "verify_module",
+]

@@ -1,0 +1,349 @@
+"""Side effects of ops: what `dce` may remove and what `cse` may merge.
+
+The rule is conservative. An op is *pure* (no observable effect: removable
+when unused, and mergeable with an identical op) when
+
+* it is a non-fx op whose traits say it has no memory effects (the `Pure`
+  trait, as every operator-dialect op but training-mode dropout has); or
+* it is `fx.get_attr`; or
+* it is `fx.call_function` / `fx.call_method` whose target is *known* pure:
+  a torch / aten functional op or tensor method that is not in-place (no
+  trailing `_`), has no `out=` kwarg and no `inplace=True`, is not random,
+  and is not one of the stateful torch entry points; or one of a list of
+  pure Python builtins (`operator.getitem`, `operator.add`, `getattr`...).
+
+Everything else is impure: unknown Python callables, `fx.call_module`,
+in-place and random ops, custom-op namespaces, ops with regions.
+`fx.placeholder` and `fx.output` are never removed.
+
+Allocating factories (`torch.empty`, `torch.zeros`, ...) are removable when
+unused but never merged: two calls return two distinct tensors.
+
+Extend the lists with `register_pure_function(target)` /
+`register_impure_function(target)`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from xdsl.ir import Operation
+from xdsl.traits import is_side_effect_free
+
+# Exact fx targets known to be pure (beyond the torch rule below).
+PURE_FUNCTIONS: set[str] = {
+    "operator.getitem",
+    "operator.add",
+    "operator.sub",
+    "operator.mul",
+    "operator.truediv",
+    "operator.floordiv",
+    "operator.mod",
+    "operator.pow",
+    "operator.neg",
+    "operator.pos",
+    "operator.abs",
+    "operator.invert",
+    "operator.matmul",
+    "operator.and_",
+    "operator.or_",
+    "operator.xor",
+    "operator.not_",
+    "operator.lshift",
+    "operator.rshift",
+    "operator.eq",
+    "operator.ne",
+    "operator.lt",
+    "operator.le",
+    "operator.gt",
+    "operator.ge",
+    "operator.is_",
+    "operator.is_not",
+    "operator.contains",
+    "operator.truth",
+    "builtins.getattr",
+    "getattr",
+    "builtins.len",
+    "len",
+    "builtins.int",
+    "builtins.float",
+    "builtins.bool",
+    "builtins.min",
+    "builtins.max",
+    "builtins.abs",
+    "math.sqrt",
+    "math.ceil",
+    "math.floor",
+    "math.exp",
+    "math.log",
+    "torch.ops.aten._to_copy.default",
+    "torch.ops.aten._softmax.default",
+    "torch.ops.aten._log_softmax.default",
+    "torch.ops.aten._unsafe_view.default",
+}
+
+# Exact targets that are never pure, even though they look like torch functions.
+IMPURE_FUNCTIONS: set[str] = {
+    "torch.manual_seed",
+    "torch.seed",
+    "torch.set_grad_enabled",
+    "torch.set_default_dtype",
+    "torch.set_default_device",
+    "torch.use_deterministic_algorithms",
+    "torch.save",
+    "torch.load",
+    "torch.set_printoptions",
+}
+
+# Last name components of random torch ops (never removed or merged: they
+# advance the generator).
+RANDOM_NAMES: frozenset[str] = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "bernoulli",
+        "multinomial",
+        "normal",
+        "poisson",
+        "dropout",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "feature_dropout",
+        "native_dropout",
+        "rrelu",
+        "gumbel_softmax",
+        "uniform",
+        "exponential",
+        "geometric",
+        "cauchy",
+        "log_normal",
+        "random",
+    }
+)
+
+# Allocating factories: removable when unused, never merged.
+ALLOCATING_NAMES: frozenset[str] = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "new_zeros",
+        "ones",
+        "ones_like",
+        "new_ones",
+        "full",
+        "full_like",
+        "new_full",
+        "tensor",
+        "as_tensor",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "clone",
+        "contiguous",
+        "scalar_tensor",
+    }
+)
+
+# Torch namespaces whose functions have effects beyond their result.
+_IMPURE_TORCH_PREFIXES = (
+    "torch.cuda.",
+    "torch.distributed.",
+    "torch.autograd.",
+    "torch.profiler.",
+    "torch.random.",
+    "torch.testing.",
+    "torch.ops.profiler.",
+    "torch.fx.",
+    "torch._dynamo.",
+)
+
+# Private torch C namespaces that hold ordinary functional ops.
+_FUNCTIONAL_C_PREFIXES = (
+    "torch._C._nn.",
+    "torch._C._VariableFunctions.",
+    "torch._C._linalg.",
+    "torch._C._fft.",
+    "torch._C._special.",
+)
+
+# Methods with effects that do not end in `_`.
+IMPURE_METHODS: set[str] = {
+    "__setitem__",
+    "__delitem__",
+    "backward",
+    "register_hook",
+    "retain_grad",
+    "record_stream",
+    "set_",
+    "share_memory_",
+    "pin_memory",
+    "numpy",
+    "data_ptr",
+    "tolist",
+    "item",
+}
+
+
+_INPLACE_DUNDERS = frozenset(
+    f"__i{op}__"
+    for op in (
+        "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()
+    )
+)
+
+
+def register_pure_function(target: str) -> None:
+    """Declare an fx call_function target (qualified name) pure."""
+    IMPURE_FUNCTIONS.discard(target)
+    PURE_FUNCTIONS.add(target)
+    _target_kind.cache_clear()
+
+
+def register_impure_function(target: str) -> None:
+    """Declare an fx call_function target impure."""
+    PURE_FUNCTIONS.discard(target)
+    IMPURE_FUNCTIONS.add(target)
+    _target_kind.cache_clear()
+
+
+def _aten_name(target: str) -> tuple[str, str] | None:
+    """(op name, overload) of a `torch.ops.aten|prims.<op>[.<overload>]` target."""
+    parts = target.split(".")
+    if len(parts) < 4 or parts[2] not in ("aten", "prims"):
+        return None
+    return parts[3], (parts[4] if len(parts) > 4 else "")
+
+
+def _kwargs_make_impure(op: Operation) -> bool:
+    kwargs = op.kwargs.data  # type: ignore[attr-defined]
+    if not kwargs:
+        return False
+    if "out" in kwargs:
+        return True
+    return "inplace" in kwargs and _is_true(kwargs["inplace"])
+
+
+def _is_true(attr) -> bool:
+    from optimus_ir.dialects.fx import is_bool_literal
+
+    return is_bool_literal(attr) and bool(attr.value.data)
+
+
+@functools.lru_cache(maxsize=4096)
+def _target_kind(target: str) -> str:
+    """The kind of a call_function target, from its name alone."""
+    if target in PURE_FUNCTIONS:
+        return "pure"
+    if target in IMPURE_FUNCTIONS or not target.startswith("torch."):
+        return "impure"
+    if target.startswith(_IMPURE_TORCH_PREFIXES):
+        return "impure"
+    if target.startswith("torch.ops."):
+        aten = _aten_name(target)
+        if aten is None:
+            return "impure"  # custom-op namespaces: unknown
+        name, overload = aten
+        if overload == "out" or overload.endswith("_out"):
+            return "impure"
+    else:
+        if target.startswith("torch._C.") and not target.startswith(_FUNCTIONAL_C_PREFIXES):
+            return "impure"
+        name = target.rsplit(".", 1)[-1]
+    if name.endswith("_") or name.startswith("_"):
+        return "impure"
+    base = name.removesuffix("_")
+    if base in RANDOM_NAMES:
+        return "impure"
+    if base in ALLOCATING_NAMES:
+        return "alloc"
+    return "pure"
+
+
+def _function_kind(op: Operation, target: str) -> str:
+    """'pure', 'alloc' (pure but never merged) or 'impure'."""
+    kind = _target_kind(target)
+    if kind == "impure":
+        return kind
+    if _kwargs_make_impure(op):
+        return "impure"
+    if target.startswith("torch.nn.functional.") and any(
+        _is_true(arg) for arg in op.args.data[1:]  # type: ignore[attr-defined]
+    ):
+        return "impure"  # a positional `inplace=True` (relu(x, True))
+    return kind
+
+
+@functools.lru_cache(maxsize=4096)
+def _method_name_kind(name: str) -> str:
+    if name in IMPURE_METHODS:
+        return "impure"
+    if name.startswith("__") and name.endswith("__"):
+        # in-place dunders (__iadd__) are impure; the others are operators
+        return "impure" if name in _INPLACE_DUNDERS else "pure"
+    if name.endswith("_") or name in RANDOM_NAMES:
+        return "impure"
+    if name in ALLOCATING_NAMES:
+        return "alloc"
+    return "pure"
+
+
+def _method_kind(op: Operation, name: str) -> str:
+    kind = _method_name_kind(name)
+    if kind != "impure" and _kwargs_make_impure(op):
+        return "impure"
+    return kind
+
+
+def effect_kind(op: Operation) -> str:
+    """'pure', 'alloc' (removable if unused, never merged) or 'impure'."""
+    from optimus_ir.dialects import fx
+
+    if isinstance(op, fx.CallFunctionOp):
+        return _function_kind(op, op.target.data)
+    if isinstance(op, fx.CallMethodOp):
+        return _method_kind(op, op.target.data)
+    if isinstance(op, fx.GetAttrOp):
+        return "pure"
+    if isinstance(op, fx.CallModuleOp | fx.PlaceholderOp | fx.OutputOp | fx.GraphOp):
+        return "impure"
+    if op.regions:
+        return "impure"
+    return "pure" if is_side_effect_free(op) else "impure"
+
+
+def is_removable_if_unused(op: Operation) -> bool:
+    """May `op` be erased when none of its results is used?"""
+    return effect_kind(op) != "impure"
+
+
+def is_cse_candidate(op: Operation) -> bool:
+    """May `op` be merged with an identical op that dominates it?"""
+    return effect_kind(op) == "pure"
+
+
+__all__ = [
+    "ALLOCATING_NAMES",
+    "IMPURE_FUNCTIONS",
+    "IMPURE_METHODS",
+    "PURE_FUNCTIONS",
+    "RANDOM_NAMES",
+    "effect_kind",
+    "is_cse_candidate",
+    "is_removable_if_unused",
+    "register_impure_function",
+    "register_pure_function",
+]

@@ -1,0 +1,101 @@
+"""The pass registry: pass name -> lazily imported pass class.
+
+Adding a pass is one line in `PASSES`: its kebab-case name and the module
+that defines it (the class is the `ModulePass` in that module whose `name` is
+the key; give the class name as a second argument when a module holds several
+passes). Nothing is imported until a pipeline names the pass.
+
+Named pipelines (`PIPELINES`) may be used in a `-p` pipeline like a pass
+(without options); `DEFAULT_PIPELINE` is the one `optimize` runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+PassFactory = Callable[[], type[ModulePass]]
+
+
+def lazy(module: str, class_name: str | None = None) -> PassFactory:
+    """A factory that imports `module` and returns its pass class (the one
+    named `class_name`, or the only ModulePass whose `name` is the registered
+    name, found when the registry resolves it)."""
+
+    def load(expected_name: str | None = None) -> type[ModulePass]:
+        mod = importlib.import_module(module)
+        if class_name is not None:
+            return getattr(mod, class_name)
+        candidates = [
+            obj
+            for obj in vars(mod).values()
+            if isinstance(obj, type)
+            and issubclass(obj, ModulePass)
+            and obj.__module__ == mod.__name__
+            and isinstance(getattr(obj, "name", None), str)
+        ]
+        if expected_name is not None:
+            candidates = [c for c in candidates if c.name == expected_name]
+        if len(candidates) != 1:
+            raise LookupError(
+                f"{module}: expected one ModulePass named '{expected_name}', "
+                f"found {[c.__name__ for c in candidates]}"
+            )
+        return candidates[0]
+
+    load.module = module  # type: ignore[attr-defined]
+    return load
+
+
+PASSES: dict[str, Callable[..., type[ModulePass]]] = {
+    # cleanup
+    "dce": lazy("optimus_ir.passes.dce"),
+    "cse": lazy("optimus_ir.passes.cse"),
+    # levels:
+    "raise-fx": lazy("optimus_ir.passes.raise_fx"),
+    "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
+    # testing only (a deliberately wrong pass for validation and bisection):
+    "test-miscompile": lazy("optimus_ir.passes.test_miscompile"),
+    # optimizations:
+    "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
+}
+"""Every pass of the project, by its kebab-case name."""
+
+DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
+    "raise-fx",              # fx -> torch operator dialect
+    "split-cat-simplify",    # split/cat/stack/unbind plumbing
+    # ... more operator-level optimizations (batch fusion) ...
+    "dce",
+    "cse",
+    "lower-to-fx",           # back to fx for export
+)
+DEFAULT_PIPELINE: str = ",".join(DEFAULT_PIPELINE_STAGES)
+"""The pipeline `optimize` runs by default (the `-p` text form)."""
+
+PIPELINES: dict[str, str] = {
+    "default": DEFAULT_PIPELINE,
+    "cleanup": "dce,cse",
+}
+"""Named pipelines, usable inside `-p` as if they were passes."""
+
+
+def available_passes() -> dict[str, PassFactory]:
+    """Name -> zero-argument factory returning the pass class (the form
+    xDSL's `PassPipeline.parse_spec` and `xDSLOptMain` expect)."""
+    return {name: _bind(name, factory) for name, factory in PASSES.items()}
+
+
+def _bind(name: str, factory: PassFactory) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        if getattr(factory, "module", None) is not None:  # made by `lazy`
+            return factory(name)  # type: ignore[call-arg]
+        return factory()
+
+    return load
+
+
+def get_pass_class(name: str) -> type[ModulePass]:
+    """The class of the pass registered as `name` (KeyError if unknown)."""
+    return _bind(name, PASSES[name])()

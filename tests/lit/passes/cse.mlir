@@ -1,0 +1,135 @@
+// RUN: optimus-opt %s -p cse --split-input-file | filecheck %s
+
+// Identical pure ops are merged into the first one; their users follow.
+
+// CHECK-LABEL: fx.graph @merge
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = fx.call_function "torch.tanh"(%x)
+// CHECK-NEXT:    %m = fx.call_method "sum"(%x, dim = 0)
+// CHECK-NEXT:    %g = fx.call_function "operator.getitem"(%a, 0)
+// CHECK-NEXT:    %w = fx.get_attr "weight"
+// CHECK-NEXT:    %s = fx.call_function "torch.add"(%a, %a)
+// CHECK-NEXT:    %t = fx.call_function "torch.mul"(%s, %w)
+// CHECK-NEXT:    fx.output (%t, %m, %m, %g, %g)
+fx.graph @merge {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %m = fx.call_method "sum"(%x, dim = 0) : tensor<f32, "cpu">
+  %n = fx.call_method "sum"(%x, dim = 0) : tensor<f32, "cpu">
+  %g = fx.call_function "operator.getitem"(%a, 0) : tensor<f32, "cpu">
+  %h = fx.call_function "operator.getitem"(%b, 0) : tensor<f32, "cpu">
+  %w = fx.get_attr "weight" : tensor<4xf32, "cpu">
+  %v = fx.get_attr "weight" : tensor<4xf32, "cpu">
+  %s = fx.call_function "torch.add"(%a, %b) : tensor<4xf32, "cpu">
+  %t = fx.call_function "torch.mul"(%s, %v) : tensor<4xf32, "cpu">
+  fx.output (%t, %m, %n, %g, %h)
+}
+
+// -----
+
+// Ops that differ in target, arguments, kwargs, operands or result type stay apart.
+
+// CHECK-LABEL: fx.graph @different
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %y = fx.placeholder "y"
+// CHECK-NEXT:    %a = fx.call_function "torch.tanh"(%x)
+// CHECK-NEXT:    %b = fx.call_function "torch.sigmoid"(%x)
+// CHECK-NEXT:    %c = fx.call_function "torch.tanh"(%y)
+// CHECK-NEXT:    %d = fx.call_method "sum"(%x, dim = 0)
+// CHECK-NEXT:    %e = fx.call_method "sum"(%x, dim = 0, keepdim = true)
+// CHECK-NEXT:    %f = fx.call_function "operator.getitem"(%x, 0)
+// CHECK-NEXT:    %g = fx.call_function "operator.getitem"(%x, 1)
+// CHECK-NEXT:    %h = fx.call_function "torch.tanh"(%x) : tensor<4xf16, "cpu">
+// CHECK-NEXT:    %i = fx.call_function "torch.add"(%x, %y)
+// CHECK-NEXT:    %j = fx.call_function "torch.add"(%y, %x)
+// CHECK-NEXT:    %k = fx.call_function "torch.tanh"(%x) {tag = "other"}
+// CHECK-NEXT:    fx.output
+fx.graph @different {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %y = fx.placeholder "y" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.sigmoid"(%x) : tensor<4xf32, "cpu">
+  %c = fx.call_function "torch.tanh"(%y) : tensor<4xf32, "cpu">
+  %d = fx.call_method "sum"(%x, dim = 0) : tensor<f32, "cpu">
+  %e = fx.call_method "sum"(%x, dim = 0, keepdim = true) : tensor<1xf32, "cpu">
+  %f = fx.call_function "operator.getitem"(%x, 0) : tensor<f32, "cpu">
+  %g = fx.call_function "operator.getitem"(%x, 1) : tensor<f32, "cpu">
+  %h = fx.call_function "torch.tanh"(%x) : tensor<4xf16, "cpu">
+  %i = fx.call_function "torch.add"(%x, %y) : tensor<4xf32, "cpu">
+  %j = fx.call_function "torch.add"(%y, %x) : tensor<4xf32, "cpu">
+  %k = fx.call_function "torch.tanh"(%x) {tag = "other"} : tensor<4xf32, "cpu">
+  fx.output [%a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k]
+}
+
+// -----
+
+// Impure, random, allocating and unknown ops are never merged.
+
+// CHECK-LABEL: fx.graph @impure
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %x2 = fx.placeholder "x"
+// CHECK-NEXT:    %c1 = fx.call_function "mylib.f"(%x)
+// CHECK-NEXT:    %c2 = fx.call_function "mylib.f"(%x)
+// CHECK-NEXT:    %m1 = fx.call_module "linear"(%x)
+// CHECK-NEXT:    %m2 = fx.call_module "linear"(%x)
+// CHECK-NEXT:    %r1 = fx.call_function "torch.randn"([4])
+// CHECK-NEXT:    %r2 = fx.call_function "torch.randn"([4])
+// CHECK-NEXT:    %z1 = fx.call_function "torch.zeros"([4])
+// CHECK-NEXT:    %z2 = fx.call_function "torch.zeros"([4])
+// CHECK-NEXT:    %i1 = fx.call_method "add_"(%x, 1)
+// CHECK-NEXT:    %i2 = fx.call_method "add_"(%x, 1)
+// CHECK-NEXT:    %d1 = fx.call_function "torch.nn.functional.dropout"(%x, 0.5)
+// CHECK-NEXT:    %d2 = fx.call_function "torch.nn.functional.dropout"(%x, 0.5)
+// CHECK-NEXT:    fx.output
+fx.graph @impure {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %x2 = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %c1 = fx.call_function "mylib.f"(%x) : tensor<4xf32, "cpu">
+  %c2 = fx.call_function "mylib.f"(%x) : tensor<4xf32, "cpu">
+  %m1 = fx.call_module "linear"(%x) : tensor<4xf32, "cpu">
+  %m2 = fx.call_module "linear"(%x) : tensor<4xf32, "cpu">
+  %r1 = fx.call_function "torch.randn"([4]) : tensor<4xf32, "cpu">
+  %r2 = fx.call_function "torch.randn"([4]) : tensor<4xf32, "cpu">
+  %z1 = fx.call_function "torch.zeros"([4]) : tensor<4xf32, "cpu">
+  %z2 = fx.call_function "torch.zeros"([4]) : tensor<4xf32, "cpu">
+  %i1 = fx.call_method "add_"(%x, 1) : tensor<4xf32, "cpu">
+  %i2 = fx.call_method "add_"(%x, 1) : tensor<4xf32, "cpu">
+  %d1 = fx.call_function "torch.nn.functional.dropout"(%x, 0.5) : tensor<4xf32, "cpu">
+  %d2 = fx.call_function "torch.nn.functional.dropout"(%x, 0.5) : tensor<4xf32, "cpu">
+  fx.output [%x2, %c1, %c2, %m1, %m2, %r1, %r2, %z1, %z2, %i1, %i2, %d1, %d2]
+}
+
+// -----
+
+// Ops in different graphs are not merged (fx.graph is isolated from above).
+
+// CHECK-LABEL: fx.graph @first
+// CHECK:         fx.call_function "torch.tanh"
+// CHECK-LABEL: fx.graph @second
+// CHECK:         fx.call_function "torch.tanh"
+fx.graph @first {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  fx.output %a
+}
+fx.graph @second {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  fx.output %a
+}
+
+// -----
+
+// Non-fx ops follow their traits: a cast with no memory effects is merged.
+
+// CHECK-LABEL: fx.graph @traits
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %c = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
+// CHECK-NEXT:    fx.output (%c, %c)
+fx.graph @traits {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %c = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
+  %d = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
+  fx.output (%c, %d)
+}

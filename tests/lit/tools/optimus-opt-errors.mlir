@@ -1,0 +1,75 @@
+// Bad input gets `file:line:col: error: ...`, exit status 1, no traceback.
+
+// RUN: not optimus-opt %s --split-input-file > %t.input 2>&1
+// RUN: filecheck %s < %t.input
+// RUN: not optimus-opt %s -p no-such-pass > %t.unknown 2>&1
+// RUN: filecheck %s --check-prefix=UNKNOWN < %t.unknown
+// RUN: not optimus-opt %s -p dce,csf 2>&1 | filecheck %s --check-prefix=SUGGEST
+// RUN: not optimus-opt %s -p 'dce{bogus=1}' > %t.option 2>&1
+// RUN: filecheck %s --check-prefix=OPTION < %t.option
+// RUN: not optimus-opt %s -p 'dce,cse{' > %t.syntax 2>&1
+// RUN: filecheck %s --check-prefix=SYNTAX < %t.syntax
+// RUN: not optimus-opt %s.does-not-exist > %t.missing 2>&1
+// RUN: filecheck %s --check-prefix=MISSING < %t.missing
+// RUN: not grep -l Traceback %t.input %t.unknown %t.option %t.syntax %t.missing
+
+// UNKNOWN: <pass-pipeline>:1:1: error: unknown pass 'no-such-pass'
+// UNKNOWN-NEXT: no-such-pass
+// UNKNOWN-NEXT: ^
+// SUGGEST: <pass-pipeline>:1:5: error: unknown pass 'csf'; did you mean 'cse'?
+// OPTION: <pass-pipeline>:1:1: error: invalid options for pass 'dce': {{.*}}"bogus"
+// SYNTAX: <pass-pipeline>:1:9: error: invalid pass pipeline:
+// MISSING: optimus-opt: error: cannot read '{{.*}}does-not-exist'
+
+// A syntax error.
+// CHECK: optimus-opt-errors.mlir:[[# @LINE + 3]]:27: error: Expected ':'
+// CHECK-NEXT: {{^}}  %x = fx.placeholder "x" tensor<4xf32>
+fx.graph @syntax {
+  %x = fx.placeholder "x" tensor<4xf32>
+  fx.output %x
+}
+
+// -----
+
+// An unknown op.
+// CHECK: optimus-opt-errors.mlir:[[# @LINE + 2]]:8: error: unknown operation 'fx.no_such_op'
+fx.graph @unknown_op {
+  %x = fx.no_such_op : tensor<4xf32>
+  fx.output %x
+}
+
+// -----
+
+// An unknown type.
+// CHECK: optimus-opt-errors.mlir:[[# @LINE + 2]]:29: error: unknown type or attribute '!nope.type'
+fx.graph @unknown_type {
+  %x = fx.placeholder "x" : !nope.type
+  fx.output %x
+}
+
+// -----
+
+// A verifier error points at the op that fails.
+// CHECK: optimus-opt-errors.mlir:[[# @LINE + 3]]:3: error: 'fx.call_function' has operands #[0] that its arguments never refer to
+fx.graph @verifier {
+  %x = fx.placeholder "x" : tensor<4xf32>
+  %y = "fx.call_function"(%x) <{target = "torch.tanh", args = [], kwargs = {}}> : (tensor<4xf32>) -> tensor<4xf32>
+  fx.output %y
+}
+
+// -----
+
+// An undefined value.
+// CHECK: optimus-opt-errors.mlir:[[# @LINE + 2]]:{{[0-9]+}}: error: {{.*}}%undefined
+fx.graph @undefined {
+  fx.output %undefined
+}
+
+// -----
+
+// A valid chunk still prints.
+// CHECK: fx.graph @valid
+fx.graph @valid {
+  %x = fx.placeholder "x" : tensor<4xf32>
+  fx.output %x
+}

@@ -1,0 +1,333 @@
+"""optimus-opt: error paths (exit 1, file:line:col, no traceback), flags,
+--verify-diagnostics, and proof that the lit harness fails on a wrong CHECK."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from optimus_ir.diagnostics import Diagnostic, Severity, SourceLocation, emit_remark, emit_warning, parse_module
+from optimus_ir.dialects.fx import CallFunctionOp
+from optimus_ir.passes import registry
+from optimus_ir.pipeline import run_pipeline
+from optimus_ir.tools.optimus_opt import check_expected_diagnostics, main
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def opt_command() -> list[str]:
+    script = BIN / "optimus-opt"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "optimus_ir.tools.optimus_opt"]
+
+
+def run_opt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*opt_command(), *args], input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+VALID = """\
+fx.graph @g {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %s = fx.call_function "torch.add"(%a, %b) : tensor<4xf32, "cpu">
+  fx.output %s
+}
+"""
+
+BAD_INPUTS = {
+    "syntax": (
+        'fx.graph @g {\n  %x = fx.placeholder "x" tensor<4xf32>\n  fx.output %x\n}\n',
+        (2, 27),
+        "Expected ':'",
+    ),
+    "unknown_op": (
+        "fx.graph @g {\n  %x = fx.frobnicate : tensor<4xf32>\n  fx.output %x\n}\n",
+        (2, 8),
+        "unknown operation 'fx.frobnicate'",
+    ),
+    "unknown_dialect_op": (
+        'builtin.module {\n  "nope.op"() : () -> ()\n}\n',
+        (2, 4),
+        "unknown operation 'nope.op'",
+    ),
+    "unknown_type": (
+        'fx.graph @g {\n  %x = fx.placeholder "x" : !nope.t\n  fx.output %x\n}\n',
+        (2, 29),
+        "unknown type or attribute '!nope.t'",
+    ),
+    "verifier": (
+        'fx.graph @g {\n  %x = fx.placeholder "x" : tensor<4xf32>\n'
+        '  %y = "fx.call_function"(%x) <{target = "torch.tanh", args = [], kwargs = {}}> '
+        ": (tensor<4xf32>) -> tensor<4xf32>\n  fx.output %y\n}\n",
+        (3, 3),
+        "arguments never refer to",
+    ),
+    "missing_terminator": (
+        'fx.graph @g {\n  %x = fx.placeholder "x" : tensor<4xf32>\n}\n',
+        (1, 1),
+        "must end with 'fx.output'",
+    ),
+    "undefined_value": ("fx.graph @g {\n  fx.output %nope\n}\n", (2, 13), "%nope"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_a_located_error(case, tmp_path):
+    text, (line, column), message = BAD_INPUTS[case]
+    path = tmp_path / f"{case}.mlir"
+    path.write_text(text)
+    result = run_opt(str(path), "-p", "dce,cse")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output
+    assert re.search(rf"^{re.escape(str(path))}:{line}:{column}: error: .*{re.escape(message)}", result.stderr, re.M), result.stderr
+
+
+@pytest.mark.parametrize(
+    "pipeline, column, message",
+    [
+        ("dce,no-such-pass", 5, "unknown pass 'no-such-pass'"),
+        ("dce{bogus=1}", 1, "invalid options for pass 'dce'"),
+        ("dce,cse{", 9, "invalid pass pipeline"),
+    ],
+)
+def test_bad_pipeline_is_a_located_error(pipeline, column, message, tmp_path):
+    path = tmp_path / "ok.mlir"
+    path.write_text(VALID)
+    result = run_opt(str(path), "-p", pipeline)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stderr.startswith(f"<pass-pipeline>:1:{column}: error: {message}"), result.stderr
+
+
+def test_missing_file(tmp_path):
+    result = run_opt(str(tmp_path / "nope.mlir"))
+    assert result.returncode == 1
+    assert "cannot read" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_stdin_and_output_file(tmp_path):
+    out = tmp_path / "out.mlir"
+    result = run_opt("-", "-p", "cse,dce", "-o", str(out), stdin=VALID)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert text.count('"torch.tanh"') == 1 and "%s = fx.call_function \"torch.add\"(%a, %a)" in text
+
+
+def test_split_input_file_keeps_going_and_numbers_lines_per_file(tmp_path):
+    path = tmp_path / "split.mlir"
+    path.write_text(VALID + "// -----\n" + BAD_INPUTS["unknown_op"][0] + "// -----\n" + VALID)
+    result = run_opt(str(path), "--split-input-file", "-p", "cse")
+    assert result.returncode == 1
+    assert result.stdout.count("fx.graph @g") == 2
+    assert f"{path}:10:8: error: unknown operation 'fx.frobnicate'" in result.stderr
+
+
+def test_cli_and_python_api_agree(tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    out = tmp_path / "out.mlir"
+    assert main([str(path), "-p", "cse,dce", "-o", str(out)]) == 0
+    module = parse_module(VALID)
+    run_pipeline(module, "cse,dce")
+    assert out.read_text().strip() == str(module).strip()
+
+
+def test_statistics_and_timing_flags(tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", "--pass-statistics", "--time-passes"]) == 0
+    err = capsys.readouterr().err
+    assert "Pass statistics report" in err and "pattern merge-identical-op: tried 3, rewrote 1" in err
+    assert "Execution time report" in err and re.search(r"\(100\.0%\)  Total", err)
+
+
+def test_print_ir_after(tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", "--print-ir-after=cse"]) == 0
+    err = capsys.readouterr().err
+    assert "IR Dump After cse" in err and "IR Dump After dce" not in err
+    assert main([str(path), "-p", "cse,dce", "--print-ir-after-all"]) == 0
+    err = capsys.readouterr().err
+    assert "IR Dump After cse" in err and "IR Dump After dce" in err
+
+
+def test_max_rewrites_and_log(tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse", "--max-rewrites=0", "--print-rewrite-log"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count('"torch.tanh"') == 2 and "rewrite [" not in captured.err
+    assert main([str(path), "-p", "cse", "--print-rewrite-log"]) == 0
+    captured = capsys.readouterr()
+    assert f"rewrite [0] cse: merge-identical-op on fx.call_function #4 at {path}:4:3" in captured.err
+
+
+# ---------------------------------------------------------------------------
+# --verify-diagnostics
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportTanh(ModulePass):
+    """Warns about each tanh and remarks on each add (a test pass)."""
+
+    name = "report-tanh"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for nested in op.walk():
+            if isinstance(nested, CallFunctionOp):
+                if nested.target.data == "torch.tanh":
+                    emit_warning(nested, "tanh seen")
+                elif nested.target.data == "torch.add":
+                    emit_remark(nested, "add seen")
+
+
+@pytest.fixture
+def report_pass(monkeypatch):
+    monkeypatch.setitem(registry.PASSES, "report-tanh", lambda: ReportTanh)
+
+
+def test_warnings_and_remarks_are_printed(tmp_path, capsys, report_pass):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "report-tanh"]) == 0  # warnings do not fail
+    err = capsys.readouterr().err
+    assert f"{path}:3:3: warning: tanh seen" in err
+    assert f"{path}:5:3: remark: add seen" in err
+
+
+EXPECTED_OK = """\
+fx.graph @g {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  // expected-warning@+1 {{tanh seen}}
+  %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu"> // expected-warning {{seen}}
+  %s = fx.call_function "torch.add"(%a, %b) : tensor<4xf32, "cpu">
+  // expected-remark@above {{add seen}}
+  fx.output %s
+}
+"""
+
+
+def test_verify_diagnostics_accepts_matching_expectations(tmp_path, capsys, report_pass):
+    path = tmp_path / "ok.mlir"
+    path.write_text(EXPECTED_OK)
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("expected-warning@+1 {{tanh seen}}", "expected-warning@+1 {{sigmoid seen}}"), 'expected warning "sigmoid seen" was not produced'),
+        (("// expected-remark@above {{add seen}}", ""), "unexpected remark: add seen"),
+        (("expected-remark@above", "expected-warning@above"), "unexpected remark: add seen"),
+        (("expected-warning@+1", "expected-warning@+2"), "unexpected warning: tanh seen"),
+        (("  fx.output %s\n", "  fx.output %s\n  // expected-error {{never}}\n"), 'expected error "never" was not produced'),
+    ],
+)
+def test_verify_diagnostics_rejects_mismatches(tmp_path, capsys, report_pass, edit, message):
+    path = tmp_path / "bad.mlir"
+    old, new = edit
+    assert old in EXPECTED_OK
+    path.write_text(EXPECTED_OK.replace(old, new))
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics"]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_verify_diagnostics_subprocess_exit_code(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text("// expected-error@+1 {{this will not happen}}\n" + VALID)
+    result = run_opt(str(path), "--verify-diagnostics")
+    assert result.returncode == 1
+    assert f"{path}:1:4: error: expected error \"this will not happen\" was not produced" in result.stderr
+
+
+def test_expectation_matching_rules():
+    text = "a\n// expected-error@below {{x}}\n\n// expected-note {{n}}\nb // expected-error-re {{v{{[0-9]+}}}}\n"
+    loc = lambda line: SourceLocation("f", line, 1)  # noqa: E731
+    ok = [
+        Diagnostic(Severity.ERROR, "has x in it", location=loc(5)),
+        Diagnostic(Severity.NOTE, "n", location=loc(4)),
+        Diagnostic(Severity.ERROR, "v12", location=loc(5)),
+    ]
+    assert check_expected_diagnostics(text, "f", ok) == []
+    unlocated = [*ok, Diagnostic(Severity.ERROR, "somewhere")]
+    (failure,) = check_expected_diagnostics(text, "f", unlocated)
+    assert "unexpected error: somewhere" in failure.message
+
+
+# ---------------------------------------------------------------------------
+# The lit harness
+# ---------------------------------------------------------------------------
+
+
+def lit_command() -> list[str]:
+    script = BIN / "lit"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("lit")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "lit"]
+
+
+def make_suite(root: Path, tests: dict[str, str]) -> Path:
+    """A lit suite in `root` configured by the project's own lit.cfg.py."""
+    project_cfg = REPO / "tests" / "lit" / "lit.cfg.py"
+    (root / "lit.cfg.py").write_text(
+        textwrap.dedent(
+            f"""\
+            __file__ = {str(project_cfg)!r}
+            exec(compile(open(__file__).read(), __file__, "exec"))
+            config.name = "harness-check"
+            config.test_source_root = {str(root)!r}
+            config.test_exec_root = {str(root / "out")!r}
+            """
+        )
+    )
+    for name, body in tests.items():
+        (root / name).write_text(body)
+    return root
+
+
+GRAPH = 'fx.graph @g {\n  %x = fx.placeholder "x" : tensor<4xf32>\n  %y = fx.call_function "torch.tanh"(%x) : tensor<4xf32>\n  fx.output %y\n}\n'
+
+
+def test_lit_reports_a_wrong_check(tmp_path):
+    suite = make_suite(
+        tmp_path,
+        {
+            "right.mlir": "// RUN: optimus-opt %s | filecheck %s\n// CHECK: torch.tanh\n" + GRAPH,
+            "wrong.mlir": "// RUN: optimus-opt %s | filecheck %s\n// CHECK: torch.sigmoid\n" + GRAPH,
+            "wrong-not.mlir": "// RUN: optimus-opt %s | filecheck %s\n// CHECK-NOT: torch.tanh\n" + GRAPH,
+        },
+    )
+    env = {**os.environ}
+    result = subprocess.run([*lit_command(), "-v", str(suite)], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode != 0, result.stdout
+    assert "PASS: harness-check :: right.mlir" in result.stdout, result.stdout + result.stderr
+    assert "FAIL: harness-check :: wrong.mlir" in result.stdout
+    assert "FAIL: harness-check :: wrong-not.mlir" in result.stdout
+
+    only_right = subprocess.run(
+        [*lit_command(), str(suite / "right.mlir")], capture_output=True, text=True, timeout=300
+    )
+    assert only_right.returncode == 0, only_right.stdout + only_right.stderr

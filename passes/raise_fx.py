@@ -1,0 +1,1275 @@
+"""`raise-fx`: turn known fx ops into operator-level (`torch` dialect) ops.
+
+Every spelling of the same operation becomes one canonical op: `torch.split`,
+`Tensor.split`, `aten.split.Tensor` and `aten.split_with_sizes.default` all
+become `torch.split` with explicit sections and a non-negative dim; `F.linear`,
+an `nn.Linear` submodule call, `aten.linear` and `aten.addmm(b, x, aten.t(w))`
+all become `torch.linear`. Positional and keyword arguments are bound by
+Python itself: each known target has a small *binder* whose signature mirrors
+the torch signature, called with the op's decoded arguments.
+
+What is left alone (the op stays an `fx` op, untouched):
+
+* unknown targets, in-place ops (`add_`, `operator.iadd`, `inplace=True`) and
+  calls with an `out=` argument (no binder accepts it);
+* arguments that are not literals where the op needs one (a size computed by
+  `x.size(0)` is an SSA `!fx.value`), and operands or results without a tensor
+  type;
+* split/unbind/chunk (and `aten.native_layer_norm`) whose tuple result has a
+  use other than `operator.getitem` with a constant index (for
+  `native_layer_norm`: other than index 0);
+* submodule calls whose `fx.call_module` op lacks the `module_attrs`
+  description (see `describe_module`), e.g. modules with hooks.
+
+Submodule calls are raised from the `module_type` and `module_attrs`
+attributes that the importer records on `fx.call_module`; parameters are read
+through new `fx.get_attr "<path>.weight"` ops.
+
+One walk over each graph, dictionary dispatch: linear in the graph size.
+"""
+
+from __future__ import annotations
+
+from optimus_ir.statistics import current_pass_context
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    TupleType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from optimus_ir.dialects import fx
+from optimus_ir.dialects import torch as T
+from optimus_ir.types import DYNAMIC
+
+# ---------------------------------------------------------------------------
+# Decoding of argument structures into Python values
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DType:
+    """A `torch.dtype` literal: its element type."""
+
+    element_type: Attribute
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Any literal a binder cannot use as a number, string or list."""
+
+    attr: Attribute
+
+
+def _convert(attr: Attribute) -> Any:
+    if isinstance(attr, IntAttr):
+        return attr.data
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    if isinstance(attr, IntegerAttr) and fx.is_bool_literal(attr):
+        return bool(attr.value.data)
+    if isinstance(attr, fx.NoneValueAttr):
+        return None
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, fx.DTypeAttr):
+        return DType(attr.element_type)
+    return Opaque(attr)
+
+
+def decode(op: fx.NodeOp) -> tuple[list[Any], dict[str, Any]]:
+    """The op's args and kwargs as Python values, SSAValues in place of refs."""
+    operands = op.operands
+    get = operands.__getitem__
+    args = [fx.map_refs(a, get, _convert) for a in op.args.data]
+    kwargs = {k: fx.map_refs(v, get, _convert) for k, v in op.kwargs.data.items()}
+    return args, kwargs
+
+
+# ---------------------------------------------------------------------------
+# Binder helpers
+# ---------------------------------------------------------------------------
+
+
+class Skip(Exception):
+    """Raised by a binder: leave this op as it is."""
+
+
+_SKIP = Skip()
+
+
+def skip_unless(cond: Any) -> None:
+    if not cond:
+        raise _SKIP
+
+
+def tensor(value: Any) -> SSAValue:
+    """An operand that must be an SSA value of tensor type."""
+    if isinstance(value, SSAValue) and isinstance(value.type, TensorType):
+        return value
+    raise _SKIP
+
+
+def opt_tensor(value: Any) -> SSAValue | None:
+    return None if value is None else tensor(value)
+
+
+def tensors(values: Any) -> list[SSAValue]:
+    skip_unless(isinstance(values, list | tuple) and values)
+    return [tensor(v) for v in values]
+
+
+def shape(value: SSAValue) -> tuple[int, ...]:
+    return value.type.get_shape()  # type: ignore[attr-defined]
+
+
+def rank(value: SSAValue) -> int:
+    return len(value.type.get_shape())  # type: ignore[attr-defined]
+
+
+def lit_int(value: Any) -> int:
+    """A literal int (not a bool, not a symbolic value)."""
+    if type(value) is int:
+        return value
+    raise _SKIP
+
+
+def lit_bool(value: Any) -> bool:
+    if type(value) is bool:
+        return value
+    raise _SKIP
+
+
+def lit_float(value: Any) -> float:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    raise _SKIP
+
+
+def lit_number(value: Any) -> int | float:
+    if type(value) is int or type(value) is float:
+        return value
+    raise _SKIP
+
+
+def is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def lit_str(value: Any) -> str:
+    if type(value) is str:
+        return value
+    raise _SKIP
+
+
+def lit_ints(value: Any) -> list[int]:
+    """A literal list/tuple of ints."""
+    skip_unless(isinstance(value, list | tuple))
+    return [lit_int(v) for v in value]
+
+
+def int_or_ints(value: Any) -> list[int]:
+    if type(value) is int:
+        return [value]
+    return lit_ints(value)
+
+
+def varargs_ints(values: tuple[Any, ...]) -> list[int]:
+    """`x.view(2, 3)` and `x.view((2, 3))` alike."""
+    if len(values) == 1 and not isinstance(values[0], int):
+        return lit_ints(values[0])
+    return lit_ints(values)
+
+
+def canon_dim(dim: Any, rank_: int) -> int:
+    """A dim in [-rank, rank) made non-negative; rank-0 tensors are left alone."""
+    d = lit_int(dim)
+    skip_unless(rank_ > 0 and -rank_ <= d < rank_)
+    return d + rank_ if d < 0 else d
+
+
+def canon_dims(dims: Sequence[Any], rank_: int) -> list[int]:
+    out = [canon_dim(d, rank_) for d in dims]
+    skip_unless(len(set(out)) == len(out))
+    return out
+
+
+def opt_dtype(value: Any) -> Attribute | None:
+    if value is None:
+        return None
+    skip_unless(isinstance(value, DType))
+    return value.element_type
+
+
+def not_inplace(inplace: Any) -> None:
+    skip_unless(inplace is False)
+
+
+# ---------------------------------------------------------------------------
+# The raising context handed to binders
+# ---------------------------------------------------------------------------
+
+
+class Raiser:
+    """State of one raise-fx run; binders receive it as their first argument.
+
+    `op` is the fx op being raised, `out` its result type (a TensorType, or a
+    TupleType for ops with one result per piece), `used` the tuple indices
+    read by its `getitem` users.
+    """
+
+    def __init__(self) -> None:
+        self.op: fx.NodeOp = None  # type: ignore[assignment]
+        self.out: Attribute = fx.VALUE
+        self.used: set[int] = set()
+        # rank-2 transposes raised so far: result -> input (for addmm/mm -> linear)
+        self.transposed: dict[SSAValue, SSAValue] = {}
+        self.transpose_ops: list[Operation] = []
+        self._params: dict[str, SSAValue] = {}
+        self.block: Block = None  # type: ignore[assignment]
+
+    # -- results ----------------------------------------------------------
+
+    def out_tensor(self) -> TensorType:
+        out = self.out
+        skip_unless(isinstance(out, TensorType))
+        return out  # type: ignore[return-value]
+
+    def out_pieces(self) -> list[Attribute]:
+        out = self.out
+        skip_unless(isinstance(out, TupleType))
+        types = list(out.types.data)  # type: ignore[attr-defined]
+        skip_unless(all(isinstance(t, TensorType) for t in types))
+        return types
+
+    # -- module parameters --------------------------------------------------
+
+    def param(self, path: str, name: str, module: dict[str, Any]) -> SSAValue | None:
+        """An fx.get_attr of a submodule parameter (None when it is None)."""
+        ty = module.get(name, _MISSING)
+        skip_unless(ty is not _MISSING)
+        if ty is None:
+            return None
+        skip_unless(isinstance(ty, Opaque) and isinstance(ty.attr, TensorType))
+        target = f"{path}.{name}"
+        value = self._params.get(target)
+        if value is None:
+            get = fx.GetAttrOp(target, ty.attr)
+            self.block.insert_op_before(get, self.op)
+            value = self._params[target] = get.result
+            hint = target.replace(".", "_")
+            value.name_hint = f"_{hint}" if hint[0].isdigit() else hint
+        return value
+
+
+_MISSING = object()
+
+Binder = Callable[..., Any]
+
+FUNCTIONS: dict[str, Binder] = {}
+METHODS: dict[str, Binder] = {}
+MODULES: dict[str, Binder] = {}
+
+
+def function(*names: str) -> Callable[[Binder], Binder]:
+    """Register a binder for call_function targets (operator.X also as _operator.X)."""
+
+    def register(binder: Binder) -> Binder:
+        for name in names:
+            FUNCTIONS[name] = binder
+            if name.startswith("operator."):
+                FUNCTIONS["_" + name] = binder
+        return binder
+
+    return register
+
+
+def method(*names: str) -> Callable[[Binder], Binder]:
+    """Register a binder for call_method targets (also as `torch.Tensor.X` functions)."""
+
+    def register(binder: Binder) -> Binder:
+        for name in names:
+            METHODS[name] = binder
+            FUNCTIONS.setdefault(f"torch.Tensor.{name}", binder)
+        return binder
+
+    return register
+
+
+def module(*names: str) -> Callable[[Binder], Binder]:
+    """Register a binder for call_module ops of the given module classes.
+
+    The binder is called as `binder(raiser, path, attrs, *args, **kwargs)`,
+    `attrs` being the decoded `module_attrs` dictionary."""
+
+    def register(binder: Binder) -> Binder:
+        for name in names:
+            MODULES[name] = binder
+        return binder
+
+    return register
+
+
+def aten(*names: str) -> tuple[str, ...]:
+    return tuple(f"torch.ops.aten.{n}" for n in names)
+
+
+# ---------------------------------------------------------------------------
+# Binders: linear algebra
+# ---------------------------------------------------------------------------
+
+
+def _linear_op(r: Raiser, x: SSAValue, w: SSAValue, b: SSAValue | None) -> Operation:
+    skip_unless(rank(w) == 2 and rank(x) >= 1)
+    skip_unless(b is None or rank(b) == 1)
+    return T.LinearOp(x, w, b, result_type=r.out_tensor())
+
+
+@function("torch._C._nn.linear", "torch.nn.functional.linear", *aten("linear.default"))
+def _linear(r: Raiser, input, weight, bias=None):
+    return _linear_op(r, tensor(input), tensor(weight), opt_tensor(bias))
+
+
+@module("torch.nn.modules.linear.Linear")
+def _linear_module(r: Raiser, path, m, input):
+    x = tensor(input)
+    return _linear_op(r, x, r.param(path, "weight", m), r.param(path, "bias", m))
+
+
+@function("torch.mm", *aten("mm.default"))
+@method("mm")
+def _mm(r: Raiser, input, mat2):
+    a, b = tensor(input), tensor(mat2)
+    skip_unless(rank(a) == 2 and rank(b) == 2)
+    w = r.transposed.get(b)
+    if w is not None:
+        return T.LinearOp(a, w, None, result_type=r.out_tensor())
+    return T.MmOp(a, b, result_type=r.out_tensor())
+
+
+@function("torch.addmm", *aten("addmm.default"))
+@method("addmm")
+def _addmm(r: Raiser, input, mat1, mat2, *, beta=1, alpha=1):
+    c, a, b = tensor(input), tensor(mat1), tensor(mat2)
+    beta, alpha = lit_number(beta), lit_number(alpha)
+    skip_unless(rank(a) == 2 and rank(b) == 2)
+    w = r.transposed.get(b)
+    if w is not None and beta == 1 and alpha == 1 and rank(c) == 1:
+        return T.LinearOp(a, w, c, result_type=r.out_tensor())
+    return T.AddmmOp(c, a, b, beta=beta, alpha=alpha, result_type=r.out_tensor())
+
+
+@function("torch.bmm", *aten("bmm.default"))
+@method("bmm")
+def _bmm(r: Raiser, input, mat2):
+    return T.BmmOp(tensor(input), tensor(mat2), result_type=r.out_tensor())
+
+
+@function("torch.baddbmm", *aten("baddbmm.default"))
+@method("baddbmm")
+def _baddbmm(r: Raiser, input, batch1, batch2, *, beta=1, alpha=1):
+    return T.BaddbmmOp(
+        tensor(input), tensor(batch1), tensor(batch2),
+        beta=lit_number(beta), alpha=lit_number(alpha), result_type=r.out_tensor(),
+    )
+
+
+@function("torch.matmul", "operator.matmul", *aten("matmul.default"))
+@method("matmul")
+def _matmul(r: Raiser, input, other):
+    return T.MatmulOp(tensor(input), tensor(other), result_type=r.out_tensor())
+
+
+# ---------------------------------------------------------------------------
+# Normalization
+# ---------------------------------------------------------------------------
+
+
+def _layer_norm_op(r, x, normalized_shape, w, b, eps, out) -> Operation:
+    ns = int_or_ints(normalized_shape)
+    xs = shape(x)
+    skip_unless(0 < len(ns) <= len(xs))
+    skip_unless(all(s == DYNAMIC or s == n for s, n in zip(xs[len(xs) - len(ns):], ns)))
+    return T.LayerNormOp(x, ns, w, b, eps=lit_float(eps), result_type=out)
+
+
+@function("torch.nn.functional.layer_norm", "torch.layer_norm", *aten("layer_norm.default"))
+def _layer_norm(r: Raiser, input, normalized_shape, weight=None, bias=None, eps=1e-5,
+                cudnn_enable=True):
+    return _layer_norm_op(
+        r, tensor(input), normalized_shape, opt_tensor(weight), opt_tensor(bias), eps,
+        r.out_tensor(),
+    )
+
+
+@function(*aten("native_layer_norm.default"))
+def _native_layer_norm(r: Raiser, input, normalized_shape, weight, bias, eps):
+    pieces = r.out_pieces()
+    skip_unless(len(pieces) == 3 and r.used <= {0})
+    op = _layer_norm_op(
+        r, tensor(input), normalized_shape, opt_tensor(weight), opt_tensor(bias), eps,
+        pieces[0],
+    )
+    return op, [op.results[0], None, None]
+
+
+@module("torch.nn.modules.normalization.LayerNorm")
+def _layer_norm_module(r: Raiser, path, m, input):
+    return _layer_norm_op(
+        r, tensor(input), m.get("normalized_shape"), r.param(path, "weight", m),
+        r.param(path, "bias", m), m.get("eps"), r.out_tensor(),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Plumbing: split / chunk / unbind
+# ---------------------------------------------------------------------------
+
+
+def _split_op(r: Raiser, x: SSAValue, sections: list[int], dim: int):
+    pieces = r.out_pieces()
+    skip_unless(len(pieces) == len(sections) and all(s >= 0 for s in sections))
+    size = shape(x)[dim]
+    skip_unless(size == DYNAMIC or sum(sections) == size)
+    op = T.SplitOp(x, sections, dim, result_types=pieces)
+    return op, list(op.results)
+
+
+def _sections(size: int, split_size: int) -> list[int]:
+    skip_unless(size != DYNAMIC and split_size > 0)
+    if size == 0:
+        return [0]
+    full, rest = divmod(size, split_size)
+    return [split_size] * full + ([rest] if rest else [])
+
+
+def _split_any(r: Raiser, tensor_, split, dim):
+    x = tensor(tensor_)
+    d = canon_dim(dim, rank(x))
+    if type(split) is int:
+        sections = _sections(shape(x)[d], split)
+    else:
+        sections = lit_ints(split)
+    return _split_op(r, x, sections, d)
+
+
+@function("torch.functional.split", "torch.split")
+def _split(r: Raiser, tensor, split_size_or_sections, dim=0):
+    return _split_any(r, tensor, split_size_or_sections, dim)
+
+
+@method("split")
+@function(*aten("split.Tensor", "split.sizes"))
+def _split_method(r: Raiser, self, split_size, dim=0):
+    return _split_any(r, self, split_size, dim)
+
+
+@function("torch.split_with_sizes", *aten("split_with_sizes.default"))
+@method("split_with_sizes")
+def _split_with_sizes(r: Raiser, self, split_sizes, dim=0):
+    x = tensor(self)
+    return _split_op(r, x, lit_ints(split_sizes), canon_dim(dim, rank(x)))
+
+
+@function("torch.chunk", *aten("chunk.default"))
+@method("chunk")
+def _chunk(r: Raiser, input, chunks, dim=0):
+    x = tensor(input)
+    d = canon_dim(dim, rank(x))
+    size, n = shape(x)[d], lit_int(chunks)
+    skip_unless(n > 0 and size != DYNAMIC and size > 0)
+    return _split_op(r, x, _sections(size, -(-size // n)), d)
+
+
+@function("torch.unbind", *aten("unbind.int"))
+@method("unbind")
+def _unbind(r: Raiser, input, dim=0):
+    x = tensor(input)
+    d = canon_dim(dim, rank(x))
+    pieces = r.out_pieces()
+    skip_unless(shape(x)[d] == len(pieces))
+    op = T.UnbindOp(x, d, result_types=pieces)
+    return op, list(op.results)
+
+
+# ---------------------------------------------------------------------------
+# Plumbing: cat / stack
+# ---------------------------------------------------------------------------
+
+
+def _cat_op(r: Raiser, values, dim):
+    xs = tensors(values)
+    out = r.out_tensor()
+    n = len(out.get_shape())
+    skip_unless(all(rank(x) == n for x in xs))  # no legacy empty 1-D inputs
+    return T.CatOp(xs, canon_dim(dim, n), result_type=out)
+
+
+@function("torch.cat", "torch.concat", *aten("cat.default", "concat.default"))
+def _cat(r: Raiser, tensors, dim=0):
+    return _cat_op(r, tensors, dim)
+
+
+@function("torch.concatenate", *aten("concatenate.default"))
+def _concatenate(r: Raiser, tensors, axis=0):
+    return _cat_op(r, tensors, axis)
+
+
+@function("torch.stack", *aten("stack.default"))
+def _stack(r: Raiser, tensors_, dim=0):
+    xs = tensors(tensors_)
+    n = rank(xs[0])
+    skip_unless(all(rank(x) == n for x in xs))
+    return T.StackOp(xs, canon_dim(dim, n + 1), result_type=r.out_tensor())
+
+
+# ---------------------------------------------------------------------------
+# Plumbing: shape ops
+# ---------------------------------------------------------------------------
+
+
+def _squeeze_op(r: Raiser, x: SSAValue, dims: list[int] | None):
+    xs = shape(x)
+    skip_unless(len(xs) > 0)
+    if dims is None:
+        skip_unless(DYNAMIC not in xs)
+        removed = [i for i, s in enumerate(xs) if s == 1]
+    else:
+        dims = canon_dims(dims, len(xs))
+        skip_unless(all(xs[d] != DYNAMIC for d in dims))
+        removed = sorted(d for d in dims if xs[d] == 1)
+    out = r.out_tensor()
+    skip_unless(len(out.get_shape()) == len(xs) - len(removed))
+    return T.SqueezeOp(x, removed, result_type=out)
+
+
+@function("torch.squeeze", *aten("squeeze.default", "squeeze.dim", "squeeze.dims"))
+def _squeeze(r: Raiser, input, dim=None):
+    return _squeeze_op(r, tensor(input), None if dim is None else int_or_ints(dim))
+
+
+@method("squeeze")
+def _squeeze_method(r: Raiser, self, *dims, dim=None):
+    if dims:
+        skip_unless(dim is None)
+        dim = dims[0] if len(dims) == 1 else list(dims)
+    return _squeeze_op(r, tensor(self), None if dim is None else int_or_ints(dim))
+
+
+@function("torch.unsqueeze", *aten("unsqueeze.default"))
+@method("unsqueeze")
+def _unsqueeze(r: Raiser, input, dim):
+    x = tensor(input)
+    return T.UnsqueezeOp(x, canon_dim(dim, rank(x) + 1), result_type=r.out_tensor())
+
+
+def _shape_list(values: list[int]) -> list[int]:
+    skip_unless(all(v >= -1 for v in values) and values.count(-1) <= 1)
+    return values
+
+
+@function("torch.reshape", *aten("reshape.default", "_unsafe_view.default"))
+def _reshape(r: Raiser, input, shape):
+    return T.ReshapeOp(tensor(input), _shape_list(lit_ints(shape)), result_type=r.out_tensor())
+
+
+@method("reshape")
+def _reshape_method(r: Raiser, self, *shape):
+    return T.ReshapeOp(tensor(self), _shape_list(varargs_ints(shape)), result_type=r.out_tensor())
+
+
+@function(*aten("view.default"))
+def _view(r: Raiser, self, size):
+    return T.ViewOp(tensor(self), _shape_list(lit_ints(size)), result_type=r.out_tensor())
+
+
+@method("view")
+def _view_method(r: Raiser, self, *shape):
+    # x.view(dtype) is a bit cast, not a view of a new shape: varargs_ints skips it.
+    return T.ViewOp(tensor(self), _shape_list(varargs_ints(shape)), result_type=r.out_tensor())
+
+
+def _flatten_op(r: Raiser, x: SSAValue, start_dim, end_dim):
+    n = rank(x)
+    s, e = canon_dim(start_dim, n), canon_dim(end_dim, n)
+    skip_unless(s <= e)
+    return T.FlattenOp(x, s, e, result_type=r.out_tensor())
+
+
+@function("torch.flatten", *aten("flatten.using_ints"))
+@method("flatten")
+def _flatten(r: Raiser, input, start_dim=0, end_dim=-1):
+    return _flatten_op(r, tensor(input), start_dim, end_dim)
+
+
+@module("torch.nn.modules.flatten.Flatten")
+def _flatten_module(r: Raiser, path, m, input):
+    return _flatten_op(r, tensor(input), m.get("start_dim"), m.get("end_dim"))
+
+
+def _unflatten_op(r: Raiser, x: SSAValue, dim, sizes):
+    return T.UnflattenOp(
+        x, canon_dim(dim, rank(x)), _shape_list(lit_ints(sizes)), result_type=r.out_tensor()
+    )
+
+
+@function("torch.unflatten", *aten("unflatten.int"))
+@method("unflatten")
+def _unflatten(r: Raiser, input, dim, sizes):
+    return _unflatten_op(r, tensor(input), dim, sizes)
+
+
+@module("torch.nn.modules.flatten.Unflatten")
+def _unflatten_module(r: Raiser, path, m, input):
+    return _unflatten_op(r, tensor(input), m.get("dim"), m.get("unflattened_size"))
+
+
+def _permute_op(r: Raiser, x: SSAValue, dims: list[int]):
+    n = rank(x)
+    skip_unless(len(dims) == n)
+    dims = canon_dims(dims, n)
+    op = T.PermuteOp(x, dims, result_type=r.out_tensor())
+    if dims == [1, 0]:
+        r.transposed[op.results[0]] = x
+        r.transpose_ops.append(op)
+    return op
+
+
+@function("torch.permute", *aten("permute.default"))
+def _permute(r: Raiser, input, dims):
+    return _permute_op(r, tensor(input), lit_ints(dims))
+
+
+@method("permute")
+def _permute_method(r: Raiser, self, *dims):
+    return _permute_op(r, tensor(self), varargs_ints(dims))
+
+
+def _transpose_op(r: Raiser, x: SSAValue, dim0, dim1):
+    n = rank(x)
+    d0, d1 = sorted((canon_dim(dim0, n), canon_dim(dim1, n)))
+    op = T.TransposeOp(x, d0, d1, result_type=r.out_tensor())
+    if n == 2 and d0 != d1:
+        r.transposed[op.results[0]] = x
+        r.transpose_ops.append(op)
+    return op
+
+
+@function("torch.transpose", "torch.swapdims", *aten("transpose.int", "swapdims.default"))
+@method("transpose", "swapdims")
+def _transpose(r: Raiser, input, dim0, dim1):
+    return _transpose_op(r, tensor(input), dim0, dim1)
+
+
+@function("torch.swapaxes", *aten("swapaxes.default"))
+@method("swapaxes")
+def _swapaxes(r: Raiser, input, axis0, axis1):
+    return _transpose_op(r, tensor(input), axis0, axis1)
+
+
+@function("torch.t", *aten("t.default"))
+@method("t")
+def _t(r: Raiser, input):
+    x = tensor(input)
+    skip_unless(rank(x) == 2)  # t() of a 0-d/1-d tensor is the tensor itself
+    return _transpose_op(r, x, 0, 1)
+
+
+@function("torch.movedim", "torch.moveaxis", *aten("movedim.int", "movedim.intlist"))
+@method("movedim", "moveaxis")
+def _movedim(r: Raiser, input, source, destination):
+    x = tensor(input)
+    n = rank(x)
+    src, dst = canon_dims(int_or_ints(source), n), canon_dims(int_or_ints(destination), n)
+    skip_unless(len(src) == len(dst))
+    return T.MovedimOp(x, src, dst, result_type=r.out_tensor())
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _slice_op(r: Raiser, x: SSAValue, dim, start, end, step):
+    n = rank(x)
+    d = canon_dim(dim, n)
+    size = shape(x)[d]
+    start = 0 if start is None else lit_int(start)
+    end = INT64_MAX if end is None else lit_int(end)
+    step = lit_int(step)
+    skip_unless(step > 0)
+    if size == DYNAMIC:
+        skip_unless(start >= 0 and end >= 0)
+    else:
+        if start < 0:
+            start += size
+        if end < 0:
+            end += size
+        start = min(max(start, 0), size)
+        end = min(max(end, start), size)
+    return T.SliceOp(x, d, start, end, step, result_type=r.out_tensor())
+
+
+@function(*aten("slice.Tensor"))
+def _slice(r: Raiser, self, dim=0, start=None, end=None, step=1):
+    return _slice_op(r, tensor(self), dim, start, end, step)
+
+
+@function("torch.narrow", *aten("narrow.default"))
+@method("narrow")
+def _narrow(r: Raiser, input, dim, start, length):
+    x = tensor(input)
+    d = canon_dim(dim, rank(x))
+    size = shape(x)[d]
+    s, length = lit_int(start), lit_int(length)
+    skip_unless(length >= 0)
+    if s < 0:
+        skip_unless(size != DYNAMIC)
+        s += size
+    skip_unless(s >= 0 and (size == DYNAMIC or s + length <= size))
+    return _slice_op(r, x, d, s, s + length, 1)
+
+
+def _select_op(r: Raiser, x: SSAValue, dim, index):
+    n = rank(x)
+    d = canon_dim(dim, n)
+    size = shape(x)[d]
+    i = lit_int(index)
+    if size != DYNAMIC:
+        skip_unless(-size <= i < size)
+        if i < 0:
+            i += size
+    return T.SelectOp(x, d, i, result_type=r.out_tensor())
+
+
+@function("torch.select", *aten("select.int"))
+@method("select")
+def _select(r: Raiser, input, dim, index):
+    return _select_op(r, tensor(input), dim, index)
+
+
+def _is_ellipsis(value: Any) -> bool:
+    return (
+        isinstance(value, Opaque)
+        and isinstance(value.attr, fx.ObjectAttr)
+        and value.attr.qualified_name.data == "builtins.Ellipsis"
+    )
+
+
+@function("operator.getitem")
+def _getitem(r: Raiser, a, b):
+    """Basic indexing of a tensor (ints, slices, None, one Ellipsis) becomes a
+    chain of select / slice / unsqueeze; anything else (tensor indices, tuples
+    from split...) stays."""
+    x = tensor(a)
+    out = r.out_tensor()
+    index = list(b) if isinstance(b, tuple) else [b]
+    consuming = sum(1 for i in index if type(i) is int or isinstance(i, slice))
+    ellipses = [k for k, i in enumerate(index) if _is_ellipsis(i)]
+    skip_unless(len(ellipses) <= 1 and consuming <= rank(x))
+    if ellipses:
+        k = ellipses[0]
+        index[k : k + 1] = [slice(None, None, None)] * (rank(x) - consuming)
+    ops: list[Operation] = []
+    value, d = x, 0
+    for item in index:
+        if item is None:
+            ops.append(T.UnsqueezeOp(value, d))
+            d += 1
+        elif type(item) is int:
+            ops.append(_select_op(_Inferred, value, d, item))
+        elif isinstance(item, slice):
+            start, stop, step = item.start, item.stop, item.step
+            step = 1 if step is None else step
+            size = shape(value)[d]
+            if not (start in (None, 0) and step == 1 and (stop is None or (
+                size != DYNAMIC and type(stop) is int and stop >= size
+            ))):
+                ops.append(_slice_op(_Inferred, value, d, start, stop, step))
+            d += 1
+        else:
+            raise _SKIP
+        if ops:
+            value = ops[-1].results[0]
+    skip_unless(ops and value.type == out)
+    return ops
+
+
+class _InferredTypes:
+    """Stands in for the Raiser where a chain's intermediate types are inferred."""
+
+    @staticmethod
+    def out_tensor() -> None:
+        return None
+
+
+_Inferred: Any = _InferredTypes()
+
+
+# ---------------------------------------------------------------------------
+# Unary pointwise
+# ---------------------------------------------------------------------------
+
+
+def _unary(cls: type) -> Binder:
+    def bind(r: Raiser, input):
+        return cls(tensor(input), result_type=r.out_tensor())
+
+    return bind
+
+
+def _unary_inplace_kw(cls: type) -> Binder:
+    def bind(r: Raiser, input, inplace=False):
+        not_inplace(inplace)
+        return cls(tensor(input), result_type=r.out_tensor())
+
+    return bind
+
+
+def _unary_module(cls: type, inplace: bool) -> Binder:
+    def bind(r: Raiser, path, m, input):
+        if inplace:
+            not_inplace(m.get("inplace"))
+        return cls(tensor(input), result_type=r.out_tensor())
+
+    return bind
+
+
+def _register_unary() -> None:
+    table = [
+        (T.TanhOp, "tanh", ["torch.tanh", "torch.nn.functional.tanh"]),
+        (T.SigmoidOp, "sigmoid",
+         ["torch.sigmoid", "torch.nn.functional.sigmoid", "torch._C._special.special_expit",
+          "torch.special.expit"]),
+        (T.ReluOp, "relu", ["torch.relu"]),
+        (T.ExpOp, "exp", ["torch.exp"]),
+        (T.LogOp, "log", ["torch.log"]),
+        (T.NegOp, "neg", ["torch.neg", "torch.negative", "operator.neg"]),
+        (T.AbsOp, "abs", ["torch.abs", "torch.absolute", "operator.abs"]),
+        (T.DetachOp, "detach", ["torch.detach"]),
+    ]
+    for cls, name, functions in table:
+        bind = _unary(cls)
+        function(*functions, *aten(f"{name}.default"))(bind)
+        method(name)(bind)
+    method("negative")(_unary(T.NegOp))
+    method("absolute")(_unary(T.AbsOp))
+    function(*aten("absolute.default"))(_unary(T.AbsOp))
+    function(*aten("negative.default"))(_unary(T.NegOp))
+    # functional forms with an inplace flag
+    function("torch.nn.functional.relu")(_unary_inplace_kw(T.ReluOp))
+    function("torch.nn.functional.silu", "torch._C._nn.silu", *aten("silu.default"))(
+        _unary_inplace_kw(T.SiluOp)
+    )
+    module("torch.nn.modules.activation.Tanh")(_unary_module(T.TanhOp, False))
+    module("torch.nn.modules.activation.Sigmoid")(_unary_module(T.SigmoidOp, False))
+    module("torch.nn.modules.activation.ReLU")(_unary_module(T.ReluOp, True))
+    module("torch.nn.modules.activation.SiLU")(_unary_module(T.SiluOp, True))
+
+
+_register_unary()
+
+
+@function("torch._C._nn.gelu", "torch.nn.functional.gelu", *aten("gelu.default"))
+def _gelu(r: Raiser, input, approximate="none"):
+    mode = lit_str(approximate)
+    skip_unless(mode in ("none", "tanh"))
+    return T.GeluOp(tensor(input), mode, result_type=r.out_tensor())
+
+
+@module("torch.nn.modules.activation.GELU")
+def _gelu_module(r: Raiser, path, m, input):
+    return _gelu(r, input, m.get("approximate"))
+
+
+@module("torch.nn.modules.linear.Identity")
+def _identity_module(r: Raiser, path, m, *args, **kwargs):
+    skip_unless(len(args) == 1)  # Identity ignores extra arguments
+    return tensor(args[0])
+
+
+@function("torch.nan_to_num", *aten("nan_to_num.default"))
+@method("nan_to_num")
+def _nan_to_num(r: Raiser, input, nan=None, posinf=None, neginf=None):
+    def opt(v):
+        return None if v is None else lit_float(v)
+
+    nan_ = opt(nan)
+    if nan_ == 0.0 and not math.copysign(1.0, nan_) < 0:
+        nan_ = None  # the default
+    return T.NanToNumOp(tensor(input), nan_, opt(posinf), opt(neginf),
+                        result_type=r.out_tensor())
+
+
+def _clamp_op(r: Raiser, input, min_, max_):
+    lo = None if min_ is None else lit_number(min_)
+    hi = None if max_ is None else lit_number(max_)
+    skip_unless(lo is not None or hi is not None)
+    return T.ClampOp(tensor(input), lo, hi, result_type=r.out_tensor())
+
+
+@function("torch.clamp", "torch.clip", *aten("clamp.default", "clip.default"))
+@method("clamp", "clip")
+def _clamp(r: Raiser, input, min=None, max=None):
+    return _clamp_op(r, input, min, max)
+
+
+@function("torch.clamp_min", *aten("clamp_min.default"))
+@method("clamp_min")
+def _clamp_min(r: Raiser, input, min):
+    return _clamp_op(r, input, lit_number(min), None)
+
+
+@function("torch.clamp_max", *aten("clamp_max.default"))
+@method("clamp_max")
+def _clamp_max(r: Raiser, input, max):
+    return _clamp_op(r, input, None, lit_number(max))
+
+
+def _dropout_op(r: Raiser, input, p, train):
+    p_ = lit_float(p)
+    skip_unless(0.0 <= p_ <= 1.0)
+    return T.DropoutOp(tensor(input), p_, lit_bool(train), result_type=r.out_tensor())
+
+
+@function("torch.nn.functional.dropout")
+def _dropout(r: Raiser, input, p=0.5, training=True, inplace=False):
+    not_inplace(inplace)
+    return _dropout_op(r, input, p, training)
+
+
+@function("torch.dropout", *aten("dropout.default"))
+def _torch_dropout(r: Raiser, input, p, train):
+    return _dropout_op(r, input, p, train)
+
+
+@module("torch.nn.modules.dropout.Dropout")
+def _dropout_module(r: Raiser, path, m, input):
+    not_inplace(m.get("inplace"))
+    return _dropout_op(r, input, m.get("p"), m.get("training"))
+
+
+# ---------------------------------------------------------------------------
+# Binary pointwise
+# ---------------------------------------------------------------------------
+
+
+def _binary(r: Raiser, cls: type, lhs, rhs, *, alpha=None, rounding_mode=None,
+            reverse_ok=True):
+    """lhs OP rhs, either side possibly a Python number (not both)."""
+    extra: dict[str, Any] = {}
+    if alpha is not None:
+        extra["alpha"] = lit_number(alpha)
+    if rounding_mode is not None:
+        extra["rounding_mode"] = rounding_mode
+    out = r.out_tensor()
+    if isinstance(lhs, SSAValue):
+        a = tensor(lhs)
+        if isinstance(rhs, SSAValue):
+            return cls(a, tensor(rhs), result_type=out, **extra)
+        return cls(a, lit_number(rhs), result_type=out, **extra)
+    skip_unless(reverse_ok and is_number(lhs))
+    return cls(tensor(rhs), lhs, reverse=True, result_type=out, **extra)
+
+
+@function("operator.add")
+def _op_add(r: Raiser, a, b):
+    return _binary(r, T.AddOp, a, b)
+
+
+@function("torch.add", *aten("add.Tensor", "add.Scalar"))
+@method("add")
+def _add(r: Raiser, input, other, *, alpha=1):
+    tensor(input)
+    return _binary(r, T.AddOp, input, other, alpha=alpha)
+
+
+@function("operator.sub")
+def _op_sub(r: Raiser, a, b):
+    return _binary(r, T.SubOp, a, b)
+
+
+@function("torch.sub", "torch.subtract", *aten("sub.Tensor", "sub.Scalar"))
+@method("sub", "subtract")
+def _sub(r: Raiser, input, other, *, alpha=1):
+    tensor(input)
+    return _binary(r, T.SubOp, input, other, alpha=alpha)
+
+
+@function("torch.rsub", *aten("rsub.Tensor", "rsub.Scalar"))
+def _rsub(r: Raiser, input, other, *, alpha=1):
+    # rsub(x, y, alpha) == y - alpha * x
+    tensor(input)
+    return _binary(r, T.SubOp, other, input, alpha=alpha)
+
+
+@function("operator.mul")
+def _op_mul(r: Raiser, a, b):
+    return _binary(r, T.MulOp, a, b)
+
+
+@function("torch.mul", "torch.multiply", *aten("mul.Tensor", "mul.Scalar"))
+@method("mul", "multiply")
+def _mul(r: Raiser, input, other):
+    tensor(input)
+    return _binary(r, T.MulOp, input, other)
+
+
+@function("operator.truediv")
+def _op_truediv(r: Raiser, a, b):
+    return _binary(r, T.DivOp, a, b)
+
+
+@function("operator.floordiv")
+def _op_floordiv(r: Raiser, a, b):
+    return _binary(r, T.DivOp, a, b, rounding_mode="floor", reverse_ok=False)
+
+
+@function("torch.floor_divide", *aten("floor_divide.default", "floor_divide.Scalar"))
+@method("floor_divide")
+def _floor_divide(r: Raiser, input, other):
+    tensor(input)
+    return _binary(r, T.DivOp, input, other, rounding_mode="floor")
+
+
+@function("torch.div", "torch.divide",
+          *aten("div.Tensor", "div.Scalar", "div.Tensor_mode", "div.Scalar_mode"))
+@method("div", "divide")
+def _div(r: Raiser, input, other, *, rounding_mode=None):
+    tensor(input)
+    mode = None if rounding_mode is None else lit_str(rounding_mode)
+    skip_unless(mode in (None, "trunc", "floor"))
+    return _binary(r, T.DivOp, input, other, rounding_mode=mode)
+
+
+@function("torch.true_divide")
+@method("true_divide")
+def _true_divide(r: Raiser, dividend, divisor):
+    tensor(dividend)
+    return _binary(r, T.DivOp, dividend, divisor)
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------
+
+
+def _reduce(r: Raiser, cls: type, input, dim, keepdim, dtype):
+    x = tensor(input)
+    keep = lit_bool(keepdim)
+    if dim is None or (isinstance(dim, list | tuple) and not dim):
+        skip_unless(not keep)  # sum over everything: no keepdim form
+        dims: list[int] = []
+    else:
+        dims = sorted(canon_dims(int_or_ints(dim), rank(x)))
+    return cls(x, dims, keep, opt_dtype(dtype), result_type=r.out_tensor())
+
+
+@function("torch.sum", *aten("sum.default", "sum.dim_IntList"))
+@method("sum")
+def _sum(r: Raiser, input, dim=None, keepdim=False, *, dtype=None):
+    return _reduce(r, T.SumOp, input, dim, keepdim, dtype)
+
+
+@function("torch.mean", *aten("mean.default", "mean.dim"))
+@method("mean")
+def _mean(r: Raiser, input, dim=None, keepdim=False, *, dtype=None):
+    return _reduce(r, T.MeanOp, input, dim, keepdim, dtype)
+
+
+# ---------------------------------------------------------------------------
+# Submodule descriptions (recorded by the importer on fx.call_module)
+# ---------------------------------------------------------------------------
+
+
+from optimus_ir.importer import describe_module  # noqa: E402
+
+
+def annotate_modules(module_op: ModuleOp, owner: Any) -> None:
+    """Record `module_attrs` on every fx.call_module op from the owner module
+    (what the importer is expected to do; kept here for IR imported without)."""
+    cache: dict[str, DictionaryAttr | None] = {}
+    for op in module_op.walk():
+        if isinstance(op, fx.CallModuleOp) and "module_attrs" not in op.attributes:
+            path = op.target.data
+            if path not in cache:
+                cache[path] = describe_module(owner.get_submodule(path))
+            if cache[path] is not None:
+                op.attributes["module_attrs"] = cache[path]  # type: ignore[assignment]
+                if "module_type" not in op.attributes:
+                    cls = type(owner.get_submodule(path))
+                    op.attributes["module_type"] = StringAttr(
+                        f"{cls.__module__}.{cls.__qualname__}"
+                    )
+
+
+def _module_dict(attr: DictionaryAttr) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in attr.data.items():
+        if isinstance(value, ArrayAttr):
+            out[key] = [_convert(v) for v in value.data]
+        else:
+            out[key] = _convert(value)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+_GETITEM = frozenset({"operator.getitem", "_operator.getitem"})
+
+
+def _tuple_uses(value: SSAValue, count: int) -> list[tuple[Operation, int]] | None:
+    """(getitem op, index) for every use, or None if one use is anything else."""
+    found: list[tuple[Operation, int]] = []
+    for use in value.uses:
+        user = use.operation
+        if not (
+            type(user) is fx.CallFunctionOp
+            and user.target.data in _GETITEM
+            and len(user.operands) == 1
+            and not user.kwargs.data
+            and len(user.args.data) == 2
+            and isinstance(user.args.data[1], IntAttr)
+        ):
+            return None
+        index = user.args.data[1].data  # type: ignore[attr-defined]
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            return None
+        found.append((user, index))
+    return found
+
+
+def _binder_for(op: Operation, module_cache: dict[Attribute, Any]) -> tuple[Binder, tuple] | None:
+    kind = type(op)
+    if kind is fx.CallFunctionOp:
+        binder = FUNCTIONS.get(op.target.data)  # type: ignore[attr-defined]
+        return (binder, ()) if binder is not None else None
+    if kind is fx.CallMethodOp:
+        binder = METHODS.get(op.target.data)  # type: ignore[attr-defined]
+        return (binder, ()) if binder is not None else None
+    if kind is fx.CallModuleOp:
+        type_attr = op.attributes.get("module_type")
+        attrs = op.attributes.get("module_attrs")
+        if not isinstance(type_attr, StringAttr) or not isinstance(attrs, DictionaryAttr):
+            return None
+        binder = MODULES.get(type_attr.data)
+        if binder is None:
+            return None
+        decoded = module_cache.get(attrs)
+        if decoded is None:
+            decoded = module_cache[attrs] = _module_dict(attrs)
+        return binder, (op.target.data, decoded)  # type: ignore[attr-defined]
+    return None
+
+
+def raise_block(block: Block) -> int:
+    """Raise every known fx op of `block`; returns how many ops were raised."""
+    r = Raiser()
+    r.block = block
+    module_cache: dict[Attribute, Any] = {}
+    erased: set[Operation] = set()
+    raised = 0
+    for op in list(block.ops):
+        if op in erased:
+            continue
+        found = _binder_for(op, module_cache)
+        if found is None:
+            continue
+        binder, prefix = found
+        out = op.results[0].type
+        getitems: list[tuple[Operation, int]] | None = None
+        if isinstance(out, TupleType):
+            getitems = _tuple_uses(op.results[0], len(out.types.data))
+            if getitems is None:
+                continue
+            r.used = {i for _, i in getitems}
+        r.op = op  # type: ignore[assignment]
+        r.out = out
+        args, kwargs = decode(op)  # type: ignore[arg-type]
+        try:
+            result = binder(r, *prefix, *args, **kwargs)
+        except (Skip, TypeError):
+            continue
+        if isinstance(result, SSAValue):  # folds to an existing value
+            op.results[0].replace_all_uses_with(result)
+            block.erase_op(op)
+            raised += 1
+            continue
+        chain: list[Operation] | None = None
+        if isinstance(result, tuple):
+            new_op, pieces = result
+        elif isinstance(result, list):
+            chain, new_op, pieces = result, result[-1], None
+        else:
+            new_op, pieces = result, None
+        try:
+            for new in chain or (new_op,):
+                new.verify_()  # the type check; IRDL structure holds by construction
+        except VerifyException:
+            # the fx op's types disagree with what the operator implies: keep it
+            for new in reversed(chain or [new_op]):
+                r.transposed.pop(new.results[0], None)
+                new.erase()
+            continue
+        for new in chain or (new_op,):
+            new.location = op.location
+        block.insert_ops_before(chain or [new_op], op)
+        if pieces is None:
+            if op.results[0].name_hint:
+                new_op.results[0].name_hint = op.results[0].name_hint
+            op.results[0].replace_all_uses_with(new_op.results[0])
+        else:
+            assert getitems is not None
+            for user, index in getitems:
+                piece = pieces[index]
+                assert piece is not None
+                if user.results[0].name_hint:
+                    piece.name_hint = user.results[0].name_hint
+                user.results[0].replace_all_uses_with(piece)
+                block.erase_op(user)
+                erased.add(user)
+        block.erase_op(op)
+        raised += 1
+    # transposes folded into linear ops are dead now
+    for t in r.transpose_ops:
+        if t.parent is block and t.results[0].first_use is None:
+            block.erase_op(t)
+    return raised
+
+
+@dataclass(frozen=True)
+class RaiseFxPass(ModulePass):
+    """Raise known `fx` ops into canonical `torch`-dialect ops.
+
+    All spellings of an operation (torch function, Tensor method,
+    torch.nn.functional, nn module class, operator.*, ATen overloads) become
+    one canonical op with literal attributes and non-negative dims; split,
+    chunk and unbind get one result per piece in place of their getitem
+    users. Unknown, in-place or side-effecting calls, and calls whose needed
+    literals are symbolic, stay fx ops.
+    """
+
+    name = "raise-fx"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        record = current_pass_context(self.name).record
+        for graph in list(op.ops):  # graphs are top-level; their blocks change
+            if isinstance(graph, fx.GraphOp):
+                record.bump("ops raised", raise_block(graph.block))

@@ -26,9 +26,18 @@ def optimus_backend(
     pipeline: str | None = None,
     inner: str = "inductor",
     validate: bool = False,
+    options: dict[str, Any] | None = None,
     **unknown: Any,
 ) -> Callable[..., Any]:
-    """Dynamo backend: optimize `gm`, then compile it with `inner`."""
+    """Dynamo backend: optimize `gm`, then compile it with `inner`.
+
+    torch.compile hands `options={...}` over as one keyword; its entries
+    override the keyword arguments."""
+    if options:
+        known = {"pipeline": pipeline, "inner": inner, "validate": validate}
+        unknown.update({k: v for k, v in options.items() if k not in known})
+        known.update({k: v for k, v in options.items() if k in known})
+        pipeline, inner, validate = known["pipeline"], known["inner"], known["validate"]
     if unknown:
         raise TypeError(
             f"optimus backend: unknown option(s) {sorted(unknown)}; "

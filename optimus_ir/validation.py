@@ -20,12 +20,13 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation
 
+from optimus_ir.diagnostics import OptimusError
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import export_graph, random_tensor
 from optimus_ir.importer import ImportedGraph, graph_of
 from optimus_ir.types import DYNAMIC, tensor_type
-from xdsl.utils.exceptions import DiagnosticException
 
 SYMBOLIC_SIZE = 4
 """The size given to every `?` dimension of a made-up input."""
@@ -41,11 +42,20 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 
-class ValidationError(DiagnosticException):
-    """A pass (or rewrite) changed the program's results."""
+class ValidationError(OptimusError):
+    """A pass (or rewrite) changed the program's results; located at the
+    graph's `fx.output` when the IR came from text."""
 
-    def __init__(self, message: str, *, pass_name: str, output_index: int | None, max_abs_diff: float | None) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        pass_name: str,
+        output_index: int | None,
+        max_abs_diff: float | None,
+        op: Operation | None = None,
+    ) -> None:
+        super().__init__(message, op)
         self.pass_name = pass_name
         self.output_index = output_index
         self.max_abs_diff = max_abs_diff
@@ -175,6 +185,7 @@ class DifferentialValidator:
                 pass_name=pass_name,
                 output_index=difference.index,
                 max_abs_diff=difference.max_abs_diff,
+                op=graph_of(module).output(),
             )
         return outputs
 
@@ -242,9 +253,9 @@ def bisect_rewrites(
         error0, _ = failure(0)
         if error0 is not None:
             raise ValidationError(
-                f"validation fails with no rewrite at all: {error0}",
+                f"validation fails with no rewrite at all: {error0.message}",
                 pass_name=error0.pass_name, output_index=error0.output_index,
-                max_abs_diff=error0.max_abs_diff,
+                max_abs_diff=error0.max_abs_diff, op=error0.op,
             )
     _, stats = failure(high)
     culprit = stats.rewrite_log[high - 1]

@@ -1,0 +1,92 @@
+"""The public API: optimize(), the torch.compile backend, and the report."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import optimus_ir
+from examples.recsys import make_recsys_model
+from optimus_ir.api import CaptureError, count_fx_ops
+
+
+class Plumbed(nn.Module):
+    """A Python loop over split pieces (Dynamo-only) with removable plumbing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pieces = torch.split(x, 4, dim=1)
+        return torch.cat([p for p in pieces], dim=1) * 2 + torch.cat(list(pieces[1:]), dim=1).sum()
+
+
+def test_optimize_keeps_results_and_signature() -> None:
+    model, inputs = make_recsys_model(num_towers=4)
+    optimized = optimus_ir.optimize(model, inputs)
+    assert isinstance(optimized, torch.fx.GraphModule)
+    torch.testing.assert_close(optimized(*inputs), model(*inputs), rtol=0, atol=0)
+    # the result references the model's parameters instead of copying them
+    model_params = {p.data_ptr() for p in model.parameters()}
+    assert {p.data_ptr() for p in optimized.parameters()} <= model_params
+
+
+def test_optimize_removes_plumbing_and_reports_it() -> None:
+    model = Plumbed()
+    x = torch.randn(3, 12)
+    optimized = optimus_ir.optimize(model, [x])
+    torch.testing.assert_close(optimized(x), model(x), rtol=0, atol=0)
+    report = optimized.optimus_report
+    assert sum(report.ops_after.values()) < sum(report.ops_before.values())
+    assert report.pipeline.startswith("raise-fx")
+    assert set(report.phase_seconds) >= {"capture", "import", "passes", "export"}
+    text = report.format()
+    assert "before" in text and "total" in text
+    assert report.statistics.by_pass("raise-fx")
+
+
+def test_optimize_accepts_a_graph_module_and_a_pipeline() -> None:
+    model, inputs = make_recsys_model(num_towers=3)
+    gm, _ = torch._dynamo.export(model, assume_static_by_default=True)(*inputs)
+    before = count_fx_ops(gm)
+    optimized = optimus_ir.optimize(gm, inputs, pipeline="raise-fx")  # lower-to-fx is appended
+    assert optimized.optimus_report.pipeline == "raise-fx,lower-to-fx"
+    assert count_fx_ops(optimized) == before
+    torch.testing.assert_close(optimized(*inputs), model(*inputs), rtol=0, atol=0)
+
+
+def test_optimize_reports_a_bad_pipeline() -> None:
+    model, inputs = make_recsys_model(num_towers=2)
+    with pytest.raises(Exception, match="no-such-pass"):
+        optimus_ir.optimize(model, inputs, pipeline="no-such-pass")
+
+
+def test_capture_failure_is_a_clear_error() -> None:
+    class DataDependent(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.sum() > 0:  # data-dependent control flow: no single graph
+                return x
+            return -x
+
+    with pytest.raises(CaptureError, match="DataDependent"):
+        optimus_ir.optimize(DataDependent(), [torch.randn(3)])
+
+
+def test_torch_compile_backend_eager() -> None:
+    torch._dynamo.reset()
+    model, inputs = make_recsys_model(num_towers=4)
+    compiled = torch.compile(model, backend="optimus", options={"inner": "eager"})
+    torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=0, atol=0)
+
+
+def test_torch_compile_backend_rejects_unknown_options() -> None:
+    torch._dynamo.reset()
+    model, inputs = make_recsys_model(num_towers=2)
+    compiled = torch.compile(model, backend="optimus", options={"bogus": 1})
+    with pytest.raises(Exception, match="bogus"):
+        compiled(*inputs)
+
+
+def test_torch_compile_backend_hands_over_to_inductor() -> None:
+    torch._dynamo.reset()
+    model, inputs = make_recsys_model(num_towers=2)
+    compiled = torch.compile(model, backend="optimus")
+    torch.testing.assert_close(compiled(*inputs), model(*inputs))

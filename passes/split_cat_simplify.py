@@ -1,0 +1,605 @@
+"""`split-cat-simplify`: remove split/cat/stack/unbind plumbing.
+
+The operator-dialect counterpart of Inductor's `split_cat` FX passes
+(`torch/_inductor/fx_passes/split_cat.py`), as small named patterns run by
+the bounded greedy driver. raise-fx gives one canonical op per spelling
+(torch.split / Tensor.split / chunk / aten.split / aten.split_with_sizes are
+all `torch.split` with explicit sections and a non-negative dim), so each
+pattern covers the torch-level and the ATen-level form.
+
+Safety rules (see `split_cat_common`):
+
+* rewrites that keep every value a view of the same storage it viewed before
+  (split of a split, dead pieces, squeeze of size-1 pieces) need no aliasing
+  check;
+* rewrites that replace a fresh tensor (a cat/stack result, or a piece of
+  one) by (a view of) another tensor are done only when
+  `can_forward_as_alias` proves the new aliasing unobservable: nothing
+  involved is written in place, no user depends on strides, and the value
+  does not become a graph output aliasing an input;
+* types never change: a replacement must have the replaced value's type
+  (a new op takes the old, possibly more refined, type as its result type
+  only where the values are provably equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from optimus_ir.dialects import torch as t
+from optimus_ir.passes.split_cat_common import (
+    Run,
+    TORCH_VIEW_OPS,
+    alias_class,
+    can_forward_as_alias,
+    class_is_mutated,
+    contiguous_part,
+    consecutive_runs,
+    offsets,
+    only_user,
+    results_unused,
+    same_type,
+    sections_of,
+    split_piece_of,
+    static_size,
+    users,
+)
+from optimus_ir.rewriting import PatternPass
+
+try:  # the view-chain patterns live beside this pass (owned separately)
+    from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
+except ImportError:  # pragma: no cover - until that module lands
+    VIEW_PATTERNS: list[RewritePattern] = []
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+def _slice_like(
+    rewriter: PatternRewriter, source: SSAValue, dim: int, start: int, end: int, like: SSAValue
+) -> SSAValue:
+    """Insert `slice(source, dim, start, end)` typed like `like` (which it
+    provably equals) and return its result."""
+    op = t.SliceOp(source, dim, start, end, 1, result_type=like.type)
+    rewriter.insert(op)
+    return op.result
+
+
+def _is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
+    """`[start, end)` provably covers all of `source`'s `dim`."""
+    size = static_size(source, dim)
+    return start == 0 and size is not None and end >= size
+
+
+def _replace_value(rewriter: PatternRewriter, old: SSAValue, new: SSAValue) -> None:
+    rewriter.replace_all_uses_with(old, new)
+
+
+def _forward_pieces(
+    rewriter: PatternRewriter,
+    join: SSAValue,
+    pieces: Sequence[SSAValue],
+    inputs: Sequence[SSAValue],
+) -> bool:
+    """Replace each used piece of `join` (a fresh cat/stack result split or
+    unbound again at the same boundaries) by the join's matching input, where
+    that is safe. Returns whether anything changed."""
+    if class_is_mutated(alias_class(join)):
+        return False
+    changed = False
+    for piece, value in zip(pieces, inputs):
+        if piece.first_use is None or not same_type(piece, value):
+            continue
+        # the piece (a view of the fresh join) and the input must be laid out
+        # alike (checked by can_forward_as_alias), or no user may care
+        if not can_forward_as_alias(piece, value, whole=True):
+            continue
+        _replace_value(rewriter, piece, value)
+        changed = True
+    return changed
+
+
+# ---------------------------------------------------------------------------
+# patterns
+# ---------------------------------------------------------------------------
+
+_PLUMBING_OPS: tuple[type[Operation], ...] = (*TORCH_VIEW_OPS, t.CatOp, t.StackOp)
+
+
+class EraseDeadPlumbing(RewritePattern):
+    """A split/unbind/cat/stack or view op none of whose results is used is
+    erased (so that the single-use conditions of the other patterns hold as
+    soon as possible; `dce` would remove it later anyway)."""
+
+    name = "erase-dead-plumbing"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, _PLUMBING_OPS) and op.results and results_unused(op):
+            rewriter.erase(op)
+
+
+class SplitWhole(RewritePattern):
+    """`split(x, [n], d)` (one section), or a split whose one non-empty piece
+    is all of `x` (`[0, n, 0]`): that piece is `x` itself (same storage, so
+    no aliasing check)."""
+
+    name = "split-whole"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.SplitOp):
+            return
+        sections = sections_of(op)
+        total = sum(sections)
+        live = [i for i, s in enumerate(sections) if s == total]
+        if len(live) != 1 and len(sections) != 1:
+            return
+        index = live[0] if len(sections) != 1 else 0
+        piece = op.results[index]
+        if piece.first_use is None or not same_type(piece, op.input):
+            return
+        if len(op.results) == 1:
+            rewriter.replace(op, [], [op.input])
+        else:
+            _replace_value(rewriter, piece, op.input)
+
+
+class SplitOfSplit(RewritePattern):
+    """`split(split(x, S, d)[i], T, d)` where piece i has no other user: one
+    `split(x, S[:i] + T + S[i+1:], d)`. Applied repeatedly it flattens any
+    number of levels. The pieces stay views of the same parts of `x`."""
+
+    name = "split-of-split"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.SplitOp):
+            return
+        outer_piece = split_piece_of(op.input)
+        if outer_piece is None:
+            return
+        outer = outer_piece.op
+        assert isinstance(outer, t.SplitOp)
+        if outer.dim.data != op.dim.data or only_user(op.input) is not op:
+            return
+        i = outer_piece.index
+        outer_sections = sections_of(outer)
+        inner_sections = sections_of(op)
+        spliced = outer_sections[:i] + inner_sections + outer_sections[i + 1 :]
+        types = [r.type for r in outer.results[:i]]
+        types += [r.type for r in op.results]
+        types += [r.type for r in outer.results[i + 1 :]]
+        merged = t.SplitOp(outer.input, spliced, outer.dim.data, result_types=types)
+        rewriter.insert(merged, InsertPoint.before(outer))
+        new = list(merged.results)
+        k = len(inner_sections)
+        rewriter.replace(op, [], new[i : i + k])
+        rewriter.replace(outer, [], new[:i] + [op.input] + new[i + k :])
+
+
+class MergeDeadSplitPieces(RewritePattern):
+    """Unused neighbouring pieces of a split are merged into one section (a
+    split must keep covering the whole dim); a split left with a single used
+    piece becomes a `slice` of the input. Live pieces keep viewing the same
+    storage."""
+
+    name = "merge-dead-split-pieces"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.SplitOp):
+            return
+        results = op.results
+        live = [r.first_use is not None for r in results]
+        if not any(live):
+            return  # erase-dead-plumbing
+        sections = sections_of(op)
+        dim = op.dim.data
+        if live.count(True) == 1 and len(results) > 1:
+            index = live.index(True)
+            starts = offsets(sections)
+            start, end = starts[index], starts[index + 1]
+            if not _is_full_range(op.input, dim, start, end):
+                new = _slice_like(rewriter, op.input, dim, start, end, results[index])
+                rewriter.replace(op, [], [None] * index + [new] + [None] * (len(results) - index - 1))
+                return
+        merged_sections: list[int] = []
+        groups: list[list[int]] = []
+        for i, (size, used) in enumerate(zip(sections, live)):
+            if not used and groups and not live[groups[-1][0]]:
+                merged_sections[-1] += size
+                groups[-1].append(i)
+            else:
+                merged_sections.append(size)
+                groups.append([i])
+        if len(groups) == len(results):
+            return
+        types = [results[g[0]].type if live[g[0]] else None for g in groups]
+        shape_ref = t.infer_split_types(op.input.type, merged_sections, dim)
+        types = [ty if ty is not None else ref for ty, ref in zip(types, shape_ref)]
+        new_op = t.SplitOp(op.input, merged_sections, dim, result_types=types)
+        new_results: list[SSAValue | None] = [None] * len(results)
+        for g, r in zip(groups, new_op.results):
+            if live[g[0]]:
+                new_results[g[0]] = r
+        rewriter.replace(op, [new_op], new_results)
+
+
+class SplitSqueezeToUnbind(RewritePattern):
+    """`split(x, [1] * n, d)` whose every piece is only squeezed on `d`
+    (`squeeze(dims=[d])`): `unbind(x, d)`, the squeezes become its results."""
+
+    name = "split-squeeze-to-unbind"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.SplitOp):
+            return
+        dim = op.dim.data
+        if any(s != 1 for s in sections_of(op)):
+            return
+        size = static_size(op.input, dim)
+        if size is not None and size != len(op.results):
+            return
+        squeezes: list[list[t.SqueezeOp]] = []
+        found = False
+        for piece in op.results:
+            ops: list[t.SqueezeOp] = []
+            for user in users(piece):
+                if not isinstance(user, t.SqueezeOp) or list(t.ints(user.dims)) != [dim]:
+                    return
+                ops.append(user)
+                found = True
+            squeezes.append(ops)
+        if not found:
+            return
+        types = t.infer_unbind_types(op.input.type, dim, len(op.results))
+        for i, ops in enumerate(squeezes):
+            if ops:
+                types[i] = ops[0].result.type
+                if any(s.result.type != types[i] for s in ops):
+                    return
+        unbind = t.UnbindOp(op.input, dim, result_types=types)
+        rewriter.insert(unbind)
+        for ops, r in zip(squeezes, unbind.results):
+            for squeeze in ops:
+                rewriter.replace(squeeze, [], [r])
+        rewriter.erase(op)
+
+
+class CatOfSplitPieces(RewritePattern):
+    """A cat on the split dim of consecutive pieces of one split:
+
+    * all pieces in order, nothing else: the split's input;
+    * one consecutive run, nothing else: a slice of the input;
+    * runs of two or more consecutive pieces among other inputs: each run
+      becomes one piece of a coarser split of the input (fewer cat inputs).
+
+    The first two make the fresh cat result a view: done only when
+    `can_forward_as_alias` allows. Other users of the pieces keep working
+    (the original split stays while it has users)."""
+
+    name = "cat-of-split-pieces"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.CatOp):
+            return
+        dim = op.dim.data
+        runs = consecutive_runs(list(op.inputs))
+        if len(runs) == 1:
+            run = runs[0]
+            if run is not None and self._single_run(op, run, dim, rewriter):
+                return
+        mergeable = [
+            r
+            for r in runs
+            if r is not None
+            and r.length >= 2
+            and isinstance(r.op, t.SplitOp)
+            and r.op.dim.data == dim
+        ]
+        if not mergeable:
+            return
+        # One coarser split per source split, with each run merged.
+        by_split: dict[t.SplitOp, list[Run]] = {}
+        for r in mergeable:
+            by_split.setdefault(r.op, []).append(r)  # type: ignore[arg-type]
+        replacement: dict[int, SSAValue] = {}  # first operand index -> merged piece
+        dropped: set[int] = set()
+        for split, split_runs in by_split.items():
+            sections = sections_of(split)
+            merged_sections: list[int] = []
+            index_of_run: dict[int, int] = {}
+            starts = {r.start: r for r in split_runs}
+            i = 0
+            while i < len(sections):
+                r = starts.get(i)
+                if r is not None and all(
+                    not (other.start < r.stop and r.start < other.stop) or other is r
+                    for other in split_runs
+                ):
+                    index_of_run[id(r)] = len(merged_sections)
+                    merged_sections.append(sum(sections[r.start : r.stop]))
+                    i = r.stop
+                else:
+                    merged_sections.append(sections[i])
+                    i += 1
+            if not index_of_run:
+                continue
+            coarse = t.SplitOp(split.input, merged_sections, dim)
+            rewriter.insert(coarse)
+            for r in split_runs:
+                k = index_of_run.get(id(r))
+                if k is None:
+                    continue
+                replacement[r.first] = coarse.results[k]
+                dropped.update(range(r.first + 1, r.last))
+        if not replacement:
+            return
+        inputs = list(op.inputs)
+        new_inputs = [
+            replacement.get(i, v) for i, v in enumerate(inputs) if i not in dropped
+        ]
+        new_cat = t.CatOp(new_inputs, dim, result_type=op.result.type)
+        rewriter.replace(op, [new_cat])
+
+    @staticmethod
+    def _single_run(op: t.CatOp, run: Run, dim: int, rewriter: PatternRewriter) -> bool:
+        split = run.op
+        if not isinstance(split, t.SplitOp) or split.dim.data != dim:
+            return False
+        source = split.input
+        if run.covers_all():
+            if not same_type(op.result, source):
+                return False
+            if not can_forward_as_alias(op.result, source, whole=True):
+                return False
+            rewriter.replace(op, [], [source])
+            return True
+        if run.length == 1:
+            return False  # cat of one piece: a copy of a view; leave it
+        starts = offsets(sections_of(split))
+        start, end = starts[run.start], starts[run.stop]
+        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+            return False
+        new = _slice_like(rewriter, source, dim, start, end, op.result)
+        rewriter.replace(op, [], [new])
+        return True
+
+
+class SplitOfCat(RewritePattern):
+    """`split(cat(xs, d), [size(x, d) for x in xs], d)`: piece i is `xs[i]`.
+    Each piece is forwarded where aliasing allows (the pieces were views of a
+    fresh copy)."""
+
+    name = "split-of-cat"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.SplitOp):
+            return
+        cat = op.input.owner
+        if not isinstance(cat, t.CatOp) or cat.dim.data != op.dim.data:
+            return
+        dim = op.dim.data
+        inputs = list(cat.inputs)
+        sizes = [static_size(v, dim) for v in inputs]
+        if any(s is None for s in sizes) or sizes != sections_of(op):
+            return
+        _forward_pieces(rewriter, cat.result, list(op.results), inputs)
+
+
+class UnbindOfStack(RewritePattern):
+    """`unbind(stack(xs, d), d)`: result i is `xs[i]`, forwarded where
+    aliasing allows (used results only; partial uses stay correct)."""
+
+    name = "unbind-of-stack"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.UnbindOp):
+            return
+        stack = op.input.owner
+        if not isinstance(stack, t.StackOp) or stack.dim.data != op.dim.data:
+            return
+        if len(stack.inputs) != len(op.results):
+            return
+        _forward_pieces(rewriter, stack.result, list(op.results), list(stack.inputs))
+
+
+class StackOfUnbind(RewritePattern):
+    """`stack(unbind(x, d)[i:j], d)` (consecutive results in order): all of
+    them is `x`, a part is `slice(x, d, i, j)` -- a view, so only where
+    aliasing allows. (Upstream #121228: a stack of part of an unbind must
+    keep its own shape.)"""
+
+    name = "stack-of-unbind"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.StackOp):
+            return
+        runs = consecutive_runs(list(op.inputs))
+        if len(runs) != 1 or runs[0] is None:
+            return
+        run = runs[0]
+        unbind = run.op
+        if not isinstance(unbind, t.UnbindOp) or unbind.dim.data != op.dim.data:
+            return
+        dim = op.dim.data
+        source = unbind.input
+        if run.covers_all():
+            if not same_type(op.result, source):
+                return
+            if not can_forward_as_alias(op.result, source, whole=True):
+                return
+            rewriter.replace(op, [], [source])
+            return
+        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+            return
+        new = _slice_like(rewriter, source, dim, run.start, run.stop, op.result)
+        rewriter.replace(op, [], [new])
+
+
+class JoinOfSlices(RewritePattern):
+    """A cat or stack whose inputs are all step-1 slices (or, for stack,
+    selects) of one tensor, in order and touching:
+
+    * `cat(x[a:b], x[b:c], ..., d)` on the slice dim: `x[a:z]` (or `x`);
+    * `stack(select(x, d, i), select(x, d, i+1), ..., d)`: `x[i:i+n]` (or `x`);
+    * `stack(x[a:a+k], x[a+k:a+2k], ..., s)` with equal static k: `unflatten(
+      x[a:a+nk], d, [n, k])`, then `movedim(d, s)` when `s != d`.
+
+    The fresh result becomes a view: only where aliasing allows."""
+
+    name = "join-of-slices"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.CatOp | t.StackOp):
+            return
+        inputs = list(op.inputs)
+        if len(inputs) < 2:
+            return
+        owners = [v.owner for v in inputs]
+        first = owners[0]
+        if isinstance(first, t.SliceOp):
+            if not all(isinstance(o, t.SliceOp) for o in owners):
+                return
+            slices: list[t.SliceOp] = owners  # type: ignore[assignment]
+            source = first.input
+            dim = first.dim.data
+            for s in slices:
+                if s.input != source or s.dim.data != dim or s.step.data != 1:
+                    return
+                if s.start.data < 0 or s.end.data < s.start.data:
+                    return
+            for a, b in zip(slices, slices[1:]):
+                if a.end.data != b.start.data:
+                    return
+            start, end = slices[0].start.data, slices[-1].end.data
+            if isinstance(op, t.CatOp):
+                if op.dim.data != dim:
+                    return
+                self._to_range(op, source, dim, start, end, rewriter)
+            else:
+                self._stack_slices(op, slices, source, dim, rewriter)
+        elif isinstance(first, t.SelectOp) and isinstance(op, t.StackOp):
+            if not all(isinstance(o, t.SelectOp) for o in owners):
+                return
+            selects: list[t.SelectOp] = owners  # type: ignore[assignment]
+            source = first.input
+            dim = first.dim.data
+            if op.dim.data != dim:
+                return
+            index = first.index.data
+            for k, s in enumerate(selects):
+                if s.input != source or s.dim.data != dim or s.index.data != index + k:
+                    return
+            if index < 0:
+                return
+            self._to_range(op, source, dim, index, index + len(selects), rewriter)
+
+    @staticmethod
+    def _to_range(
+        op: t.CatOp | t.StackOp,
+        source: SSAValue,
+        dim: int,
+        start: int,
+        end: int,
+        rewriter: PatternRewriter,
+    ) -> None:
+        if _is_full_range(source, dim, start, end) and same_type(op.result, source):
+            if can_forward_as_alias(op.result, source, whole=True):
+                rewriter.replace(op, [], [source])
+            return
+        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+            return
+        new = _slice_like(rewriter, source, dim, start, end, op.result)
+        rewriter.replace(op, [], [new])
+
+    @staticmethod
+    def _stack_slices(
+        op: t.StackOp,
+        slices: Sequence[t.SliceOp],
+        source: SSAValue,
+        dim: int,
+        rewriter: PatternRewriter,
+    ) -> None:
+        size = static_size(source, dim)
+        if size is None:
+            return
+        k = slices[0].end.data - slices[0].start.data
+        if any(s.end.data - s.start.data != k or s.end.data > size for s in slices):
+            return
+        if any(static_size(s.result, dim) != k for s in slices):
+            return
+        start, end = slices[0].start.data, slices[-1].end.data
+        n = len(slices)
+        stack_dim = op.dim.data
+        same_layout = stack_dim == dim and contiguous_part(source, dim)
+        if not can_forward_as_alias(op.result, source, contiguous=same_layout):
+            return
+        new_ops: list[Operation] = []
+        value = source
+        if not _is_full_range(source, dim, start, end):
+            sl = t.SliceOp(source, dim, start, end, 1)
+            new_ops.append(sl)
+            value = sl.result
+        if stack_dim == dim:
+            unflat = t.UnflattenOp(value, dim, [n, k], result_type=op.result.type)
+            new_ops.append(unflat)
+        else:
+            unflat = t.UnflattenOp(value, dim, [n, k])
+            moved = t.MovedimOp(unflat.result, [dim], [stack_dim], result_type=op.result.type)
+            new_ops += [unflat, moved]
+        rewriter.replace(op, new_ops)
+
+
+CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
+    EraseDeadPlumbing,
+    SplitWhole,
+    SplitOfSplit,
+    MergeDeadSplitPieces,
+    SplitSqueezeToUnbind,
+    CatOfSplitPieces,
+    SplitOfCat,
+    UnbindOfStack,
+    StackOfUnbind,
+    JoinOfSlices,
+)
+"""The pass's own patterns, in the order they are tried at each op."""
+
+
+@dataclass(frozen=True)
+class SplitCatSimplify(PatternPass):
+    """Remove split/cat/stack/unbind plumbing on the operator dialect.
+
+    Core patterns: dead plumbing, a split into one piece, split of a split,
+    dead pieces merged, size-1 split + squeeze -> unbind, cat of consecutive
+    split pieces (the input, a slice, or a coarser split), cat -> split and
+    stack -> unbind at the same boundaries, unbind -> stack, cat/stack of
+    ordered slices -> a view; then the view-chain patterns of
+    `split_cat_views` (when present). Rewrites that change aliasing are
+    guarded against in-place writes, stride-dependent users and outputs
+    that would alias inputs (`split_cat_common.can_forward_as_alias`)."""
+
+    name = "split-cat-simplify"
+
+    def patterns(self) -> Sequence[RewritePattern]:
+        return [cls() for cls in CORE_PATTERNS] + list(VIEW_PATTERNS)
+
+
+__all__ = [
+    "CORE_PATTERNS",
+    "CatOfSplitPieces",
+    "EraseDeadPlumbing",
+    "JoinOfSlices",
+    "MergeDeadSplitPieces",
+    "SplitCatSimplify",
+    "SplitOfCat",
+    "SplitOfSplit",
+    "SplitSqueezeToUnbind",
+    "SplitWhole",
+    "StackOfUnbind",
+    "UnbindOfStack",
+]

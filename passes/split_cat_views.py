@@ -1,0 +1,849 @@
+"""View-chain patterns of `split-cat-simplify`: split/unbind -> join as views.
+
+PyTorch's `SplitCatSimplifier` (torch/_inductor/fx_passes/split_cat.py) turns
+the pieces of a split or unbind that are joined again (cat or stack, possibly
+on another dim, possibly mixed with other tensors) into an
+`unflatten -> movedim -> flatten` chain of the split input. The patterns here
+do the same job on the operator dialect; the core patterns (same-dim
+split -> cat, merging splits, ...) live in `split_cat_simplify.py`, which runs
+`VIEW_PATTERNS` after its own.
+
+All of them describe the replacement as a small *view program* on a static
+shape -- a list of `reshape` and `permute` steps -- simplify it (`simplify`)
+and emit the shortest op sequence for it (`emit`):
+
+* reshape to the current shape, identity permutes: dropped;
+* adjacent reshapes: the last wins; adjacent permutes: composed;
+* a permute that keeps the non-size-1 dims in order: a reshape;
+* a permute over size-1 dims: tried as squeeze, permute, unsqueeze (kept only
+  when the whole program gets shorter).
+
+Reshape steps are emitted as `torch.unflatten` / `torch.squeeze` /
+`torch.unsqueeze` / `torch.view` when they only split dims or move size-1
+dims (always a view, whatever the strides), else as `torch.flatten` /
+`torch.reshape`; permute steps as `torch.movedim` (one dim moved) or
+`torch.permute`.
+
+Patterns (`VIEW_PATTERNS`, in order):
+
+* `split-stack-to-view`: runs of consecutive, equally sized pieces of one
+  split/unbind in a `stack` become a view of the split input; other stack
+  inputs are kept (unsqueezed, and the stack becomes a cat).
+* `split-cat-to-view`: the same for a `cat` on another dim than the split
+  (and for any unbind -> cat); same-dim split -> cat is a core pattern.
+* `split-reshape-join-to-view`: pieces each reshaped to one common shape
+  (`view`, `reshape`, `squeeze`, `flatten`, ...) and joined: a permute and
+  reshape of the split input.
+* `fold-view-chain`: two adjacent view-like ops (reshape, view, flatten,
+  unflatten, squeeze, unsqueeze, permute, transpose, movedim) that fold into
+  at most one, and single view-like ops that do nothing.
+
+Safety. A rewrite needs static shapes for what it reshapes. Replacing a
+whole cat/stack (a fresh tensor) by a view of the split input is checked with
+`split_cat_common.can_forward_as_alias`; a join that keeps a cat is fresh
+anyway. Folding a chain that may copy (`reshape`, `flatten`) into a
+different chain changes *when* a copy happens, so it needs the source not
+to be mutated and no stride-sensitive user (`_reshape_chain_may_change`);
+chains of guaranteed views stay guaranteed views (emitted as `torch.view`
+and friends) and need no check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from optimus_ir.dialects import torch as t
+from optimus_ir.passes.split_cat_common import (
+    Piece,
+    all_static,
+    can_forward_as_alias,
+    may_be_mutated,
+    offsets,
+    piece_of,
+    same_layout,
+    sections_of,
+    shape,
+    stride_sensitive,
+    view_closure,
+)
+
+Shape = tuple[int, ...]
+Step = tuple[str, tuple[int, ...]]
+"""A view-program step: ("reshape", new shape) or ("permute", dims)."""
+
+RESHAPE_LIKE_OPS: tuple[type[Operation], ...] = (
+    t.ReshapeOp,
+    t.ViewOp,
+    t.FlattenOp,
+    t.UnflattenOp,
+    t.SqueezeOp,
+    t.UnsqueezeOp,
+)
+"""Ops that only change the shape (row-major element order is kept)."""
+
+PERMUTE_LIKE_OPS: tuple[type[Operation], ...] = (t.PermuteOp, t.TransposeOp, t.MovedimOp)
+"""Ops that only reorder dims."""
+
+VIEW_LIKE_OPS = RESHAPE_LIKE_OPS + PERMUTE_LIKE_OPS
+
+ALWAYS_VIEW_OPS: tuple[type[Operation], ...] = (
+    t.ViewOp,
+    t.UnflattenOp,
+    t.SqueezeOp,
+    t.UnsqueezeOp,
+    *PERMUTE_LIKE_OPS,
+)
+"""View-like ops whose result is a view of the input for any strides
+(`reshape` and `flatten` copy when a view is impossible)."""
+
+
+# ---------------------------------------------------------------------------
+# View programs
+# ---------------------------------------------------------------------------
+
+
+def apply_step(cur: Shape, step: Step) -> Shape:
+    """The shape after one step."""
+    kind, arg = step
+    if kind == "reshape":
+        return arg
+    return tuple(cur[d] for d in arg)
+
+
+def movedim_dims(rank: int, source: int, destination: int) -> tuple[int, ...]:
+    """The permute dims of `movedim(source, destination)` on a tensor of `rank`."""
+    order = [d for d in range(rank) if d != source]
+    order.insert(destination, source)
+    return tuple(order)
+
+
+def _permute_keeps_order(cur: Shape, dims: Sequence[int]) -> bool:
+    """The permute moves only size-1 dims: it is a reshape."""
+    moved = [d for d in dims if cur[d] != 1]
+    return moved == sorted(moved)
+
+
+def _simplify_once(start: Shape, steps: list[Step], squeeze_permutes: bool) -> list[Step] | None:
+    """One simplification of the program, or None when none applies."""
+    cur = start
+    for i, (kind, arg) in enumerate(steps):
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        if kind == "reshape":
+            if arg == cur:
+                return steps[:i] + steps[i + 1 :]
+            if nxt is not None and nxt[0] == "reshape":
+                return steps[:i] + steps[i + 1 :]
+        else:
+            if tuple(arg) == tuple(range(len(arg))):
+                return steps[:i] + steps[i + 1 :]
+            if _permute_keeps_order(cur, arg):
+                return [*steps[:i], ("reshape", apply_step(cur, (kind, arg))), *steps[i + 1 :]]
+            if nxt is not None and nxt[0] == "permute":
+                composed = tuple(arg[q] for q in nxt[1])
+                return [*steps[:i], ("permute", composed), *steps[i + 2 :]]
+            if nxt is not None and nxt[0] == "reshape":
+                after = steps[i + 2] if i + 2 < len(steps) else None
+                before = steps[i - 1] if i > 0 else None
+                if (after is not None and after[0] == "permute") or (
+                    before is not None and before[0] == "reshape"
+                ):
+                    swapped = _split_before_permute(cur, arg, nxt[1])
+                    if swapped is not None:
+                        return [*steps[:i], *swapped, *steps[i + 2 :]]
+            if squeeze_permutes and 1 in cur:
+                kept = [d for d in range(len(cur)) if cur[d] != 1]
+                rank_of = {d: j for j, d in enumerate(kept)}
+                inner = tuple(rank_of[d] for d in arg if cur[d] != 1)
+                squeezed = tuple(cur[d] for d in kept)
+                out = apply_step(cur, (kind, arg))
+                return [
+                    *steps[:i],
+                    ("reshape", squeezed),
+                    ("permute", inner),
+                    ("reshape", out),
+                    *steps[i + 1 :],
+                ]
+        cur = apply_step(cur, (kind, arg))
+    return None
+
+
+def _split_groups(src: Shape, dst: Shape) -> list[tuple[int, ...]] | None:
+    """How `dst` splits each dim of `src` (consecutive groups whose product
+    is the dim; a size-1 dim keeps one size-1 dim), or None when `dst` is not
+    made by only splitting dims of `src`."""
+    groups: list[tuple[int, ...]] = []
+    j = 0
+    for size in src:
+        if size == 1:
+            if j >= len(dst) or dst[j] != 1:
+                return None
+            groups.append((1,))
+            j += 1
+            continue
+        group: list[int] = []
+        acc = 1
+        while acc < size and j < len(dst):
+            acc *= dst[j]
+            group.append(dst[j])
+            j += 1
+        if acc != size:
+            return None
+        groups.append(tuple(group))
+    return groups if j == len(dst) else None
+
+
+def _split_before_permute(cur: Shape, dims: Sequence[int], new: Shape) -> list[Step] | None:
+    """`permute(dims)` then a reshape to `new` that only splits dims, as a
+    reshape splitting the matching dims of `cur` first, then a permute."""
+    permuted = tuple(cur[d] for d in dims)
+    if len(new) <= len(permuted):
+        return None
+    groups = _split_groups(permuted, new)
+    if groups is None:
+        return None
+    group_of = {d: groups[i] for i, d in enumerate(dims)}
+    first: dict[int, int] = {}
+    pre: list[int] = []
+    for e in range(len(cur)):
+        first[e] = len(pre)
+        pre.extend(group_of[e])
+    perm: list[int] = []
+    for i, d in enumerate(dims):
+        perm.extend(range(first[d], first[d] + len(groups[i])))
+    return [("reshape", tuple(pre)), ("permute", tuple(perm))]
+
+
+def _run_simplifier(start: Shape, steps: Sequence[Step], squeeze_permutes: bool) -> list[Step]:
+    program = list(steps)
+    for _ in range(8 * len(program) + 8):
+        nxt = _simplify_once(start, program, squeeze_permutes)
+        if nxt is None:
+            return program
+        program = nxt
+    return program
+
+
+def simplify(start: Shape, steps: Sequence[Step]) -> list[Step]:
+    """The shortest equivalent program the rules find (see the module
+    docstring); `start` is the static input shape."""
+    plain = _run_simplifier(start, steps, squeeze_permutes=False)
+    squeezed = _run_simplifier(start, plain, squeeze_permutes=True)
+    return squeezed if len(squeezed) < len(plain) else plain
+
+
+def end_shape(start: Shape, steps: Sequence[Step]) -> Shape:
+    """The shape a program produces."""
+    cur = start
+    for step in steps:
+        cur = apply_step(cur, step)
+    return cur
+
+
+def _squeezed_dims(longer: Shape, shorter: Shape) -> list[int] | None:
+    """Dims of `longer` whose removal (all of size 1) gives `shorter`."""
+    removed: list[int] = []
+    j = 0
+    for i, size in enumerate(longer):
+        if j < len(shorter) and size == shorter[j]:
+            j += 1
+        elif size == 1:
+            removed.append(i)
+        else:
+            return None
+    return removed if j == len(shorter) else None
+
+
+def _only_splits_dims(cur: Shape, new: Shape) -> bool:
+    """Every non-1 dim of `cur` becomes a run of consecutive non-1 dims of
+    `new` (size-1 dims come and go freely): a view for any strides."""
+    a = [s for s in cur if s != 1]
+    b = [s for s in new if s != 1]
+    j = 0
+    for size in a:
+        acc = 1
+        while acc < size and j < len(b):
+            acc *= b[j]
+            j += 1
+        if acc != size:
+            return False
+    return j == len(b)
+
+
+def _reshape_op(value: SSAValue, cur: Shape, new: Shape, always_view: bool) -> Operation:
+    """The most specific op reshaping `value` (shape `cur`) to `new`."""
+    if len(new) < len(cur):
+        dims = _squeezed_dims(cur, new)
+        if dims:
+            return t.SqueezeOp(value, dims)
+    if len(new) == len(cur) + 1:
+        dims = _squeezed_dims(new, cur)
+        if dims is not None and len(dims) == 1:
+            return t.UnsqueezeOp(value, dims[0])
+    if len(new) > len(cur):
+        for a in range(len(cur)):
+            b = a + len(new) - len(cur) + 1
+            if new[:a] == cur[:a] and new[b:] == cur[a + 1 :] and prod(new[a:b]) == cur[a]:
+                return t.UnflattenOp(value, a, list(new[a:b]))
+    if always_view or _only_splits_dims(cur, new):
+        return t.ViewOp(value, list(new))
+    if len(new) < len(cur):
+        for a in range(len(new)):
+            b = a + len(cur) - len(new) + 1
+            if cur[:a] == new[:a] and cur[b:] == new[a + 1 :] and prod(cur[a:b]) == new[a]:
+                return t.FlattenOp(value, a, b - 1)
+    return t.ReshapeOp(value, list(new))
+
+
+def _permute_op(value: SSAValue, dims: Sequence[int]) -> Operation:
+    rank = len(dims)
+    for source in range(rank):
+        for destination in range(rank):
+            if source != destination and movedim_dims(rank, source, destination) == tuple(dims):
+                return t.MovedimOp(value, [source], [destination])
+    return t.PermuteOp(value, list(dims))
+
+
+def emit(value: SSAValue, start: Shape, steps: Sequence[Step], always_view: bool) -> list[Operation]:
+    """Ops computing the program on `value` (shape `start`), not inserted.
+    With `always_view`, reshapes are emitted as guaranteed views (the
+    caller knows they are valid: they replace a chain of views)."""
+    ops: list[Operation] = []
+    cur = start
+    for step in steps:
+        if step[0] == "reshape":
+            op = _reshape_op(value, cur, step[1], always_view)
+        else:
+            op = _permute_op(value, step[1])
+        ops.append(op)
+        value = op.results[0]
+        cur = apply_step(cur, step)
+    return ops
+
+
+def view_step(op: Operation) -> Step | None:
+    """The view-program step of a view-like op (None when its result shape
+    is not static)."""
+    if isinstance(op, t.PermuteOp):
+        return ("permute", t.ints(op.dims))
+    if isinstance(op, t.TransposeOp):
+        rank = len(op.input.type.get_shape())
+        dims = list(range(rank))
+        a, b = op.dim0.data, op.dim1.data
+        dims[a], dims[b] = dims[b], dims[a]
+        return ("permute", tuple(dims))
+    if isinstance(op, t.MovedimOp):
+        rank = len(op.input.type.get_shape())
+        return ("permute", tuple(t.movedim_permutation(rank, t.ints(op.source), t.ints(op.destination))))
+    if isinstance(op, RESHAPE_LIKE_OPS):
+        out = shape(op.results[0])
+        return ("reshape", out) if all_static(out) else None
+    return None
+
+
+def _reshape_chain_may_change(result: SSAValue, source: SSAValue) -> bool:
+    """Recomputing `result` from `source` through another chain of ops that
+    may copy (reshape, flatten) changes when a copy is made, so whether
+    `result` aliases `source` and its strides: observable when anything
+    aliasing `source` may be written to, or a user of `result` (or of its
+    views) depends on strides."""
+    return may_be_mutated(source) or stride_sensitive(view_closure(result))
+
+
+# ---------------------------------------------------------------------------
+# split/unbind -> join
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """Join operands `first..first+length-1` are pieces `start..` of `op`,
+    each wrapped (when `wrap` is set) in one reshape-like op to shape `wrap`."""
+
+    op: t.SplitOp | t.UnbindOp
+    first: int
+    start: int
+    length: int
+    wrap: Shape | None
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.length
+
+    def covers_all(self) -> bool:
+        return self.start == 0 and self.length == len(self.op.results)
+
+
+@dataclass(frozen=True)
+class _Input:
+    """A join operand seen as a (possibly wrapped) piece."""
+
+    piece: Piece
+    wrap: Shape | None
+    wrapper: Operation | None
+
+
+def _one_use(value: SSAValue) -> bool:
+    count = 0
+    for _ in value.uses:
+        count += 1
+        if count > 1:
+            return False
+    return count == 1
+
+
+def _as_input(value: SSAValue, wrapped: bool) -> _Input | None:
+    """`value` as a piece of a split/unbind, or (`wrapped`) as a reshape-like
+    op of one, used only here."""
+    if not wrapped:
+        piece = piece_of(value)
+        return None if piece is None else _Input(piece, None, None)
+    owner = value.owner
+    if not isinstance(owner, RESHAPE_LIKE_OPS) or not _one_use(value):
+        return None
+    piece = piece_of(owner.operands[0])
+    out = shape(value)
+    if piece is None or not all_static(out):
+        return None
+    return _Input(piece, out, owner)
+
+
+def _section(op: t.SplitOp | t.UnbindOp, index: int) -> int:
+    return sections_of(op)[index] if isinstance(op, t.SplitOp) else 1
+
+
+def _find_runs(join: t.CatOp | t.StackOp, wrapped: bool) -> list[_Run | SSAValue]:
+    """The join's operands grouped: maximal runs of consecutive, equally sized
+    pieces of one split/unbind (same wrap shape), or single other values."""
+    items: list[_Run | SSAValue] = []
+    current: _Run | None = None
+    for i, value in enumerate(join.inputs):
+        info = _as_input(value, wrapped)
+        if info is not None and current is not None:
+            if (
+                info.piece.op is current.op
+                and info.piece.index == current.stop
+                and info.wrap == current.wrap
+                and _section(current.op, info.piece.index) == _section(current.op, current.start)
+            ):
+                current.length += 1
+                continue
+        if info is None:
+            current = None
+            items.append(value)
+            continue
+        current = _Run(info.piece.op, i, info.piece.index, 1, info.wrap)
+        items.append(current)
+    return items
+
+
+def _run_program(run: _Run, base_shape: Shape, join: Operation) -> list[Step]:
+    """The view program turning the run's slice of the split input (shape
+    `base_shape`) into what the run contributes to the join."""
+    op = run.op
+    d = op.dim.data
+    k = run.length
+    steps: list[Step] = []
+    if isinstance(op, t.SplitOp):
+        s = _section(op, run.start)
+        unflat = (*base_shape[:d], k, s, *base_shape[d + 1 :])
+        steps.append(("reshape", unflat))
+        steps.append(("permute", movedim_dims(len(unflat), d, 0)))
+        piece = (*base_shape[:d], s, *base_shape[d + 1 :])
+    else:
+        steps.append(("permute", movedim_dims(len(base_shape), d, 0)))
+        piece = (*base_shape[:d], *base_shape[d + 1 :])
+    if run.wrap is not None:
+        piece = run.wrap
+        steps.append(("reshape", (k, *piece)))
+    c = join.dim.data
+    steps.append(("permute", movedim_dims(len(piece) + 1, 0, c)))
+    if isinstance(join, t.CatOp):
+        out = list(apply_step((k, *piece), steps[-1]))
+        out[c : c + 2] = [out[c] * out[c + 1]]
+        steps.append(("reshape", tuple(out)))
+    return steps
+
+
+class _SplitJoinToView(RewritePattern):
+    """Shared rewrite of the split/unbind -> join patterns; subclasses say
+    which joins and runs they take.
+
+    A run (two or more pieces) is taken when its pieces are used by nothing
+    else (the split then shrinks or goes), or when it is all the pieces and
+    all their users are joins (`_dies_eventually`). Its *base* is the split
+    input when the run is all its pieces; else one section of a coarser
+    split (private runs of a split); else a slice (private runs of an unbind). Adjacent chosen runs of one split with equal section sizes are
+    concatenated on the split dim first and share one view chain."""
+
+    join_types: tuple[type[Operation], ...] = (t.CatOp, t.StackOp)
+    wrapped: bool = False
+
+    def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
+        return True
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, self.join_types):
+            return
+        join: t.CatOp | t.StackOp = op  # type: ignore[assignment]
+        items = _find_runs(join, self.wrapped)
+        runs = [
+            item
+            for item in items
+            if isinstance(item, _Run)
+            and item.length >= 2
+            and all_static(shape(item.op.input))
+            and self.accepts(join, item)
+        ]
+        if not runs:
+            return
+        private = {id(r) for r in runs if self._private(r)}
+        runs = [r for r in runs if id(r) in private or _dies_eventually(r)]
+        if not runs:
+            return
+        chosen = {id(r) for r in runs}
+        # Private partial runs of a split become sections of one coarser split.
+        new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]] = {}
+        for run in runs:
+            if (
+                isinstance(run.op, t.SplitOp)
+                and id(run) in private
+                and not run.covers_all()
+                and run.op not in new_splits
+            ):
+                merged = [r for r in runs if r.op is run.op and id(r) in private]
+                new_splits[run.op] = _merged_split(run.op, merged)
+        pending: list[Operation] = []
+        values: list[SSAValue] = []
+        to_stack: list[SSAValue] = []
+        is_stack = isinstance(join, t.StackOp)
+        c = join.dim.data
+
+        def flush() -> None:
+            if not to_stack:
+                return
+            if len(to_stack) == 1:
+                new: Operation = t.UnsqueezeOp(to_stack[0], c)
+            else:
+                new = t.StackOp(list(to_stack), c)
+            pending.append(new)
+            values.append(new.results[0])
+            to_stack.clear()
+
+        def base_of(run: _Run) -> SSAValue:
+            x = run.op.input
+            if run.covers_all():
+                return x
+            if id(run) in private and isinstance(run.op, t.SplitOp):
+                new_split, index_of = new_splits[run.op]
+                return new_split.results[index_of[run.start]]
+            if isinstance(run.op, t.SplitOp):
+                starts = offsets(sections_of(run.op))
+                lo, hi = starts[run.start], starts[run.stop]
+            else:
+                lo, hi = run.start, run.stop
+            sl = t.SliceOp(x, run.op.dim.data, lo, hi)
+            pending.append(sl)
+            return sl.results[0]
+
+        whole = False
+        groups = _adjacent_groups(items, chosen, list(join.inputs))
+        for group in groups:
+            if isinstance(group, SSAValue):
+                (to_stack if is_stack else values).append(group)
+                continue
+            flush()
+            bases = [base_of(run) for run in group]
+            d = group[0].op.dim.data
+            if len(bases) == 1:
+                base = bases[0]
+            else:
+                cat = t.CatOp(bases, d)
+                pending.append(cat)
+                base = cat.results[0]
+            merged_run = _Run(group[0].op, group[0].first, group[0].start, sum(r.length for r in group), group[0].wrap)
+            base_shape = shape(base)
+            steps = simplify(base_shape, _run_program(merged_run, base_shape, join))
+            chain = emit(base, base_shape, steps, always_view=False)
+            pending.extend(chain)
+            values.append(chain[-1].results[0] if chain else base)
+            whole = not chain and base is group[0].op.input
+        flush()
+        if len(values) == 1:
+            result = values[0]
+            layout_kept = same_layout(join.results[0], result)
+            if not can_forward_as_alias(
+                join.results[0], runs[0].op.input, whole=whole, contiguous=layout_kept
+            ):
+                return
+        else:
+            new_join = t.CatOp(values, c)
+            pending.append(new_join)
+            result = new_join.results[0]
+        if result.type != join.results[0].type:
+            return  # e.g. a device or dtype the views would not keep
+        if not _fewer_ops(join, runs, private, new_splits, len(pending)):
+            return
+        # Commit.
+        for old, (new_split, _) in new_splits.items():
+            rewriter.insert(new_split, InsertPoint.before(old))
+        wrappers = [
+            join.inputs[r.first + i].owner
+            for r in runs
+            if r.wrap is not None
+            for i in range(r.length)
+        ]
+        rewriter.replace(join, pending, [result])
+        for wrapper in wrappers:
+            rewriter.erase(wrapper)  # type: ignore[arg-type]
+        sources = {id(r.op): r.op for r in runs}
+        for old in sources.values():
+            if isinstance(old, t.SplitOp) and old in new_splits:
+                new_split, index_of = new_splits[old]
+                merged_starts = {r.start for r in runs if r.op is old and id(r) in private}
+                mapping: list[SSAValue | None] = [None] * len(old.results)
+                for i, j in index_of.items():
+                    if i not in merged_starts:
+                        mapping[i] = new_split.results[j]
+                rewriter.replace(old, [], mapping)
+            elif all(r.first_use is None for r in old.results):
+                rewriter.erase(old)
+
+    @staticmethod
+    def _private(run: _Run) -> bool:
+        """Every piece of the run is used once, by the join (or its wrapper)."""
+        return all(_one_use(run.op.results[i]) for i in range(run.start, run.stop))
+
+
+def _fewer_ops(
+    join: Operation,
+    runs: Sequence[_Run],
+    private: set[int],
+    new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]],
+    added: int,
+) -> bool:
+    """The rewrite leaves fewer FX nodes than it removes, counting one node
+    per op and one `getitem` per used piece of a split/unbind (a split whose
+    pieces several joins share is charged to them in equal parts)."""
+    before: float = 1  # the join
+    after = added
+    taken: dict[int, int] = {}  # source op -> pieces that die with the join
+    merged: dict[int, int] = {}  # source op -> runs merged into one section
+    sources: dict[int, Operation] = {}
+    for run in runs:
+        sources[id(run.op)] = run.op
+        if run.wrap is not None:
+            before += run.length  # the wrappers
+        if id(run) in private:
+            taken[id(run.op)] = taken.get(id(run.op), 0) + run.length
+            if run.op in new_splits:
+                merged[id(run.op)] = merged.get(id(run.op), 0) + 1
+    shared = {id(r.op) for r in runs if id(r) not in private}
+    for key, op in sources.items():
+        live = sum(1 for r in op.results if r.first_use is not None)
+        if key in shared:
+            # Every join using the pieces takes its share of the split and
+            # its getitems, which go when the last of them is rewritten.
+            joins = {id(u.operation) for r in op.results for u in r.uses}
+            before += (1 + live) / max(len(joins), 1)
+            continue
+        before += 1 + live
+        left = live - taken.get(key, 0) + merged.get(key, 0)
+        after += left + (1 if left else 0)
+    return after < before
+
+
+def _dies_eventually(run: _Run) -> bool:
+    """A run whose pieces have other users is worth rewriting only when it is
+    every piece of its split/unbind and every user of the pieces is a join
+    (or a reshape feeding one): the other joins get rewritten too and the
+    split goes. Otherwise the rewrite would only add a slice and views."""
+    if not run.covers_all():
+        return False
+    for piece in run.op.results:
+        for use in piece.uses:
+            user = use.operation
+            if isinstance(user, t.CatOp | t.StackOp):
+                continue
+            if isinstance(user, RESHAPE_LIKE_OPS) and all(
+                isinstance(u.operation, t.CatOp | t.StackOp) for u in user.results[0].uses
+            ):
+                continue
+            return False
+    return True
+
+
+def _adjacent_groups(
+    items: Sequence[_Run | SSAValue], chosen: set[int], inputs: Sequence[SSAValue]
+) -> list[SSAValue | list[_Run]]:
+    """The join operands in order: other values one by one, chosen runs in
+    groups of adjacent runs of one split/unbind with equal section sizes
+    (and wrap shapes); a run not chosen gives its operands back as values."""
+    out: list[SSAValue | list[_Run]] = []
+    for item in items:
+        if isinstance(item, _Run) and id(item) in chosen:
+            prev = out[-1] if out and isinstance(out[-1], list) else None
+            if (
+                prev is not None
+                and prev[-1].op is item.op
+                and prev[-1].wrap == item.wrap
+                and _section(item.op, item.start) == _section(prev[-1].op, prev[-1].start)
+            ):
+                prev.append(item)
+            else:
+                out.append([item])
+        elif isinstance(item, _Run):
+            out.extend(inputs[item.first : item.first + item.length])
+        else:
+            out.append(item)
+    return out
+
+
+def _merged_split(op: t.SplitOp, runs: Sequence[_Run]) -> tuple[t.SplitOp, dict[int, int]]:
+    """A split like `op` with each run's pieces merged into one section, and
+    for each old piece index that starts a section, the new result index."""
+    sections = sections_of(op)
+    starts = {r.start: r.stop for r in runs}
+    new_sections: list[int] = []
+    index_of: dict[int, int] = {}
+    i = 0
+    while i < len(sections):
+        stop = starts.get(i, i + 1)
+        index_of[i] = len(new_sections)
+        new_sections.append(sum(sections[i:stop]))
+        i = stop
+    return t.SplitOp(op.input, new_sections, op.dim.data), index_of
+
+
+class SplitStackToView(_SplitJoinToView):
+    """`stack` of consecutive, equally sized pieces of a split or unbind ->
+    a view of the split input.
+
+    `x: [B, N*D]`, `stack(split(x, D, dim=1), dim=0)` is
+    `x.unflatten(1, (N, D)).movedim(1, 0)`; `stack(unbind(x, 1), dim=0)` is
+    `x.movedim(1, 0)`. Runs of pieces amid other inputs become views of a
+    merged split section (or a slice of the unbound tensor); the other inputs
+    stay, unsqueezed (consecutive ones stacked), and the stack becomes a cat.
+    """
+
+    name = "split-stack-to-view"
+    join_types = (t.StackOp,)
+
+
+class SplitCatToView(_SplitJoinToView):
+    """`cat` on dim `c` of consecutive, equally sized pieces of a split on
+    another dim `d` (or of an unbind on any dim) -> a view chain of the split
+    input: `unflatten(d, (n, s)) -> movedim(d, c) -> flatten(c, c + 1)`.
+
+    `x: [B, N*D]`, `cat(split(x, D, dim=1), dim=0)` is
+    `x.unflatten(1, (N, D)).movedim(1, 0).flatten(0, 1)`. Other cat inputs stay
+    in place. A split -> cat on the same dim is left to the core patterns."""
+
+    name = "split-cat-to-view"
+    join_types = (t.CatOp,)
+
+    def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
+        return isinstance(run.op, t.UnbindOp) or run.op.dim.data != join.dim.data
+
+
+class SplitReshapeJoinToView(_SplitJoinToView):
+    """Pieces of a split/unbind each reshaped to one common shape `S`
+    (`view`, `reshape`, `flatten`, `squeeze`, ...; each used once), then
+    stacked or concatenated -> a permute and reshape of the split input:
+    `x.unflatten(d, (n, s)).movedim(d, 0).reshape(n, *S).movedim(0, c)`
+    (`.flatten(c, c + 1)` for a cat), simplified.
+
+    `stack([p.squeeze(1) for p in split(x, 1, dim=1)], dim=1)` is `x`
+    (the stack must not reach the output or be mutated: see
+    `can_forward_as_alias`)."""
+
+    name = "split-reshape-join-to-view"
+    wrapped = True
+
+
+# ---------------------------------------------------------------------------
+# View chains
+# ---------------------------------------------------------------------------
+
+
+class FoldViewChain(RewritePattern):
+    """A view-like op that does nothing (reshape/view to the input shape,
+    identity permute, ...) is dropped; two adjacent view-like ops that fold
+    into at most one become that one (inverse permutes/transposes vanish,
+    reshape of reshape is one reshape, unflatten then flatten of the same
+    dims is the input).
+
+    A chain of guaranteed views (view, unflatten, squeeze, unsqueeze,
+    permute, transpose, movedim) stays a guaranteed view. A chain with a
+    `reshape` or `flatten` (which copy when a view is impossible) is folded
+    only when nothing aliasing the source is written to and no user depends
+    on strides. Needs static shapes."""
+
+    name = "fold-view-chain"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, VIEW_LIKE_OPS):
+            return
+        outer = view_step(op)
+        source = op.operands[0]
+        start = shape(source)
+        if outer is None or not all_static(start):
+            return
+        inner_op = source.owner
+        if (
+            isinstance(inner_op, VIEW_LIKE_OPS)
+            and isinstance(source, OpResult)
+            and (inner := view_step(inner_op)) is not None
+            and all_static(shape(inner_op.operands[0]))
+        ):
+            base = inner_op.operands[0]
+            base_shape = shape(base)
+            steps = simplify(base_shape, [inner, outer])
+            budget = 2 if _one_use(source) else 1
+            if len(steps) < budget and self._fold(op, [inner_op, op], base, base_shape, steps, rewriter):
+                return
+        if not simplify(start, [outer]):
+            rewriter.replace(op, [], [source])
+
+    def _fold(
+        self,
+        op: Operation,
+        chain: Sequence[Operation],
+        base: SSAValue,
+        base_shape: Shape,
+        steps: Sequence[Step],
+        rewriter: PatternRewriter,
+    ) -> bool:
+        always_view = all(isinstance(o, ALWAYS_VIEW_OPS) for o in chain)
+        if not always_view and _reshape_chain_may_change(op.results[0], base):
+            return False
+        new_ops = emit(base, base_shape, steps, always_view)
+        result = new_ops[-1].results[0] if new_ops else base
+        if result.type != op.results[0].type:
+            return False
+        rewriter.replace(op, new_ops, [result])
+        return True
+
+
+VIEW_PATTERNS: list[RewritePattern] = [
+    SplitStackToView(),
+    SplitCatToView(),
+    SplitReshapeJoinToView(),
+    FoldViewChain(),
+]
+"""The view-chain patterns, in the order `split-cat-simplify` runs them."""
+
+__all__ = [
+    "VIEW_PATTERNS",
+    "FoldViewChain",
+    "SplitCatToView",
+    "SplitReshapeJoinToView",
+    "SplitStackToView",
+    "emit",
+    "simplify",
+]

@@ -1,0 +1,82 @@
+// RUN: optimus-opt %s -p split-cat-simplify --split-input-file | filecheck %s
+
+// split on dim 1 -> stack on dim 0: unflatten + movedim of the input.
+
+// CHECK-LABEL: fx.graph @split_stack
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %[[U:.*]] = torch.unflatten %x dim 1 sizes [4, 4] : tensor<3x16xf32> -> tensor<3x4x4xf32>
+// CHECK-NEXT:    %[[M:.*]] = torch.movedim %[[U]] {{.*}} -> tensor<4x3x4xf32>
+// CHECK-NEXT:    %r = torch.relu %[[M]]
+// CHECK-NEXT:    fx.output %r
+fx.graph @split_stack {
+  %x = fx.placeholder "x" : tensor<3x16xf32>
+  %a, %b, %c, %d = torch.split %x sections [4, 4, 4, 4] dim 1 : tensor<3x16xf32> -> tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+  %s = torch.stack %a, %b, %c, %d dim 0 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<4x3x4xf32>
+  %r = torch.relu %s : tensor<4x3x4xf32> -> tensor<4x3x4xf32>
+  fx.output %r
+}
+
+// -----
+
+// stack on the split dim: a single unflatten. unbind -> stack on another dim: a movedim.
+
+// CHECK-LABEL: fx.graph @same_dim_and_unbind
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %[[U:.*]] = torch.unflatten %x dim 1 sizes [4, 4] : tensor<3x16xf32> -> tensor<3x4x4xf32>
+// CHECK-NEXT:    %[[M:.*]] = torch.movedim %x {{.*}} : tensor<3x16xf32> -> tensor<16x3xf32>
+// CHECK-NEXT:    %r = torch.relu %[[U]]
+// CHECK-NEXT:    %q = torch.relu %[[M]]
+fx.graph @same_dim_and_unbind {
+  %x = fx.placeholder "x" : tensor<3x16xf32>
+  %a, %b, %c, %d = torch.split %x sections [4, 4, 4, 4] dim 1 : tensor<3x16xf32> -> tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+  %s = torch.stack %a, %b, %c, %d dim 1 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4x4xf32>
+  %u:16 = torch.unbind %x dim 1 : tensor<3x16xf32> -> tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  %t = torch.stack %u#0, %u#1, %u#2, %u#3, %u#4, %u#5, %u#6, %u#7, %u#8, %u#9, %u#10, %u#11, %u#12, %u#13, %u#14, %u#15 dim 0 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<16x3xf32>
+  %r = torch.relu %s : tensor<3x4x4xf32> -> tensor<3x4x4xf32>
+  %q = torch.relu %t : tensor<16x3xf32> -> tensor<16x3xf32>
+  fx.output (%r, %q)
+}
+
+// -----
+
+// Other stack inputs stay, unsqueezed; the stack becomes a cat.
+
+// CHECK-LABEL: fx.graph @foreign
+// CHECK:         %[[F:.*]] = torch.unsqueeze %y dim 0
+// CHECK:         torch.unflatten %x dim 1 sizes [5, 2]
+// CHECK:         torch.cat %[[F]], %{{.*}} dim 0 : tensor<1x3x2xf32>, tensor<5x3x2xf32> -> tensor<6x3x2xf32>
+// CHECK-NOT:     torch.stack
+fx.graph @foreign {
+  %x = fx.placeholder "x" : tensor<3x10xf32>
+  %y = fx.placeholder "y" : tensor<3x2xf32>
+  %a, %b, %c, %d, %e = torch.split %x sections [2, 2, 2, 2, 2] dim 1 : tensor<3x10xf32> -> tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  %s = torch.stack %y, %a, %b, %c, %d, %e dim 0 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32> -> tensor<6x3x2xf32>
+  %r = torch.relu %s : tensor<6x3x2xf32> -> tensor<6x3x2xf32>
+  fx.output %r
+}
+
+// -----
+
+// Left alone: the stack is a graph output (it would alias the input), the
+// source is written in place, a piece has another user.
+
+// CHECK-LABEL: fx.graph @left_alone
+// CHECK:         torch.stack
+// CHECK:         torch.stack
+// CHECK:         torch.stack
+fx.graph @left_alone {
+  %x = fx.placeholder "x" : tensor<3x8xf32>
+  %a, %b, %c, %d = torch.split %x sections [2, 2, 2, 2] dim 1 : tensor<3x8xf32> -> tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  %s = torch.stack %a, %b, %c, %d dim 0 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32> -> tensor<4x3x2xf32>
+  %z = fx.placeholder "z" : tensor<3x8xf32>
+  %e, %f, %g, %h = torch.split %z sections [2, 2, 2, 2] dim 1 : tensor<3x8xf32> -> tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  %t = torch.stack %e, %f, %g, %h dim 0 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32> -> tensor<4x3x2xf32>
+  %m = fx.call_method "add_"(%z, 1) : tensor<3x8xf32>
+  %tr = torch.relu %t : tensor<4x3x2xf32> -> tensor<4x3x2xf32>
+  %w = fx.placeholder "w" : tensor<3x8xf32>
+  %i, %j, %k, %l = torch.split %w sections [2, 2, 2, 2] dim 1 : tensor<3x8xf32> -> tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  %u = torch.stack %i, %j dim 0 : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<2x3x2xf32>
+  %ur = torch.relu %u : tensor<2x3x2xf32> -> tensor<2x3x2xf32>
+  %jr = torch.relu %j : tensor<3x2xf32> -> tensor<3x2xf32>
+  fx.output (%s, %tr, %ur, %jr, %k, %l)
+}

@@ -1,0 +1,32 @@
+// RUN: optimus-opt %s -p split-cat-simplify --split-input-file | filecheck %s
+
+// A split into one section, or one piece that is the whole tensor: the input.
+
+// CHECK-LABEL: fx.graph @one_section
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %r = torch.relu %x
+// CHECK-NEXT:    %s = torch.exp %x
+// CHECK-NEXT:    fx.output (%r, %s)
+fx.graph @one_section {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %a = torch.split %x sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %r = torch.relu %a : tensor<4x6xf32> -> tensor<4x6xf32>
+  %b, %c, %d = torch.split %x sections [0, 4, 0] dim 0 : tensor<4x6xf32> -> tensor<0x6xf32>, tensor<4x6xf32>, tensor<0x6xf32>
+  %s = torch.exp %c : tensor<4x6xf32> -> tensor<4x6xf32>
+  fx.output (%r, %s)
+}
+
+// -----
+
+// Left alone: the piece is more precisely typed than the (symbolic) input.
+
+// CHECK-LABEL: fx.graph @symbolic
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = torch.split %x sections [6] dim 1
+// CHECK-NEXT:    %r = torch.relu %a
+fx.graph @symbolic {
+  %x = fx.placeholder "x" : tensor<4x?xf32>
+  %a = torch.split %x sections [6] dim 1 : tensor<4x?xf32> -> tensor<4x6xf32>
+  %r = torch.relu %a : tensor<4x6xf32> -> tensor<4x6xf32>
+  fx.output %r
+}

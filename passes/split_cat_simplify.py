@@ -49,12 +49,8 @@ from optimus_ir.passes.split_cat_common import (
     static_size,
     users,
 )
+from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
 from optimus_ir.rewriting import PatternPass
-
-try:  # the view-chain patterns live beside this pass (owned separately)
-    from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
-except ImportError:  # pragma: no cover - until that module lands
-    VIEW_PATTERNS: list[RewritePattern] = []
 
 
 # ---------------------------------------------------------------------------

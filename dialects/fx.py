@@ -20,6 +20,7 @@ form of its own (a function passed as an argument, an enum) becomes an
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -274,12 +275,35 @@ TRUE = BoolAttr(1, _I1)
 FALSE = BoolAttr(0, _I1)
 
 
+# Attributes are immutable, so literals are shared: building an IntAttr or a
+# FloatAttr (with its verification) costs microseconds, and raise-fx and
+# lower-to-fx build one for every dim, eps, alpha... of every op. The caches
+# are bounded: past the limit, literals are built afresh.
+_LITERAL_CACHE_LIMIT = 4096
+_INTS: dict[int, IntAttr] = {}
+_FLOATS: dict[bytes, FloatAttr] = {}
+
+
 def int_literal(value: int) -> IntAttr:
-    return IntAttr(value)
+    if type(value) is not int:  # a bool or an int subclass: not interchangeable
+        return IntAttr(value)
+    attr = _INTS.get(value)
+    if attr is None:
+        attr = IntAttr(value)
+        if len(_INTS) < _LITERAL_CACHE_LIMIT:
+            _INTS[value] = attr
+    return attr
 
 
 def float_literal(value: float) -> FloatAttr:
-    return FloatAttr(value, _F64)
+    # keyed by the bits: 0.0 == -0.0, and NaN != NaN
+    key = struct.pack("<d", value)
+    attr = _FLOATS.get(key)
+    if attr is None:
+        attr = FloatAttr(value, _F64)
+        if len(_FLOATS) < _LITERAL_CACHE_LIMIT:
+            _FLOATS[key] = attr
+    return attr
 
 
 def bool_literal(value: bool) -> Attribute:

@@ -61,7 +61,7 @@ Effects
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar, NoReturn
 
@@ -69,12 +69,14 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
     BoolAttr,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     FloatAttr,
     IntAttr,
     StringAttr,
     TensorType,
+    i32,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -173,7 +175,7 @@ def ints_attr(values: Iterable[int] | ArrayAttr[IntAttr]) -> ArrayAttr[IntAttr]:
     """The list property for Python ints."""
     if isinstance(values, ArrayAttr):
         return values
-    return ArrayAttr([IntAttr(int(v)) for v in values])
+    return ArrayAttr([int_literal(int(v)) for v in values])
 
 
 def flag(attr: Attribute) -> bool:
@@ -182,7 +184,7 @@ def flag(attr: Attribute) -> bool:
 
 
 def _int_attr(value: int | IntAttr) -> IntAttr:
-    return value if isinstance(value, IntAttr) else IntAttr(int(value))
+    return value if isinstance(value, IntAttr) else int_literal(int(value))
 
 
 def _str_attr(value: str | StringAttr) -> StringAttr:
@@ -1106,11 +1108,52 @@ class TorchOp(IRDLOperation):
 
     FORMAT: ClassVar[Format] = ()
 
+    def __init__(
+        self,
+        *,
+        operands: Sequence[Value | Sequence[Value] | None] = (),
+        result_types: Sequence[Attribute | Sequence[Attribute]] = (),
+        properties: Mapping[str, Attribute | None] | None = None,
+        attributes: Mapping[str, Attribute | None] | None = None,
+    ) -> None:
+        """The IRDL builder (`IRDLOperation.__init__`) for what torch ops have:
+        operand groups, result groups, properties. xDSL's generic builder
+        costs more than the op itself (segment bookkeeping for every kind
+        of construct); raise-fx builds one op per raised node."""
+        op_def = type(self).get_irdl_definition()
+        if op_def.regions or op_def.successors or any(
+            not (isinstance(o, AttrSizedOperandSegments) and o.as_property) for o in op_def.options
+        ):  # not a shape of op this builder knows
+            IRDLOperation.__init__(
+                self, operands=operands, result_types=result_types,
+                properties=properties, attributes=attributes,
+            )
+            return
+        flat_operands, operand_sizes = _flatten_groups(op_def.operands, operands, "operand")
+        flat_results, _ = _flatten_groups(op_def.results, result_types, "result")
+        props = {k: v for k, v in properties.items() if v is not None} if properties else {}
+        if op_def.options:  # AttrSizedOperandSegments(as_property=True)
+            props[AttrSizedOperandSegments.attribute_name] = _segment_sizes(tuple(operand_sizes))
+        attrs = {k: v for k, v in attributes.items() if v is not None} if attributes else {}
+        Operation.__init__(
+            self,
+            operands=[SSAValue.get(v) for v in flat_operands],
+            result_types=flat_results,
+            properties=props,
+            attributes=attrs,
+        )
+
     def expected_types(self) -> Sequence[TensorType]:
         """The result types the operands and properties imply (may hold `?`)."""
         raise NotImplementedError
 
     def verify_(self) -> None:
+        self.verify_types()
+
+    def verify_types(self) -> None:
+        """The op's own check (results against `expected_types()`), without
+        IRDL's generic structure check; for builders whose ops hold the IRDL
+        structure by construction (`raise-fx`)."""
         _check_results(self, self.expected_types())
 
     # -- printing ----------------------------------------------------------
@@ -1204,6 +1247,36 @@ class TorchOp(IRDLOperation):
         op = cls.build(operands=operands, result_types=result_groups, properties=properties)
         op.attributes.update(attributes)
         return op
+
+
+def _flatten_groups(defs, groups, what: str) -> tuple[list[Any], list[int]]:
+    """The flat operands (results) of per-definition groups, and the group
+    sizes; the checks of `irdl_build_arg_list`."""
+    if len(groups) != len(defs):
+        raise ValueError(f"Expected {len(defs)} {what}s, but got {len(groups)}")
+    flat: list[Any] = []
+    sizes: list[int] = []
+    for (name, definition), group in zip(defs, groups):
+        if group is None:
+            if not isinstance(definition, OptionalDef):
+                raise ValueError(f"passed None to a non-optional {what} '{name}'")
+            sizes.append(0)
+        elif isinstance(group, Sequence):
+            if not isinstance(definition, VariadicDef) and len(group) != 1:
+                raise ValueError(f"passed a sequence to the non-variadic {what} '{name}'")
+            if isinstance(definition, OptionalDef) and len(group) > 1:
+                raise ValueError(f"passed {len(group)} values to the optional {what} '{name}'")
+            flat.extend(group)
+            sizes.append(len(group))
+        else:
+            flat.append(group)
+            sizes.append(1)
+    return flat, sizes
+
+
+@lru_cache(maxsize=256)
+def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, sizes)
 
 
 def _as_values(value: SSAValue | Sequence[SSAValue] | None) -> list[SSAValue]:

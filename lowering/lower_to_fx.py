@@ -71,7 +71,7 @@ class _Call:
             if i is None:
                 i = self.index[value] = len(self.operands)
                 self.operands.append(value)
-            return fx.RefAttr(i)
+            return fx.ref(i)
         if isinstance(value, Attribute):
             return value
         kind = type(value)
@@ -103,7 +103,14 @@ def call(
     c = _Call()
     arg_attrs = [c.lit(a) for a in args]
     kwarg_attrs = {k: c.lit(v) for k, v in kwargs.items()}
-    return fx.CallFunctionOp(target, arg_attrs, kwarg_attrs, c.operands, result_type)
+    target_attr = _TARGETS.get(target)
+    if target_attr is None:
+        target_attr = _TARGETS[target] = StringAttr(target)
+    return fx.CallFunctionOp(target_attr, arg_attrs, kwarg_attrs, c.operands, result_type)
+
+
+_TARGETS: dict[str, StringAttr] = {}
+"""The shared StringAttr of each target (a fixed, small set)."""
 
 
 # ---------------------------------------------------------------------------

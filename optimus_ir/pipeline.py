@@ -215,6 +215,8 @@ class PassManager:
 
             ctx = make_context()
 
+        from optimus_ir.importer import gc_paused
+
         stack = contextlib.ExitStack()
         started = [0.0]
         pipeline_start = time.perf_counter()
@@ -229,6 +231,14 @@ class PassManager:
                 record = PassRecord(upcoming.name, str(upcoming.spec()))
                 statistics.passes.append(record)
                 stack.enter_context(activate_pass(PassContext(record, budget)))
+                # A pass over a large graph creates and erases hundreds of
+                # thousands of ops; with the collector running, the bursts of
+                # allocations trigger full collections that walk the whole
+                # long-lived IR, and the passes grew faster than the graph (a
+                # 100k-node lower-to-fx spent more time collecting than
+                # lowering). The collector resumes when the pass ends, before
+                # verification and validation, and reclaims the erased ops.
+                stack.enter_context(gc_paused())
                 started[0] = time.perf_counter()
 
         try:

@@ -6,14 +6,14 @@
 // pytorch/pytorch#102950: un-normalized cat(dim=-1) of split(dim=-1) pieces
 // must not crash; #121227: negative dims must not give wrong values (dim -1
 // of a 3-d tensor is dim 2, not dim 1): the cat on -1 is the input, the cat
-// on -2 (another dim) stays.
+// on -2 (another dim, dim 1) becomes the view chain over dim 2's pieces.
 
 // CHECK-LABEL: fx.graph @negative_dims
 // CHECK-NEXT:    %x = fx.placeholder "x"
 // CHECK-NEXT:    %y = torch.tanh %x
-// CHECK-NEXT:    %a, %b = torch.split %y sections [2, 2] dim 2
-// CHECK-NEXT:    %k1 = torch.cat %a, %b dim 1
-// CHECK-NEXT:    %k1v = torch.view %k1 shape [2, 4, 4]
+// CHECK-NEXT:    %k1 = torch.unflatten %y dim 2 sizes [2, 2]
+// CHECK-NEXT:    %k1_1 = torch.movedim %k1 source [1] destination [2]
+// CHECK-NEXT:    %k1v = torch.reshape %k1_1 shape [2, 4, 4]
 // CHECK-NEXT:    %r = torch.add %y, %k1v
 // CHECK-NEXT:    fx.output %r
 fx.graph @negative_dims {

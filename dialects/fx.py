@@ -310,6 +310,23 @@ def bool_literal(value: bool) -> Attribute:
     return TRUE if value else FALSE
 
 
+def scalar_literal(value: Any) -> Attribute | None:
+    """The literal attribute of a Python scalar (bool, int, float, str or
+    None), or None when `value` is not one of those exact types."""
+    kind = type(value)
+    if kind is bool:
+        return bool_literal(value)
+    if kind is int:
+        return int_literal(value)
+    if kind is float:
+        return float_literal(value)
+    if kind is str:
+        return StringAttr(value)
+    if value is None:
+        return NONE
+    return None
+
+
 def is_bool_literal(attr: Attribute) -> bool:
     return isinstance(attr, IntegerAttr) and attr.type == _I1
 

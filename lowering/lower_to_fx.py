@@ -74,17 +74,10 @@ class _Call:
             return fx.ref(i)
         if isinstance(value, Attribute):
             return value
+        scalar = fx.scalar_literal(value)
+        if scalar is not None:
+            return scalar
         kind = type(value)
-        if kind is bool:
-            return fx.bool_literal(value)
-        if kind is int:
-            return fx.int_literal(value)
-        if kind is float:
-            return fx.float_literal(value)
-        if kind is str:
-            return StringAttr(value)
-        if value is None:
-            return fx.NONE
         if kind is list:
             return ArrayAttr([self.lit(v) for v in value])
         if kind is tuple:

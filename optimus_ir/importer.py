@@ -309,17 +309,10 @@ def value_name(node_name: str) -> str:
 
 
 def _describe_literal(value: Any) -> Attribute | None:
+    scalar = fx.scalar_literal(value)
+    if scalar is not None:
+        return scalar
     kind = type(value)
-    if kind is bool:
-        return fx.bool_literal(value)
-    if kind is int:
-        return fx.int_literal(value)
-    if kind is float:
-        return fx.float_literal(value)
-    if kind is str:
-        return StringAttr(value)
-    if value is None:
-        return fx.NONE
     if kind in (list, tuple) or type(value).__name__ == "Size":
         items = [_describe_literal(v) for v in value]
         if all(i is not None for i in items):

@@ -132,7 +132,9 @@ class PassStatistics:
         out = [bar, "Pass statistics report".center(79).rstrip(), bar]
         for record in self.passes:
             out.append(f"'{record.spec or record.name}'")
-            out.append(f"  (S) {record.rewrites} rewrites")
+            if record.rewrites or record.sweeps or not record.counters:
+                # passes that convert ops wholesale report their own counters instead
+                out.append(f"  (S) {record.rewrites} rewrites")
             if record.sweeps:
                 out.append(f"  (S) {record.sweeps} sweeps")
             for counter, value in record.counters.items():

@@ -619,7 +619,8 @@ def can_forward_as_alias(
     fresh: SSAValue, source: SSAValue, *, whole: bool = False, contiguous: bool = False
 ) -> bool:
     """May the fresh tensor `fresh` (a cat/stack result, a copy) be replaced
-    by a view of `source` (or, with `whole=True`, by `source` itself)?
+    by a view of `source` (or, with `whole=True`, by `source` itself or a
+    view of all of it that only adds size-1 dims, like `unsqueeze`)?
 
     `contiguous` says the caller proved the replacement is laid out like
     `fresh` (e.g. `contiguous_part` for a slice of a contiguous tensor); for

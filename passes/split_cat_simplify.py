@@ -40,14 +40,22 @@ from optimus_ir.passes.split_cat_common import (
     class_is_mutated,
     contiguous_part,
     consecutive_runs,
+    known_contiguous,
+    layout_insensitive,
     offsets,
     only_user,
+    reaches_output,
     results_unused,
+    same_layout,
     same_type,
     sections_of,
+    shape,
     split_piece_of,
     static_size,
+    strides_of,
+    tensor_type,
     users,
+    view_closure,
 )
 from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
 from optimus_ir.rewriting import PatternPass
@@ -119,6 +127,50 @@ class EraseDeadPlumbing(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, _PLUMBING_OPS) and op.results and results_unused(op):
             rewriter.erase(op)
+
+
+class SingleInputJoin(RewritePattern):
+    """A join of one tensor is a copy of it:
+
+    * `cat([x], d)` -> `x`;
+    * `stack([x], d)` -> `unsqueeze(x, d)` (a view of all of `x`).
+
+    The fresh result becomes `x` (or a view of all of it), so only where
+    `can_forward_as_alias` allows (with `whole=True`: nothing in either alias
+    class is written in place, the layout matches or no user cares, and a
+    returned result must not become a graph input, a view, or share storage
+    with another output). A graph input that is only read keeps being read;
+    one that is returned, or anything mutated, keeps its copy."""
+
+    name = "single-input-join"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.CatOp | t.StackOp) or len(op.inputs) != 1:
+            return
+        source = op.inputs[0]
+        if isinstance(op, t.CatOp):
+            if not same_type(op.result, source):
+                return
+            if can_forward_as_alias(op.result, source, whole=True):
+                rewriter.replace(op, [], [source])
+            return
+        source_type = tensor_type(source)
+        if source_type is None:
+            return
+        dim = op.dim.data
+        if not 0 <= dim <= len(source_type.get_shape()):
+            return
+        if t.infer_unsqueeze_type(source_type, dim) != op.result.type:
+            return
+        unsqueeze = t.UnsqueezeOp(source, dim, result_type=op.result.type)
+        # the unsqueeze views all of `source`: `whole`, with its own layout
+        ok = can_forward_as_alias(
+            op.result, source, whole=True, contiguous=same_layout(op.result, unsqueeze.result)
+        )
+        if not ok:
+            unsqueeze.erase()  # detached: drop its use of `source`
+            return
+        rewriter.replace(op, [unsqueeze])
 
 
 class SplitWhole(RewritePattern):
@@ -367,9 +419,31 @@ class CatOfSplitPieces(RewritePattern):
 
 
 class SplitOfCat(RewritePattern):
-    """`split(cat(xs, d), [size(x, d) for x in xs], d)`: piece i is `xs[i]`.
-    Each piece is forwarded where aliasing allows (the pieces were views of a
-    fresh copy)."""
+    """`split(cat(xs, d), S, d)`: each piece is computed from the cat's inputs
+    instead of the fresh copy.
+
+    * A piece that is exactly one input `xs[i]` is that input (the cat's own
+      boundaries: `S == [size(x, d) for x in xs]`). Forwarded piece by piece
+      wherever aliasing allows, whatever the other pieces are.
+    * Coarser: a piece that covers several whole inputs is
+      `cat(xs[i:j], d)` (a smaller copy, made where the big cat was).
+    * Finer: pieces that fall inside one input are pieces of
+      `split(xs[i], ..., d)` (one split per input; views of the input).
+
+    The last two are done together and only when every used piece gets a
+    replacement (no piece straddles a cat boundary: that would need a slice
+    *and* a cat), new copies are made only when the big cat goes away (its
+    only user is this split), and the node count (ops plus the getitems FX
+    needs for split results) strictly drops. Ties are left alone: e.g.
+    `split(cat(a, b), [2, 2, 2, 2])` with `a`, `b` of size 4 would trade a cat
+    and a split for two splits.
+
+    Safety: nothing aliasing the cat may be written in place; a piece that
+    becomes a view of an input needs `can_forward_as_alias` (layouts compared
+    by strides); a piece that becomes a smaller cat must be laid out like it
+    (contiguous) or have only layout-insensitive users, keeps the dtype
+    without promotion (every input of the smaller cat has the piece's dtype)
+    and is returned only when laid out alike."""
 
     name = "split-of-cat"
 
@@ -382,9 +456,167 @@ class SplitOfCat(RewritePattern):
         dim = op.dim.data
         inputs = list(cat.inputs)
         sizes = [static_size(v, dim) for v in inputs]
-        if any(s is None for s in sizes) or sizes != sections_of(op):
+        if any(s is None for s in sizes):
             return
-        _forward_pieces(rewriter, cat.result, list(op.results), inputs)
+        sections = sections_of(op)
+        if sizes == sections:
+            _forward_pieces(rewriter, cat.result, list(op.results), inputs)
+            return
+        if class_is_mutated(alias_class(cat.result)):
+            return
+        rank = len(shape(cat.result) or ())
+        if any(len(shape(v) or ()) != rank for v in inputs):
+            return  # legacy empty 1-D inputs: leave
+        if self._regroup(op, cat, inputs, sizes, sections, dim, rewriter):  # type: ignore[arg-type]
+            return
+        # Fallback: forward the pieces that are exactly one input.
+        cat_starts = offsets(sizes)  # type: ignore[arg-type]
+        starts = offsets(sections)
+        exact: list[tuple[SSAValue, SSAValue]] = []
+        for j, piece in enumerate(op.results):
+            lo, hi = starts[j], starts[j + 1]
+            i = self._exact_input(cat_starts, sizes, lo, hi)  # type: ignore[arg-type]
+            if i is not None:
+                exact.append((piece, inputs[i]))
+        if exact:
+            _forward_pieces(rewriter, cat.result, [p for p, _ in exact], [v for _, v in exact])
+
+    @staticmethod
+    def _exact_input(cat_starts: list[int], sizes: list[int], lo: int, hi: int) -> int | None:
+        """The index of the non-empty input spanning exactly `[lo, hi)`."""
+        if hi <= lo:
+            return None
+        for i, size in enumerate(sizes):
+            if size and cat_starts[i] == lo and cat_starts[i + 1] == hi:
+                return i
+        return None
+
+    @classmethod
+    def _regroup(
+        cls,
+        op: t.SplitOp,
+        cat: t.CatOp,
+        inputs: list[SSAValue],
+        sizes: list[int],
+        sections: list[int],
+        dim: int,
+        rewriter: PatternRewriter,
+    ) -> bool:
+        """The coarser / finer rewrite of the whole split (see the class
+        docstring). Returns whether it was done."""
+        cat_starts = offsets(sizes)
+        bounds = set(cat_starts)
+        starts = offsets(sections)
+        cat_dies = only_user(cat.result) is op
+        forward: dict[int, int] = {}  # piece -> input
+        subcat: dict[int, list[int]] = {}  # piece -> inputs
+        within: dict[int, tuple[int, int, int]] = {}  # piece -> (input, lo, hi)
+        for j, piece in enumerate(op.results):
+            if piece.first_use is None:
+                continue
+            lo, hi = starts[j], starts[j + 1]
+            if hi <= lo:
+                return False  # an empty used piece: leave
+            exact = cls._exact_input(cat_starts, sizes, lo, hi)
+            if exact is not None:
+                forward[j] = exact
+                continue
+            if lo in bounds and hi in bounds:
+                subcat[j] = [
+                    i for i, s in enumerate(sizes) if s and lo <= cat_starts[i] and cat_starts[i + 1] <= hi
+                ]
+                continue
+            owner = next(
+                (i for i, s in enumerate(sizes) if s and cat_starts[i] <= lo and hi <= cat_starts[i + 1]),
+                None,
+            )
+            if owner is None:
+                return False  # straddles a cat boundary
+            within[j] = (owner, lo, hi)
+        if not subcat and not within:
+            return False
+        if subcat and not cat_dies:
+            return False  # a smaller copy next to the big one: not a win
+        # node count: ops plus the getitems of used split results
+        used = sum(1 for r in op.results if r.first_use is not None)
+        before = 1 + used + (1 if cat_dies else 0)
+        per_input: dict[int, list[int]] = {}
+        for j, (i, _, _) in within.items():
+            per_input.setdefault(i, []).append(j)
+        after = len(subcat) + sum(1 + (len(js) if len(js) >= 2 else 0) for js in per_input.values())
+        if after >= before:
+            return False
+        # safety of every replacement, before changing anything
+        for j, i in forward.items():
+            piece = op.results[j]
+            if not same_type(piece, inputs[i]) or not can_forward_as_alias(
+                piece, inputs[i], whole=True
+            ):
+                return False
+        for j, group in subcat.items():
+            piece = op.results[j]
+            piece_type = tensor_type(piece)
+            if piece_type is None or any(
+                (ty := tensor_type(inputs[i])) is None or ty.element_type != piece_type.element_type
+                for i in group
+            ):
+                return False
+            # a cat result is contiguous below rank 4, else when its inputs are
+            new_contiguous = len(piece_type.get_shape()) < 4 or all(
+                known_contiguous(inputs[i]) for i in group
+            )
+            alike = new_contiguous and known_contiguous(piece)
+            if not alike and (
+                not layout_insensitive(piece) or reaches_output(view_closure(piece))
+            ):
+                return False
+        for j, (i, _, _) in within.items():
+            piece = op.results[j]
+            if not can_forward_as_alias(
+                piece, inputs[i], contiguous=_layout_as_part(piece, inputs[i])
+            ):
+                return False
+        # rewrite: new ops where the cat was (its inputs are defined there;
+        # a smaller copy reads them at the same point as the big one)
+        at = InsertPoint.before(cat)
+        replacement: dict[int, SSAValue] = {j: inputs[i] for j, i in forward.items()}
+        for j, group in subcat.items():
+            new_cat = t.CatOp([inputs[i] for i in group], dim, result_type=op.results[j].type)
+            rewriter.insert(new_cat, at)
+            replacement[j] = new_cat.result
+        for i, js in per_input.items():
+            # cut the input at every split boundary inside it
+            cuts = sorted(
+                {cat_starts[i], cat_starts[i + 1]}
+                | {b for b in starts if cat_starts[i] < b < cat_starts[i + 1]}
+            )
+            new_sections = [b - a for a, b in zip(cuts, cuts[1:])]
+            ref = tensor_type(inputs[i])
+            assert ref is not None
+            types = t.infer_split_types(ref, new_sections, dim)
+            index = {a: k for k, a in enumerate(cuts[:-1])}
+            for j in js:
+                types[index[within[j][1]]] = op.results[j].type
+            new_split = t.SplitOp(inputs[i], new_sections, dim, result_types=types)
+            rewriter.insert(new_split, at)
+            for j in js:
+                replacement[j] = new_split.results[index[within[j][1]]]
+        for j, value in replacement.items():
+            _replace_value(rewriter, op.results[j], value)
+        rewriter.erase(op)
+        return True
+
+
+def _layout_as_part(piece: SSAValue, source: SSAValue) -> bool:
+    """A split piece of `source` shaped like `piece` (a split keeps the
+    strides of what it splits) is provably laid out like `piece`."""
+    sizes = shape(piece)
+    a, b = strides_of(piece), strides_of(source)
+    if sizes is None or a is None or b is None or len(a) != len(b):
+        return False
+    if any(s == 0 for s in sizes):
+        return True
+    return all(x == y for x, y, n in zip(a, b, sizes) if n != 1)
 
 
 class UnbindOfStack(RewritePattern):
@@ -553,12 +785,13 @@ class JoinOfSlices(RewritePattern):
 
 CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
     EraseDeadPlumbing,
+    SingleInputJoin,
     SplitWhole,
     SplitOfSplit,
+    SplitOfCat,  # before dead pieces are merged (which may cut a boundary)
     MergeDeadSplitPieces,
     SplitSqueezeToUnbind,
     CatOfSplitPieces,
-    SplitOfCat,
     UnbindOfStack,
     StackOfUnbind,
     JoinOfSlices,
@@ -570,9 +803,11 @@ CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
 class SplitCatSimplify(PatternPass):
     """Remove split/cat/stack/unbind plumbing on the operator dialect.
 
-    Core patterns: dead plumbing, a split into one piece, split of a split,
-    dead pieces merged, size-1 split + squeeze -> unbind, cat of consecutive
-    split pieces (the input, a slice, or a coarser split), cat -> split and
+    Core patterns: dead plumbing, a join of one tensor, a split into one
+    piece, split of a split, cat -> split (the inputs at the cat's own
+    boundaries; smaller cats / splits of the inputs at coarser or finer
+    ones), dead pieces merged, size-1 split + squeeze -> unbind, cat of
+    consecutive split pieces (the input, a slice, or a coarser split),
     stack -> unbind at the same boundaries, unbind -> stack, cat/stack of
     ordered slices -> a view; then the view-chain patterns of
     `split_cat_views` (when present). Rewrites that change aliasing are
@@ -593,6 +828,7 @@ __all__ = [
     "MergeDeadSplitPieces",
     "SplitCatSimplify",
     "SplitOfCat",
+    "SingleInputJoin",
     "SplitOfSplit",
     "SplitSqueezeToUnbind",
     "SplitWhole",

@@ -183,6 +183,38 @@ class SizeZero(nn.Module):
         return torch.cat([a, b, c, d], dim=0).relu(), torch.cat([b, c], 0).tanh()
 
 
+class SingleJoin(nn.Module):
+    """cat/stack of one tensor: the tensor / an unsqueeze of it (a graph
+    input that is only read too)."""
+
+    def forward(self, x):
+        y = torch.cat([x.tanh()], dim=1)
+        z = torch.stack([x.exp()], dim=1)
+        w = torch.cat([x], dim=0)
+        return y.relu(), z.sigmoid(), w.sum()
+
+
+class CoarserSplitOfCat(nn.Module):
+    """split of a cat whose pieces cover several whole inputs: smaller cats
+    (dim 0: laid out alike; dim 1: only pointwise users)."""
+
+    def forward(self, x):
+        a, b, c = x.tanh(), x.exp(), x.sigmoid()
+        p, q = torch.split(torch.cat([a, b, c], dim=0), [8, 4], dim=0)
+        r, s = torch.split(torch.cat([c, a, b], dim=1), [3, 6], dim=1)
+        return p.sum(), q.relu(), r * 2, s.relu()
+
+
+class FinerSplitOfCat(nn.Module):
+    """split of a cat whose pieces fall inside the inputs: a split of the
+    input (views laid out alike on dim 0, so the reductions stay exact)."""
+
+    def forward(self, x, y):
+        a, b = x.tanh(), y.exp()
+        p, q, r = torch.split(torch.cat([a, b], dim=0), [1, 3, 3], dim=0)
+        return p.sum(), q.mean(), r.relu()
+
+
 MODELS = {
     "split_cat_all": (SplitCatAll, lambda: (_randn(3, 12),)),
     "split_cat_run": (SplitCatRun, lambda: (_randn(4, 12),)),
@@ -194,6 +226,9 @@ MODELS = {
     "cat_split": (CatSplit, lambda: (_randn(4, 3), _randn(4, 5, seed=1))),
     "slices": (Slices, lambda: (_randn(5, 7),)),
     "size_zero": (SizeZero, lambda: (_randn(5, 2),)),
+    "single_join": (SingleJoin, lambda: (_randn(4, 3),)),
+    "coarser_split_of_cat": (CoarserSplitOfCat, lambda: (_randn(4, 3),)),
+    "finer_split_of_cat": (FinerSplitOfCat, lambda: (_randn(4, 3), _randn(3, 3, seed=1))),
 }
 
 # Plumbing ops (split/cat/stack/unbind) left after the pass, per model.
@@ -208,6 +243,9 @@ EXPECTED_PLUMBING_AFTER = {
     "cat_split": 0,
     "slices": 0,
     "size_zero": 0,
+    "single_join": 0,
+    "coarser_split_of_cat": 2,  # one smaller cat per split
+    "finer_split_of_cat": 1,  # a split of a
 }
 
 
@@ -327,6 +365,52 @@ class SumOfMiddlePieces(nn.Module):
         return torch.cat([b, c], dim=1).sum() + torch.cat([e, f], dim=0).sum()
 
 
+class ReturnsSingleJoinOfInput(nn.Module):
+    """cat([x]) / stack([x]) of a graph input, returned: must stay copies."""
+
+    def forward(self, x):
+        return torch.cat([x], dim=0), torch.stack([x], dim=1)
+
+
+class MutateSingleJoin(nn.Module):
+    """The joined tensor is written after the join, the join result before
+    use: both must stay copies."""
+
+    def forward(self, x):
+        y = x * 2
+        k = torch.cat([y], dim=1)
+        s = torch.stack([x * 3], dim=0)
+        y.add_(1)
+        s.mul_(2)
+        return k.relu() + y, s
+
+
+class StraddlingSplitOfCat(nn.Module):
+    """A piece straddles a cat boundary (kept); a dim-1 coarser piece feeds
+    a sum (a strided view of the cat where a contiguous cat would be: kept);
+    the cat of a coarser piece is written in place (kept)."""
+
+    def forward(self, x):
+        a, b, c = x.tanh(), x.exp(), x.sigmoid()
+        p, q, r = torch.split(torch.cat([a, b, c], dim=0), [2, 6, 4], dim=0)
+        s, t = torch.split(torch.cat([a, b, c], dim=1), [6, 3], dim=1)
+        k = torch.cat([c, a, b], dim=0)
+        u, v = torch.split(k, [8, 4], dim=0)
+        v.add_(1)
+        return p.relu(), q.relu(), r.relu(), s.sum(), t.relu(), u.relu(), k
+
+
+class DeadUnbind(nn.Module):
+    """An unbind with a consecutive range of results used (kept as is) and
+    one with none used (erased)."""
+
+    def forward(self, x):
+        y = x.tanh()
+        u = torch.unbind(y, dim=0)
+        torch.unbind(y, dim=1)
+        return u[1] + u[2]
+
+
 SAFETY = {
     "sum_of_middle_pieces": (SumOfMiddlePieces, lambda: (_randn(3, 12),)),
     "mutate_piece": (MutatePiece, lambda: (_randn(3, 5),)),
@@ -335,6 +419,10 @@ SAFETY = {
     "copy_into_stack": (CopyIntoStack, lambda: (_randn(3, 4), _randn(4, seed=1))),
     "returns_cat_of_input": (ReturnsCatOfInput, lambda: (_randn(3, 4),)),
     "view_of_cat": (ViewOfCat, lambda: (_randn(3, 5),)),
+    "returns_single_join_of_input": (ReturnsSingleJoinOfInput, lambda: (_randn(3, 4),)),
+    "mutate_single_join": (MutateSingleJoin, lambda: (_randn(3, 4),)),
+    "straddling_split_of_cat": (StraddlingSplitOfCat, lambda: (_randn(4, 3),)),
+    "dead_unbind": (DeadUnbind, lambda: (_randn(4, 3),)),
 }
 
 
@@ -368,6 +456,60 @@ def test_layout_sensitive_users_keep_the_copy() -> None:
     _, after, text, _ = simplify(torch.fx.symbolic_trace(SumOfMiddlePieces()), inputs)
     assert after["torch.cat"] == 1, text  # dim 1 kept; dim 0 became a slice
     assert "torch.slice %mul.1 dim 0 start 1 end 3" in text, text
+
+
+def test_single_join_of_returned_input_stays_a_copy() -> None:
+    inputs = (_randn(3, 4),)
+    gm = torch.fx.symbolic_trace(ReturnsSingleJoinOfInput())
+    _, after, text, exported = simplify(gm, inputs)
+    assert after["torch.cat"] == 1 and after["torch.stack"] == 1, text
+    x = inputs[0].clone()
+    k, s = exported(x)
+    assert k.data_ptr() != x.data_ptr() and s.data_ptr() != x.data_ptr()
+
+
+def test_single_join_of_mutated_stays_a_copy() -> None:
+    inputs = (_randn(3, 4),)
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(MutateSingleJoin()), inputs)
+    assert after["torch.cat"] == 1 and after["torch.stack"] == 1, text
+
+
+def test_single_join_rewrites() -> None:
+    inputs = (_randn(4, 3),)
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(SingleJoin()), inputs)
+    assert after["torch.cat"] == 0 and after["torch.stack"] == 0, text
+    assert after["torch.unsqueeze"] == 1, text
+
+
+def test_split_of_cat_regrouped() -> None:
+    inputs = (_randn(4, 3),)
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(CoarserSplitOfCat()), inputs)
+    assert after["torch.cat"] == 2 and after["torch.split"] == 0, text
+    inputs = (_randn(4, 3), _randn(3, 3, seed=1))
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(FinerSplitOfCat()), inputs)
+    assert after["torch.cat"] == 0 and after["torch.split"] == 1, text
+    assert "sections [1, 3] dim 0" in text, text
+
+
+def test_split_of_cat_left_alone() -> None:
+    inputs = (_randn(4, 3),)
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(StraddlingSplitOfCat()), inputs)
+    assert after["torch.cat"] == 3, text  # no cat is removed or added
+    assert "sections [2, 6, 4] dim 0" in text and "sections [8, 4] dim 0" in text, text
+    # the dim-1 piece that is exactly `c` is forwarded; the other stays a
+    # (strided) view of the cat
+    assert "torch.slice %cat.1 dim 1 start 0 end 6" in text, text
+
+
+def test_dead_unbind() -> None:
+    inputs = (_randn(4, 3),)
+    for how in CAPTURES:
+        gm = _capture(DeadUnbind(), inputs, how)
+        before, after, text, _ = simplify(gm, inputs)
+        assert after["torch.unbind"] <= 1, text
+        assert after["torch.unbind"] + after["torch.select"] >= 1, text
+    _, after, text, _ = simplify(torch.fx.symbolic_trace(DeadUnbind()), inputs)
+    assert after["torch.unbind"] == 1 and "dim 0" in text, text
 
 
 def test_symbolic_batch() -> None:

@@ -337,16 +337,21 @@ def alias_class(value: SSAValue, limit: int = 100_000) -> set[SSAValue]:
                 if operand not in seen and isinstance(operand.type, TensorType | fx.ValueType):
                     seen.add(operand)
                     stack.append(operand)
-        for use in v.uses:
-            user = use.operation
-            if may_alias_operands(user):
-                for r in user.results:
-                    if r not in seen:
-                        seen.add(r)
-                        stack.append(r)
+        for r in _direct_views(v):
+            if r not in seen:
+                seen.add(r)
+                stack.append(r)
         if len(seen) > limit:
             break
     return seen
+
+
+def _direct_views(value: SSAValue) -> Iterator[SSAValue]:
+    """Results of the users of `value` that may be views of it."""
+    for use in value.uses:
+        user = use.operation
+        if may_alias_operands(user):
+            yield from user.results
 
 
 def view_closure(value: SSAValue) -> set[SSAValue]:
@@ -355,13 +360,10 @@ def view_closure(value: SSAValue) -> set[SSAValue]:
     stack = [value]
     while stack:
         v = stack.pop()
-        for use in v.uses:
-            user = use.operation
-            if may_alias_operands(user):
-                for r in user.results:
-                    if r not in seen:
-                        seen.add(r)
-                        stack.append(r)
+        for r in _direct_views(v):
+            if r not in seen:
+                seen.add(r)
+                stack.append(r)
     return seen
 
 

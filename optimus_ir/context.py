@@ -1,4 +1,6 @@
-"""The xDSL context with exactly this project's dialects registered."""
+"""The xDSL context with exactly this project's dialects registered.
+
+Parsing text into that context lives in `optimus_ir.parsing`."""
 
 from __future__ import annotations
 
@@ -28,19 +30,9 @@ def project_dialects() -> dict[str, object]:
 
         return Func
 
-    factories = {"builtin": builtin, "func": func, "fx": fx, "torch": torch_dialect}
-    try:
-        from optimus_ir.dialects import batch as _batch  # noqa: F401
-
-        def batch_dialect():
-            from optimus_ir.dialects.batch import BATCH
-
-            return BATCH
-
-        factories["batch"] = batch_dialect
-    except ImportError:
-        pass
-    return factories
+    # A dialect is registered here when it exists; an import error inside one
+    # is a bug and must surface, so nothing is imported speculatively.
+    return {"builtin": builtin, "func": func, "fx": fx, "torch": torch_dialect}
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
@@ -49,13 +41,3 @@ def make_context(allow_unregistered: bool = False) -> Context:
     for name, factory in project_dialects().items():
         ctx.register_dialect(name, factory)  # type: ignore[arg-type]
     return ctx
-
-
-def parse_module(text: str, name: str = "<string>"):
-    """Parse IR text into a ModuleOp (for tests and the CLI only: slow).
-
-    Every op records its source position as its location, so diagnostics and
-    rewrite logs can name the line."""
-    from optimus_ir.diagnostics import LocatingParser
-
-    return LocatingParser(make_context(), text, name).parse_module()

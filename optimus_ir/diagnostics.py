@@ -8,30 +8,25 @@
   go to the active `DiagnosticHandler` (the CLI installs one; `collect_diagnostics()`
   gives one to Python callers); without a handler warnings become Python
   `warnings` and remarks are dropped.
-* `LocatingParser` is xDSL's parser recording the source position of every op
-  it parses as the op's `location` (a `FileLineColLoc`), so that verifier and
-  pass diagnostics can name the op's line. Rewrites done through
-  `optimus_ir.rewriting` give new ops the location of the op they replace.
+* Ops parsed from text carry their source position as their `location` (see
+  `optimus_ir.parsing`), so that verifier and pass diagnostics can name the
+  op's line. Rewrites done through `optimus_ir.rewriting` give new ops the
+  location of the op they replace.
 * `verify_module` is `ModuleOp.verify` that reports *which* op failed (xDSL's
   own verifier raises an exception that does not name the op).
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import contextvars
 import enum
-import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import ParseError
-from xdsl.utils.lexer import Span
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 
@@ -181,70 +176,6 @@ def emit_error(op: Operation | None, message: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Parsing with op locations
-# ---------------------------------------------------------------------------
-
-
-class LocatingParser(Parser):
-    """xDSL's parser that records where each op starts as its `location`
-    (unless the text gives an explicit `loc(...)`)."""
-
-    def __init__(self, ctx, input: str | bytes, name: str = "<unknown>") -> None:
-        super().__init__(ctx, input, name)
-        text = input.decode("utf-8") if isinstance(input, bytes) else input
-        self._line_starts = [0]
-        self._line_starts.extend(m.end() for m in re.finditer("\n", text))
-        self._file = StringAttr(name)
-
-    def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
-        try:
-            op = super().parse_operation()
-        except ParseError as err:
-            raise self._point_at_op_name(err, start) from None
-        if isinstance(op.location, UnknownLoc):
-            line = bisect.bisect_right(self._line_starts, start)
-            column = start - self._line_starts[line - 1] + 1
-            op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(column))
-        return op
-
-
-    def _point_at_op_name(self, err: ParseError, start: int) -> ParseError:
-        """xDSL reports an unknown op, type or attribute after its name;
-        point at the name itself."""
-        if err.span.start < start:
-            return err
-        text = self.lexer.input.content
-        match = re.fullmatch(r"Operation (\S+) is not registered", err.msg)
-        if match is not None:
-            name = match.group(1)
-            at = text.find(name, start, err.span.start + 1)
-            message = f"unknown operation '{name}'"
-        else:
-            match = re.fullmatch(r"'(\S+)' is not registered", err.msg)
-            if match is None:
-                return err
-            name = match.group(1)
-            at = text.rfind(name, start, err.span.start)
-            if at > 0 and text[at - 1] in "!#":
-                at -= 1
-                name = text[at] + name
-            message = f"unknown type or attribute '{name}'"
-        if at < 0:
-            return err
-        return ParseError(Span(at, at + len(name), self.lexer.input), message)
-
-
-def parse_module(text: str, name: str = "<string>", ctx=None) -> ModuleOp:
-    """Parse IR text into a ModuleOp whose ops carry their source locations."""
-    if ctx is None:
-        from optimus_ir.context import make_context
-
-        ctx = make_context()
-    return LocatingParser(ctx, text, name).parse_module()
-
-
-# ---------------------------------------------------------------------------
 # Verification that names the failing op
 # ---------------------------------------------------------------------------
 
@@ -284,7 +215,6 @@ def verify_module(module: Operation, context: str = "") -> None:
 __all__ = [
     "Diagnostic",
     "DiagnosticHandler",
-    "LocatingParser",
     "OptimusError",
     "Severity",
     "SourceLocation",
@@ -296,6 +226,5 @@ __all__ = [
     "emit_remark",
     "emit_warning",
     "location_of",
-    "parse_module",
     "verify_module",
 ]

@@ -14,7 +14,7 @@ import torch.fx
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 
-from optimus_ir.context import parse_module
+from optimus_ir.parsing import parse_module
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import GraphExportError, export_graph
 from optimus_ir.importer import GraphImportError, ImportedGraph, import_graph

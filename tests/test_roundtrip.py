@@ -22,7 +22,7 @@ import pytest
 import torch
 from models import CASES, ModelCase, capture, clone_inputs
 
-from optimus_ir.context import parse_module
+from optimus_ir.parsing import parse_module
 from optimus_ir.exporter import export_graph
 from optimus_ir.importer import ImportedGraph, import_graph
 

@@ -34,7 +34,7 @@ from xdsl.ir import Attribute, Block, Region
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from optimus_ir.context import parse_module
+from optimus_ir.parsing import parse_module
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.fx import GraphOp, OutputOp, PlaceholderOp, RefAttr
 from optimus_ir.types import DYNAMIC, element_type_of, tensor_type

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.context import parse_module
+from optimus_ir.parsing import parse_module
 from optimus_ir.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
 from optimus_ir.validation import (

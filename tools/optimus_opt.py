@@ -46,7 +46,6 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from optimus_ir.diagnostics import (
     Diagnostic,
-    LocatingParser,
     OptimusError,
     Severity,
     SourceLocation,
@@ -54,6 +53,7 @@ from optimus_ir.diagnostics import (
     diagnostic_handler,
     verify_module,
 )
+from optimus_ir.parsing import LocatingParser
 from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
 from optimus_ir.statistics import PassStatistics
 

@@ -73,7 +73,7 @@ def import_program(source: str):
 
 def export_python(text: str, name: str) -> str:
     """The FX Python source of the GraphModule that IR text exports to."""
-    from optimus_ir.context import parse_module
+    from optimus_ir.parsing import parse_module
     from optimus_ir.exporter import export_graph
     from optimus_ir.importer import graph_of
     from optimus_ir.pipeline import run_pipeline

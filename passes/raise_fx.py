@@ -1179,6 +1179,16 @@ def _binder_for(op: Operation, module_cache: dict[Attribute, Any]) -> tuple[Bind
     return None
 
 
+def _is_binding_error(error: TypeError) -> bool:
+    """The call's arguments do not fit the binder's signature (an arity or
+    keyword we do not model): the explicit "cannot raise this op" signal of
+    Python's own binding. Python raises it before the binder's frame exists,
+    so the traceback holds only the caller's frame; a TypeError raised inside
+    a binder or builder is a bug and must reach the tests."""
+    trace = error.__traceback__
+    return trace is not None and trace.tb_next is None
+
+
 def raise_block(block: Block) -> int:
     """Raise every known fx op of `block`; returns how many ops were raised."""
     r = Raiser()
@@ -1205,7 +1215,11 @@ def raise_block(block: Block) -> int:
         args, kwargs = decode(op)  # type: ignore[arg-type]
         try:
             result = binder(r, *prefix, *args, **kwargs)
-        except (Skip, TypeError):
+        except Skip:
+            continue
+        except TypeError as error:
+            if not _is_binding_error(error):
+                raise
             continue
         if isinstance(result, SSAValue):  # folds to an existing value
             op.results[0].replace_all_uses_with(result)

@@ -404,3 +404,35 @@ def test_raise_is_idempotent_and_dims_canonical() -> None:
     assert "getitem" not in text
     raise_fx(module)
     assert str(module) == text
+
+
+_TANH_TEXT = """
+fx.graph @forward {
+  %x = fx.placeholder "x" : tensor<4x12xf32>
+  %y = fx.call_function "torch.tanh"(%x) : tensor<4x12xf32>
+  %z = fx.call_function "torch.tanh"(%x, 1, 2, 3) : tensor<4x12xf32>
+  fx.output (%y, %z)
+}
+"""
+
+
+def test_signature_mismatch_leaves_the_op_as_fx() -> None:
+    """Arguments that do not fit the modelled signature are the explicit
+    "cannot raise" signal: the op stays fx."""
+    module = parse_module(_TANH_TEXT)
+    raise_fx(module)
+    assert torch_op_counts(module)["torch.tanh"] == 1
+    assert fx_targets(module)["torch.tanh"] == 1
+
+
+def test_type_error_inside_a_binder_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TypeError raised by a binder's body is a bug: it must reach the
+    caller instead of silently leaving the op unraised."""
+    from optimus_ir.passes import raise_fx as raise_module
+
+    def broken(r, x):
+        return len(x)  # SSAValue has no len(): a bug in the binder
+
+    monkeypatch.setitem(raise_module.FUNCTIONS, "torch.tanh", broken)
+    with pytest.raises(TypeError, match="len"):
+        raise_fx(parse_module(_TANH_TEXT.replace(", 1, 2, 3", "")))

@@ -282,6 +282,7 @@ FALSE = BoolAttr(0, _I1)
 _LITERAL_CACHE_LIMIT = 4096
 _INTS: dict[int, IntAttr] = {}
 _FLOATS: dict[bytes, FloatAttr] = {}
+_STRINGS: dict[str, StringAttr] = {}
 
 
 def int_literal(value: int) -> IntAttr:
@@ -321,7 +322,12 @@ def scalar_literal(value: Any) -> Attribute | None:
     if kind is float:
         return float_literal(value)
     if kind is str:
-        return StringAttr(value)
+        attr = _STRINGS.get(value)
+        if attr is None:
+            attr = StringAttr(value)
+            if len(_STRINGS) < _LITERAL_CACHE_LIMIT:
+                _STRINGS[value] = attr
+        return attr
     if value is None:
         return NONE
     return None

@@ -40,17 +40,11 @@ from xdsl.passes import ModulePass
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.literals import LiteralError, encode_literal
 
 
 class LoweringError(ValueError):
     """A torch-dialect op with no fx form (the message names the op)."""
-
-
-@dataclass(frozen=True)
-class ElementType:
-    """A dtype argument (printed `#fx.dtype<...>`)."""
-
-    element_type: Attribute
 
 
 _GETITEM = "_operator.getitem"
@@ -66,27 +60,19 @@ class _Call:
         self.index: dict[SSAValue, int] = {}
 
     def lit(self, value: Any) -> Attribute:
-        if isinstance(value, SSAValue):
-            i = self.index.get(value)
-            if i is None:
-                i = self.index[value] = len(self.operands)
-                self.operands.append(value)
-            return fx.ref(i)
-        if isinstance(value, Attribute):
-            return value
-        scalar = fx.scalar_literal(value)
-        if scalar is not None:
-            return scalar
-        kind = type(value)
-        if kind is list:
-            return ArrayAttr([self.lit(v) for v in value])
-        if kind is tuple:
-            return fx.TupleValueAttr([self.lit(v) for v in value])
-        if kind is slice:
-            return fx.SliceAttr(self.lit(value.start), self.lit(value.stop), self.lit(value.step))
-        if kind is ElementType:
-            return fx.DTypeAttr(value.element_type)
-        raise LoweringError(f"no fx literal for {value!r}")
+        try:
+            return encode_literal(value, self.ref)
+        except LiteralError as error:
+            raise LoweringError(str(error)) from None
+
+    def ref(self, value: Any) -> Attribute | None:
+        if not isinstance(value, SSAValue):
+            return None
+        i = self.index.get(value)
+        if i is None:
+            i = self.index[value] = len(self.operands)
+            self.operands.append(value)
+        return fx.ref(i)
 
 
 def call(
@@ -323,7 +309,7 @@ def _reduce(op):
     target = "torch.sum" if isinstance(op, T.SumOp) else "torch.mean"
     dims = _ints(op.dims)
     keepdim = T.flag(op.keepdim)
-    kwargs = {} if op.dtype is None else {"dtype": ElementType(op.dtype)}
+    kwargs = {} if op.dtype is None else {"dtype": fx.DTypeAttr(op.dtype)}
     if not dims and not keepdim:
         return [call(target, [op.input], kwargs, op.result.type)]
     if not dims:

@@ -19,18 +19,12 @@ from typing import Any, Literal
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import (
-    FloatAttr,
-    IntAttr,
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation
 
 from optimus_ir.dialects import fx
 from optimus_ir.importer import ImportedGraph, gc_paused, graph_of
+from optimus_ir.literals import LiteralError, decode_literal
 from optimus_ir.objects import ObjectTable, UnresolvedNameError
 from optimus_ir.types import DYNAMIC, device_of, dtype_of
 
@@ -52,24 +46,10 @@ class GraphExportError(ValueError):
 
 def literal_value(attr: Attribute, objects: ObjectTable) -> Any:
     """The Python value of a non-ref literal attribute."""
-    if isinstance(attr, IntAttr):
-        return attr.data
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, IntegerAttr):
-        value = attr.value.data
-        return bool(value) if fx.is_bool_literal(attr) else value
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, fx.NoneValueAttr):
-        return None
-    if isinstance(attr, fx.DTypeAttr):
-        return dtype_of(attr.element_type)
-    if isinstance(attr, fx.DeviceAttr):
-        return torch.device(attr.device.data)
-    if isinstance(attr, fx.ObjectAttr):
-        return objects.resolve(attr.qualified_name.data)
-    raise GraphExportError(f"attribute {attr} is not a literal FX can hold")
+    try:
+        return decode_literal(attr, objects.resolve)
+    except LiteralError as error:
+        raise GraphExportError(str(error)) from None
 
 
 def random_tensor(tensor_type: TensorType, generator: torch.Generator) -> torch.Tensor:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAtt
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from optimus_ir.dialects import fx
+from optimus_ir.literals import encode_literal
 from optimus_ir.objects import ObjectTable
 from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, element_type_of, tensor_type_of
 
@@ -148,7 +149,6 @@ class _Builder:
         self.gm = gm
         self.objects = objects
         self.values: dict[torch.fx.Node, SSAValue] = {}
-        self._literal_cache: dict[Any, Attribute] = {}
         self._modules: dict[str, tuple[StringAttr, DictionaryAttr | None]] = {}
         self._strings: dict[str, StringAttr] = {}
         self._targets: dict[Any, StringAttr] = {}
@@ -160,60 +160,19 @@ class _Builder:
     # -- literals ---------------------------------------------------------
 
     def literal(self, value: Any, refs: dict[torch.fx.Node, int], operands: list[SSAValue]) -> Attribute:
-        if isinstance(value, torch.fx.Node):
-            index = refs.get(value)
+        """The literal of an FX argument; nodes become `#fx.ref`s to
+        `operands` (each node once, in first-use order)."""
+
+        def ref(item: Any) -> Attribute | None:
+            if not isinstance(item, torch.fx.Node):
+                return None
+            index = refs.get(item)
             if index is None:
-                index = len(operands)
-                refs[value] = index
-                operands.append(self.values[value])
+                index = refs[item] = len(operands)
+                operands.append(self.values[item])
             return fx.ref(index)
-        kind = type(value)
-        if kind is bool:
-            return fx.bool_literal(value)
-        if kind is int:
-            cached = self._literal_cache.get((int, value))
-            if cached is None:
-                cached = self._literal_cache[(int, value)] = fx.int_literal(value)
-            return cached
-        if kind is float:
-            key = (float, value.hex())  # tells -0.0 from 0.0, and nan from itself
-            cached = self._literal_cache.get(key)
-            if cached is None:
-                cached = self._literal_cache[key] = fx.float_literal(value)
-            return cached
-        if kind is str:
-            return self.string(value)
-        if value is None:
-            return fx.NONE
-        if isinstance(value, list):
-            return ArrayAttr([self.literal(v, refs, operands) for v in value])
-        if isinstance(value, tuple):  # tuple, torch.Size, named tuples
-            return fx.TupleValueAttr([self.literal(v, refs, operands) for v in value])
-        if isinstance(value, dict):  # dict, FX's immutable_dict
-            return fx.DictValueAttr(
-                [self.literal(k, refs, operands) for k in value],
-                [self.literal(v, refs, operands) for v in value.values()],
-            )
-        if isinstance(value, torch.dtype):
-            try:
-                return fx.DTypeAttr(element_type_of(value))
-            except UnsupportedDTypeError:
-                return fx.ObjectAttr(str(value))
-        if isinstance(value, torch.device):
-            return fx.DeviceAttr(str(value))
-        if kind is slice:
-            return fx.SliceAttr(
-                self.literal(value.start, refs, operands),
-                self.literal(value.stop, refs, operands),
-                self.literal(value.step, refs, operands),
-            )
-        if value is Ellipsis:
-            return fx.ObjectAttr("builtins.Ellipsis")
-        if isinstance(value, torch.memory_format | torch.layout):
-            return fx.ObjectAttr(str(value))
-        if isinstance(value, int):  # int subclasses (enums)
-            return fx.ObjectAttr(self.objects.name_of(value))
-        return fx.ObjectAttr(self.objects.name_of(value))
+
+        return encode_literal(value, ref, self.objects.name_of)
 
     def string(self, value: str) -> StringAttr:
         cached = self._strings.get(value)

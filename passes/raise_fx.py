@@ -41,9 +41,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
-    FloatAttr,
     IntAttr,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -55,6 +53,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.literals import NOT_SCALAR, decode_scalar
 from optimus_ir.types import DYNAMIC
 
 # ---------------------------------------------------------------------------
@@ -77,16 +76,9 @@ class Opaque:
 
 
 def _convert(attr: Attribute) -> Any:
-    if isinstance(attr, IntAttr):
-        return attr.data
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, IntegerAttr) and fx.is_bool_literal(attr):
-        return bool(attr.value.data)
-    if isinstance(attr, fx.NoneValueAttr):
-        return None
-    if isinstance(attr, StringAttr):
-        return attr.data
+    value = decode_scalar(attr)
+    if value is not NOT_SCALAR:
+        return value
     if isinstance(attr, fx.DTypeAttr):
         return DType(attr.element_type)
     return Opaque(attr)

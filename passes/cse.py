@@ -174,10 +174,13 @@ class CommonSubexpressionElimination(ModulePass):
                     stats.attempts += 1
                     key = _Key(op)
                     existing = scopes.lookup(key)
-                    if existing is not None and _both_returned(existing, op, returned):
-                        existing = None  # keep distinct outputs distinct
                     if existing is None:
                         scopes.insert(key, op)
+                        op = next_op
+                        continue
+                    if _both_returned(existing, op, returned):
+                        # Distinct outputs stay distinct tensors; later
+                        # equal ops still merge into the first one.
                         op = next_op
                         continue
                     if budget.exhausted:

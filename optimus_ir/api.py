@@ -410,8 +410,7 @@ def _match_output_strides(program: ImportedGraph) -> None:
             continue
         if not _insignificant_dims_equal(want, fx.row_major_strides(sizes), sizes):
             continue
-        have = strides_of(value)
-        if have is not None and _insignificant_dims_equal(have, want, sizes):
+        if _provably_row_major(value, strides_of):
             continue
         fixed = fx.CallMethodOp("contiguous", [fx.ref(0)], {}, [value], ty)
         fixed.results[0].name_hint = f"{value.name_hint or 'output'}_contiguous"
@@ -420,6 +419,48 @@ def _match_output_strides(program: ImportedGraph) -> None:
 
 
 _Guard = tuple[list[tuple[str, tuple[int, ...]]], list[str]]
+
+
+def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: int = 16) -> bool:
+    """`value` is laid out row-major at run time (strides of size-1 dims
+    aside): `strides_of` says so, or it is the result of a pointwise op whose
+    tensor operands all order their dims row-major (strides decreasing
+    outwards, broadcast dims aside), so that TensorIterator allocates it
+    row-major (a pointwise op of a split piece, for instance)."""
+    from optimus_ir.dialects import torch as t
+
+    ty = value.type
+    if not isinstance(ty, TensorType):
+        return False
+    sizes = tuple(ty.get_shape())
+    if any(s < 0 for s in sizes):
+        return False
+    have = strides_of(value)
+    if have is not None:
+        return _insignificant_dims_equal(have, fx.row_major_strides(sizes), sizes)
+    owner = value.owner
+    if depth <= 0 or not isinstance(owner, t.UnaryPointwiseOp | t.BinaryPointwiseOp):
+        return False
+    if isinstance(owner, t.DropoutOp):
+        return False
+    for operand in owner.operands:
+        oty = operand.type
+        if not isinstance(oty, TensorType):
+            continue
+        osizes = tuple(oty.get_shape())
+        if len(osizes) > len(sizes):
+            return False
+        ostrides = strides_of(operand)
+        if ostrides is None:
+            if not _provably_row_major(operand, strides_of, depth - 1):
+                return False
+            continue
+        # Outer dims by which the operand is broadcast, and size-1 dims, do
+        # not take part in the order.
+        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
+        if any(a <= b for a, b in zip(significant, significant[1:])):
+            return False
+    return True
 
 
 def _stride_guard(program: ImportedGraph) -> _Guard | None:

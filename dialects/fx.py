@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    TensorType,
     TupleType,
 )
 from xdsl.ir import (
@@ -730,24 +731,68 @@ class CallModuleOp(NodeOp):
     name = "fx.call_module"
 
 
+def _strides_attr(strides: Sequence[int] | None) -> ArrayAttr[IntAttr] | None:
+    return None if strides is None else ArrayAttr([IntAttr(int(s)) for s in strides])
+
+
+def _print_strides(printer: Printer, strides: ArrayAttr[IntAttr] | None) -> None:
+    if strides is not None:
+        printer.print_string(f" strides [{', '.join(str(s.data) for s in strides.data)}]")
+
+
+def _parse_optional_strides(parser: Parser) -> list[int] | None:
+    if parser.parse_optional_keyword("strides") is None:
+        return None
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+def _verify_strides(op: Operation, strides: ArrayAttr[IntAttr] | None) -> None:
+    if strides is None:
+        return
+    ty = op.results[0].type
+    if not isinstance(ty, TensorType):
+        raise VerifyException(f"'{op.name}' op has strides but its result is not a tensor")
+    if len(strides.data) != len(ty.get_shape()):
+        raise VerifyException(
+            f"'{op.name}' op has {len(strides.data)} strides for a rank-{len(ty.get_shape())} tensor"
+        )
+    if not all(isinstance(s, IntAttr) for s in strides.data):
+        raise VerifyException(f"'{op.name}' op strides must be integers")
+
+
 @irdl_op_definition
 class PlaceholderOp(IRDLOperation):
-    """An FX `placeholder` node: a graph input, with its optional default."""
+    """An FX `placeholder` node: a graph input, with its optional default.
+
+    `strides` (optional) are the input's strides the graph was specialized
+    for, recorded at import; absent means row-major contiguous (what
+    hand-written IR assumes). See `input_strides`."""
 
     name = "fx.placeholder"
     target = prop_def(StringAttr)
     default = opt_prop_def(Attribute)
+    strides = opt_prop_def(ArrayAttr[IntAttr])
     result = result_def()
 
     def __init__(
-        self, target: str | StringAttr, result_type: Attribute, default: Attribute | None = None
+        self,
+        target: str | StringAttr,
+        result_type: Attribute,
+        default: Attribute | None = None,
+        strides: Sequence[int] | None = None,
     ) -> None:
         properties: dict[str, Attribute] = {
             "target": target if isinstance(target, StringAttr) else StringAttr(target)
         }
         if default is not None:
             properties["default"] = default
+        strides_attr = _strides_attr(strides)
+        if strides_attr is not None:
+            properties["strides"] = strides_attr
         Operation.__init__(self, result_types=(result_type,), properties=properties)
+
+    def verify_(self) -> None:
+        _verify_strides(self, self.strides)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -755,6 +800,7 @@ class PlaceholderOp(IRDLOperation):
         if self.default is not None:
             printer.print_string(" default ")
             print_literal(printer, self.default, ())
+        _print_strides(printer, self.strides)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
@@ -764,34 +810,79 @@ class PlaceholderOp(IRDLOperation):
         default = None
         if parser.parse_optional_keyword("default") is not None:
             default = parse_literal(parser, _OperandCollector())
+        strides = _parse_optional_strides(parser)
         parser.parse_punctuation(":")
-        return cls(target, parser.parse_type(), default)
+        return cls(target, parser.parse_type(), default, strides)
 
 
 @irdl_op_definition
 class GetAttrOp(IRDLOperation):
-    """An FX `get_attr` node: a parameter, buffer or constant of the owner."""
+    """An FX `get_attr` node: a parameter, buffer or constant of the owner.
+
+    `strides` (optional) as on `fx.placeholder`: the owner's tensor's
+    strides at import; absent means contiguous."""
 
     name = "fx.get_attr"
     target = prop_def(StringAttr)
+    strides = opt_prop_def(ArrayAttr[IntAttr])
     result = result_def()
 
-    def __init__(self, target: str | StringAttr, result_type: Attribute) -> None:
+    def __init__(
+        self,
+        target: str | StringAttr,
+        result_type: Attribute,
+        strides: Sequence[int] | None = None,
+    ) -> None:
         if not isinstance(target, StringAttr):
             target = StringAttr(target)
-        Operation.__init__(self, result_types=(result_type,), properties={"target": target})
+        properties: dict[str, Attribute] = {"target": target}
+        strides_attr = _strides_attr(strides)
+        if strides_attr is not None:
+            properties["strides"] = strides_attr
+        Operation.__init__(self, result_types=(result_type,), properties=properties)
+
+    def verify_(self) -> None:
+        _verify_strides(self, self.strides)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.target.data)
+        _print_strides(printer, self.strides)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> GetAttrOp:
         target = parse_text(parser)
+        strides = _parse_optional_strides(parser)
         parser.parse_punctuation(":")
-        return cls(target, parser.parse_type())
+        return cls(target, parser.parse_type(), strides)
+
+
+def row_major_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Row-major (contiguous) strides of static `sizes`, as torch computes them."""
+    strides = [1] * len(sizes)
+    for d in range(len(sizes) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(sizes[d + 1], 1)
+    return tuple(strides)
+
+
+def input_strides(op: Operation) -> tuple[int, ...] | None:
+    """The run-time strides of the tensor an `fx.placeholder` or
+    `fx.get_attr` produces: its `strides` property when recorded, else the
+    row-major strides of its static shape (absent means contiguous). None
+    for other ops, non-tensor results and tensors with a symbolic size."""
+    if not isinstance(op, PlaceholderOp | GetAttrOp):
+        return None
+    ty = op.result.type
+    if not isinstance(ty, TensorType):
+        return None
+    if op.strides is not None:
+        return tuple(s.data for s in op.strides.data)
+    sizes = ty.get_shape()
+    if any(s < 0 for s in sizes):
+        return None
+    return row_major_strides(sizes)
 
 
 @irdl_op_definition
@@ -888,4 +979,6 @@ __all__ = [
     "TupleType",
     "TupleValueAttr",
     "ValueType",
+    "input_strides",
+    "row_major_strides",
 ]

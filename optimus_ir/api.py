@@ -9,8 +9,16 @@
 2. import into the `fx` dialect;
 3. run the pass pipeline (`DEFAULT_PIPELINE` unless one is given), ending with
    `lower-to-fx` (appended when the pipeline leaves operator ops behind);
-4. export a GraphModule that is called with the same positional inputs as the
-   model and references the model's own parameters.
+4. export a GraphModule that is called like the model (positional and
+   keyword inputs) and references the model's own parameters.
+
+`optimize` never changes the model it was given. The returned module is
+specialized for the strides of the example inputs (the layout reasoning of
+the passes relies on them): called with tensors of other strides, it runs
+the unoptimized captured graph instead (one `.stride()` comparison per
+tensor input). Its outputs have the strides the captured graph returns.
+Production runs verify the IR once, after the last pass; `verify_each=True`
+(or `OPTIMUS_VERIFY_EACH=1`, as in the tests) verifies after every pass.
 
 The returned module carries an `optimus_report` (`OptimizeReport`): ops per
 kind before and after, the passes run with their statistics, time per phase.
@@ -18,15 +26,20 @@ kind before and after, the passes run with their statistics, time per phase.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ModuleOp
+from torch.fx.graph import CodeGen, _PyTreeCodeGen
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import export_graph
@@ -90,19 +103,130 @@ def op_kind(node: torch.fx.Node) -> str:
     return node.op
 
 
-def capture(model: Callable[..., Any], example_inputs: Sequence[Any]) -> torch.fx.GraphModule:
-    """Capture `model` with Dynamo as one whole graph with static shapes."""
+class _ModuleState:
+    """A shallow snapshot of every submodule's attributes (parameters,
+    buffers, submodules, plain attributes), to undo what capture did.
+
+    `torch._dynamo.export` replays the model's attribute assignments with
+    the fake tensors of its tracing: `self.count += 1` on a registered
+    buffer left the user's model holding a FakeTensor in place of the
+    buffer."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.entries = [
+            (m, dict(m.__dict__), dict(m._parameters), dict(m._buffers), dict(m._modules))  # noqa: SLF001
+            for m in model.modules()
+        ]
+
+    def changes(self) -> list[tuple[str, Any, Any]]:
+        """(attribute name, value before, value now) of every rebinding of a
+        parameter, buffer, submodule or public attribute."""
+        found = []
+        for module, attrs, params, buffers, modules in self.entries:
+            for before, now in (
+                (params, module._parameters),  # noqa: SLF001
+                (buffers, module._buffers),  # noqa: SLF001
+                (modules, module._modules),  # noqa: SLF001
+                (attrs, module.__dict__),
+            ):
+                for key in before.keys() | now.keys():
+                    if now is module.__dict__ and key.startswith("_"):
+                        continue  # torch's own bookkeeping (`_is_torch_compile`)
+                    old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
+                    if old is not new:
+                        found.append((f"{type(module).__name__}.{key}", old, new))
+        return found
+
+    def restore(self) -> None:
+        for module, attrs, params, buffers, modules in self.entries:
+            for saved, live in (
+                (params, module._parameters),  # noqa: SLF001
+                (buffers, module._buffers),  # noqa: SLF001
+                (modules, module._modules),  # noqa: SLF001
+            ):
+                live.clear()
+                live.update(saved)
+            for key in [k for k in module.__dict__ if k not in attrs]:
+                del module.__dict__[key]
+            module.__dict__.update(attrs)
+
+
+_ABSENT = object()
+
+
+def _check_assignments(
+    model: torch.nn.Module, state: _ModuleState, gm: torch.fx.GraphModule
+) -> None:
+    """Raise CaptureError for an attribute assignment the captured graph does
+    not perform. `self.buf += 1` on a tensor is fine: it writes the buffer in
+    place (an op of the graph) and assigns the very same tensor back, which
+    Dynamo replays with the fake tensor of the graph's `get_attr`."""
+    read_as: dict[int, Any] = {}
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            fake = node.meta.get("example_value", node.meta.get("val"))
+            if fake is not None:
+                try:
+                    read_as[id(fake)] = getattr(gm, node.target)  # type: ignore[arg-type]
+                except AttributeError:
+                    continue
+    for name, old, new in state.changes():
+        if isinstance(old, torch.Tensor) and read_as.get(id(new)) is old:
+            continue
+        raise CaptureError(
+            f"{type(model).__name__}.forward assigns '{name}'; the captured graph "
+            "cannot do that, so the optimized module would not behave like the model"
+        )
+
+
+def capture(
+    model: Callable[..., Any],
+    example_inputs: Sequence[Any],
+    example_kwargs: Mapping[str, Any] | None = None,
+) -> torch.fx.GraphModule:
+    """Capture `model` with Dynamo as one whole graph with static shapes.
+
+    The model is left exactly as it was (attributes Dynamo's replay rebinds
+    are restored); an assignment to a model attribute that the graph cannot
+    perform is a CaptureError."""
     if isinstance(model, torch.fx.GraphModule):
         return model
+    kwargs = dict(example_kwargs or {})
+    state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
     try:
         gm, _guards = torch._dynamo.export(  # noqa: SLF001
             model, assume_static_by_default=True
-        )(*example_inputs)
+        )(*example_inputs, **kwargs)
     except Exception as error:  # noqa: BLE001 - Dynamo raises many kinds
+        if state is not None:
+            state.restore()
         raise CaptureError(
             f"Dynamo could not capture {type(model).__name__} as one graph: {error}"
         ) from error
+    if state is not None:
+        try:
+            _check_assignments(model, state, gm)  # type: ignore[arg-type]
+        finally:
+            state.restore()
     return gm
+
+
+def _flat_inputs(
+    gm: torch.fx.GraphModule, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> list[Any]:
+    """The values of `gm`'s placeholders, in order, for a call `gm(*args, **kwargs)`."""
+    if kwargs:
+        bound = inspect.signature(gm.forward).bind(*args, **kwargs)
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise TypeError(
+                f"cannot pass keyword-only inputs {sorted(bound.kwargs)} to this graph"
+            )
+        args = bound.args
+    codegen = gm.graph._codegen  # noqa: SLF001
+    if isinstance(codegen, _PyTreeCodeGen) and codegen.pytree_info is not None:
+        return list(codegen.process_inputs(*args))
+    return list(args)
 
 
 def _has_non_fx_ops(module: ModuleOp) -> bool:
@@ -116,44 +240,124 @@ def optimize(
     *,
     validate: bool = False,
     statistics: Any = None,
+    example_kwargs: Mapping[str, Any] | None = None,
+    verify_each: bool | None = None,
 ) -> torch.fx.GraphModule:
-    """Optimize `model` for `example_inputs`; returns an equivalent GraphModule.
+    """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
+    an equivalent GraphModule, called like the model.
 
     `pipeline` is a `-p` pipeline text (`"raise-fx,split-cat-simplify,lower-to-fx"`);
     None means the default pipeline. With `validate=True`, the IR is exported and
     run on seeded random inputs before and after every pass and a pass that
     changes results raises `ValidationError` naming the pass and the output.
-    """
-    from optimus_ir.passes.registry import DEFAULT_PIPELINE
-    from optimus_ir.pipeline import run_pipeline
+    `verify_each=True` verifies the IR after every pass (also implied by
+    `validate`); otherwise once, after the last pass, unless
+    `OPTIMUS_VERIFY_EACH=1` (see `optimus_ir.pipeline.default_verify_each`).
 
+    The model is never changed. The result is specialized for the strides
+    of the example inputs and falls back to the captured graph (not
+    optimized) when called with tensors of other strides.
+    """
+    return _optimize(
+        model,
+        example_inputs,
+        pipeline,
+        validate=validate,
+        statistics=statistics,
+        example_kwargs=example_kwargs,
+        verify_each=verify_each,
+        guard_strides=True,
+    )
+
+
+def _optimize(
+    model: Callable[..., Any] | torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    pipeline: str | None,
+    *,
+    validate: bool,
+    statistics: Any,
+    example_kwargs: Mapping[str, Any] | None,
+    verify_each: bool | None,
+    guard_strides: bool,
+) -> torch.fx.GraphModule:
+    """`optimize`; `guard_strides=False` leaves out the call-time stride
+    check (the torch.compile backend: Dynamo guards on strides itself)."""
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+    from optimus_ir.pipeline import default_verify_each, parse_pipeline, run_pipeline
+
+    kwargs = dict(example_kwargs or {})
     phases: dict[str, float] = {}
     start = time.perf_counter()
-    gm = capture(model, example_inputs)
+    gm = capture(model, example_inputs, kwargs)
+    flat_inputs = _flat_inputs(gm, example_inputs, kwargs)
     phases["capture"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    program = import_graph(gm, example_inputs)
+    program = import_graph(gm, flat_inputs)
     phases["import"] = time.perf_counter() - start
 
     text = DEFAULT_PIPELINE if pipeline is None else pipeline
+    if verify_each is None:
+        verify_each = validate or default_verify_each()
     hook = None
     if validate:
         from optimus_ir.validation import DifferentialValidator
 
         start = time.perf_counter()
-        validator = DifferentialValidator(program, inputs=example_inputs)
+        # The validator calls the graph with its flat inputs.
+        flat_program = ImportedGraph(program.module, program.owner, program.objects, None)
+        validator = DifferentialValidator(flat_program, inputs=flat_inputs)
         hook = lambda pass_, module: validator.after_pass(pass_.name, module)  # noqa: E731
         phases["validation setup"] = time.perf_counter() - start
+
+    # A trailing lower-to-fx runs after the output layouts are fixed (the
+    # layout facts are known on operator ops only).
+    passes = list(parse_pipeline(text)) if text else []
+    lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
+    if lower_last:
+        passes.pop()
     start = time.perf_counter()
-    stats = run_pipeline(program.module, text, statistics=statistics, validate_each=hook)
-    if _has_non_fx_ops(program.module):
-        run_pipeline(program.module, "lower-to-fx", statistics=stats, validate_each=hook)
-        text = f"{text},lower-to-fx" if text else "lower-to-fx"
+    stats = run_pipeline(
+        program.module,
+        passes,
+        statistics=statistics,
+        validate_each=hook,
+        verify_each=True if verify_each else False,
+    )
+    _match_output_strides(program)
+    if lower_last or _has_non_fx_ops(program.module):
+        run_pipeline(
+            program.module,
+            "lower-to-fx",
+            statistics=stats,
+            validate_each=hook,
+            verify_each=True if verify_each else False,
+        )
+        if not lower_last:
+            text = f"{text},lower-to-fx" if text else "lower-to-fx"
+    if not verify_each:
+        from optimus_ir.diagnostics import verify_module
+
+        verify_module(program.module, "after the pipeline")
     phases["passes"] = time.perf_counter() - start
 
     start = time.perf_counter()
+    if guard_strides:
+        guard = _stride_guard(program)
+        if guard is not None:
+            program = ImportedGraph(
+                program.module,
+                program.owner,
+                program.objects,
+                _guarded_codegen(program.codegen, guard),
+                program.output_strides,
+            )
     result = export_graph(program)
+    if guard_strides and guard is not None:
+        # A plain attribute, not a submodule: the fallback's parameters are
+        # the model's, and must not appear twice in the result's state.
+        result.__dict__["_optimus_fallback"] = gm
     phases["export"] = time.perf_counter() - start
 
     report = OptimizeReport(
@@ -165,6 +369,161 @@ def optimize(
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     return result
+
+
+# ---------------------------------------------------------------------------
+# Layout at the boundary: input strides checked, output strides kept
+# ---------------------------------------------------------------------------
+
+
+def _insignificant_dims_equal(
+    a: Sequence[int], b: Sequence[int], sizes: Sequence[int]
+) -> bool:
+    return all(x == y for x, y, n in zip(a, b, sizes) if n != 1)
+
+
+def _match_output_strides(program: ImportedGraph) -> None:
+    """Make every returned tensor have the strides the captured graph returns.
+
+    Only values computed by operator ops can have changed layout (the
+    passes let a layout change reach pointwise ops, views, copies and the
+    output, never an fx op). Where the original output is contiguous and
+    the value is not provably so, a `.contiguous()` is added: it returns
+    its input itself when that is contiguous already, and copies otherwise.
+    Non-contiguous original outputs are left as they are."""
+    from optimus_ir.passes.split_cat_common import strides_of
+
+    expected = program.output_strides
+    if not expected:
+        return
+    output = graph_of(program.module).output()
+    for index, value in enumerate(list(output.operands)):
+        want = expected[index] if index < len(expected) else None
+        ty = value.type
+        if want is None or not isinstance(ty, TensorType):
+            continue
+        owner = value.owner
+        if not isinstance(owner, Operation) or owner.dialect_name() == "fx":
+            continue
+        sizes = tuple(ty.get_shape())
+        if len(want) != len(sizes) or any(s < 0 for s in sizes):
+            continue
+        if not _insignificant_dims_equal(want, fx.row_major_strides(sizes), sizes):
+            continue
+        if _provably_row_major(value, strides_of):
+            continue
+        fixed = fx.CallMethodOp("contiguous", [fx.ref(0)], {}, [value], ty)
+        fixed.results[0].name_hint = f"{value.name_hint or 'output'}_contiguous"
+        Rewriter.insert_op(fixed, InsertPoint.before(output))
+        output.operands[index] = fixed.results[0]
+
+
+_Guard = tuple[list[tuple[str, tuple[int, ...]]], list[str]]
+
+
+def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: int = 16) -> bool:
+    """`value` is laid out row-major at run time (strides of size-1 dims
+    aside): `strides_of` says so, or it is the result of a pointwise op whose
+    tensor operands all order their dims row-major (strides decreasing
+    outwards, broadcast dims aside), so that TensorIterator allocates it
+    row-major (a pointwise op of a split piece, for instance)."""
+    from optimus_ir.dialects import torch as t
+
+    ty = value.type
+    if not isinstance(ty, TensorType):
+        return False
+    sizes = tuple(ty.get_shape())
+    if any(s < 0 for s in sizes):
+        return False
+    have = strides_of(value)
+    if have is not None:
+        return _insignificant_dims_equal(have, fx.row_major_strides(sizes), sizes)
+    owner = value.owner
+    if depth <= 0 or not isinstance(owner, t.UnaryPointwiseOp | t.BinaryPointwiseOp):
+        return False
+    if isinstance(owner, t.DropoutOp):
+        return False
+    for operand in owner.operands:
+        oty = operand.type
+        if not isinstance(oty, TensorType):
+            continue
+        osizes = tuple(oty.get_shape())
+        if len(osizes) > len(sizes):
+            return False
+        ostrides = strides_of(operand)
+        if ostrides is None:
+            if not _provably_row_major(operand, strides_of, depth - 1):
+                return False
+            continue
+        # Outer dims by which the operand is broadcast, and size-1 dims, do
+        # not take part in the order.
+        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
+        if any(a <= b for a, b in zip(significant, significant[1:])):
+            return False
+    return True
+
+
+def _stride_guard(program: ImportedGraph) -> _Guard | None:
+    """(placeholder name, strides) of every tensor input and the names of all
+    placeholders, or None when the graph has no input to check."""
+    guard = []
+    names = []
+    for op in graph_of(program.module).block.ops:
+        if not isinstance(op, fx.PlaceholderOp):
+            continue
+        name = op.target.data
+        names.append(name)
+        strides = fx.input_strides(op)
+        if strides is None or name.startswith("*") or not name.isidentifier():
+            continue
+        guard.append((name, strides))
+    return (guard, names) if guard else None
+
+
+class _StrideGuardMixin:
+    """Adds the stride check after the (flattened) inputs are bound."""
+
+    _optimus_guard: str
+
+    def gen_fn_def(self, free_vars, maybe_return_annotation, *, expanded_def=False):  # type: ignore[no-untyped-def]
+        head = super().gen_fn_def(  # type: ignore[misc]
+            free_vars, maybe_return_annotation, expanded_def=expanded_def
+        )
+        return head + self._optimus_guard
+
+
+_GUARDED_CLASSES: dict[type, type] = {}
+
+
+def _guarded_codegen(codegen: Any, guard: _Guard) -> CodeGen:
+    """A copy of `codegen` (same class, so FX still sees a pytree codegen)
+    whose `forward` starts with
+
+        if x.stride() != (1, 4) or ...:
+            return self._optimus_fallback(<the call's arguments>)
+    """
+    checks, placeholders = guard
+    base = codegen if codegen is not None else CodeGen()
+    info = getattr(base, "pytree_info", None)
+    if info is not None and getattr(info, "orig_args", None) is not None:
+        call_args = [a for a in info.orig_args if a != "self"]
+    else:
+        call_args = None
+    cls = type(base)
+    guarded_cls = _GUARDED_CLASSES.get(cls)
+    if guarded_cls is None:
+        guarded_cls = _GUARDED_CLASSES[cls] = type(
+            f"StrideGuarded{cls.__name__}", (_StrideGuardMixin, cls), {}
+        )
+    guarded = copy.copy(base)
+    guarded.__class__ = guarded_cls
+    test = " or ".join(f"{name}.stride() != {strides!r}" for name, strides in checks)
+    if call_args is None:
+        call_args = placeholders
+    guarded._optimus_guard = (  # type: ignore[attr-defined]
+        f"\n    if {test}:\n        return self._optimus_fallback({', '.join(call_args)})"
+    )
+    return guarded
 
 
 __all__ = [

@@ -7,7 +7,12 @@ Options come through `torch.compile(..., options={...})`:
 
 * `pipeline`: a `-p` pipeline text (default: the default pipeline);
 * `inner`: "inductor" (default) or "eager";
-* `validate`: check every pass differentially (slow; for debugging).
+* `validate`: check every pass differentially (slow; for debugging);
+* `verify_each`: verify the IR after every pass (default: once, after the
+  last pass, unless `OPTIMUS_VERIFY_EACH=1`).
+
+Dynamo guards on the strides of the inputs itself, so the backend's graph
+carries no stride check of its own (`optimize()`'s result does).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ def optimus_backend(
     pipeline: str | None = None,
     inner: str = "inductor",
     validate: bool = False,
+    verify_each: bool | None = None,
     options: dict[str, Any] | None = None,
     **unknown: Any,
 ) -> Callable[..., Any]:
@@ -34,18 +40,33 @@ def optimus_backend(
     torch.compile hands `options={...}` over as one keyword; its entries
     override the keyword arguments."""
     if options:
-        known = {"pipeline": pipeline, "inner": inner, "validate": validate}
+        known = {
+            "pipeline": pipeline,
+            "inner": inner,
+            "validate": validate,
+            "verify_each": verify_each,
+        }
         unknown.update({k: v for k, v in options.items() if k not in known})
         known.update({k: v for k, v in options.items() if k in known})
-        pipeline, inner, validate = known["pipeline"], known["inner"], known["validate"]
+        pipeline, inner = known["pipeline"], known["inner"]
+        validate, verify_each = known["validate"], known["verify_each"]
     if unknown:
         raise TypeError(
             f"optimus backend: unknown option(s) {sorted(unknown)}; "
-            "known: pipeline, inner, validate"
+            "known: pipeline, inner, validate, verify_each"
         )
-    from optimus_ir.api import optimize
+    from optimus_ir.api import _optimize
 
-    optimized = optimize(gm, example_inputs, pipeline, validate=validate)
+    optimized = _optimize(
+        gm,
+        example_inputs,
+        pipeline,
+        validate=validate,
+        statistics=None,
+        example_kwargs=None,
+        verify_each=verify_each,
+        guard_strides=False,
+    )
     if inner == "eager":
         return optimized.forward
     if inner == "inductor":

@@ -48,6 +48,9 @@ class ImportedGraph:
     owner: torch.nn.Module
     objects: ObjectTable = field(default_factory=ObjectTable)
     codegen: Any = None
+    output_strides: tuple[tuple[int, ...] | None, ...] = ()
+    """Per operand of `fx.output`: the strides the original graph returns
+    there (from its metadata), or None (not a tensor, unknown)."""
 
     @property
     def graph(self) -> fx.GraphOp:
@@ -131,15 +134,65 @@ def _needs_propagation(gm: torch.fx.GraphModule) -> bool:
 
 
 def _propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
-    """Fill node.meta['val'] by running the graph on fake tensors."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    """Fill node.meta['val'] by running the graph on fake tensors.
+
+    Parameters, buffers and tensor attributes are faked too: FakeTensorMode
+    runs an in-place op on a real tensor for real (a `count.add_(1)` on a
+    buffer would change the user's model while we only wanted shapes)."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    from torch.nn.utils.stateless import _reparametrize_module
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    fake_inputs = [
-        mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs
-    ]
-    FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+
+    def fake(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+            return mode.from_tensor(value)
+        return value
+
+    class _Prop(FakeTensorProp):
+        def get_attr(self, target, args, kwargs):  # type: ignore[no-untyped-def]
+            return fake(super().get_attr(target, args, kwargs))
+
+    fake_inputs = [fake(x) for x in example_inputs]
+    state = {
+        name: fake(tensor)
+        for named in (
+            gm.named_parameters(remove_duplicate=False),
+            gm.named_buffers(remove_duplicate=False),
+        )
+        for name, tensor in named
+    }
+    with _reparametrize_module(gm, state, tie_weights=True):
+        _Prop(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+
+
+def _static_strides(value: Any) -> tuple[int, ...] | None:
+    """The strides of a (real, fake or metadata) tensor value when they are
+    all plain ints, else None."""
+    if isinstance(value, torch.Tensor):
+        if value.layout is not torch.strided:
+            return None
+        strides = value.stride()
+    elif type(value).__name__ == "TensorMetadata":
+        strides = value.stride
+    else:
+        return None
+    if strides is None or not all(type(s) is int for s in strides):
+        return None
+    return tuple(strides)
+
+
+def _recorded_strides(value: Any) -> tuple[int, ...] | None:
+    """The strides to record on an fx.placeholder / fx.get_attr: the value's
+    strides unless they are the row-major ones (absent means contiguous)."""
+    strides = _static_strides(value)
+    if strides is None:
+        return None
+    sizes = value.shape
+    if not all(type(s) is int for s in sizes):
+        return None
+    return None if strides == fx.row_major_strides(tuple(sizes)) else strides
 
 
 class _Builder:
@@ -156,6 +209,7 @@ class _Builder:
         # then produced something that is not a tensor or a scalar (a string,
         # None, an arbitrary object), which FakeTensorProp does not record.
         self.propagated = False
+        self.output_strides: tuple[tuple[int, ...] | None, ...] = ()
 
     # -- literals ---------------------------------------------------------
 
@@ -188,13 +242,23 @@ class _Builder:
             default = None
             if node.args:
                 default = self.literal(node.args[0], {}, [])
-            return fx.PlaceholderOp(self.string(node.target), result_type, default)  # type: ignore[arg-type]
+            strides = _recorded_strides(_node_value(node))
+            return fx.PlaceholderOp(self.string(node.target), result_type, default, strides)  # type: ignore[arg-type]
         if node.op == "get_attr":
-            return fx.GetAttrOp(self.string(node.target), result_type)  # type: ignore[arg-type]
+            # The owner's tensor is what runs; its strides, not the metadata's.
+            try:
+                strides = _recorded_strides(_fetch_attr(self.gm, node.target))  # type: ignore[arg-type]
+            except AttributeError:
+                strides = None
+            return fx.GetAttrOp(self.string(node.target), result_type, strides)  # type: ignore[arg-type]
         refs: dict[torch.fx.Node, int] = {}
         operands: list[SSAValue] = []
         if node.op == "output":
             structure = self.literal(node.args[0], refs, operands)
+            expected: list[tuple[int, ...] | None] = [None] * len(operands)
+            for returned, index in refs.items():
+                expected[index] = _static_strides(_node_value(returned))
+            self.output_strides = tuple(expected)
             return fx.OutputOp(structure, operands)
         args = [self.literal(a, refs, operands) for a in node.args]
         kwargs = {k: self.literal(v, refs, operands) for k, v in node.kwargs.items()}
@@ -327,7 +391,10 @@ def import_graph(
 
     Shapes, dtypes and devices are read from node metadata; where a node has
     none, `example_inputs` are propagated through the graph as fake tensors
-    (this writes node.meta['val'] on `gm`).
+    (this writes node.meta['val'] on `gm`; parameters and buffers are
+    faked too, so `gm`'s tensors are never touched). Non-contiguous strides
+    of graph inputs (from the metadata) and of parameters and buffers (from
+    `gm`) are recorded as the `strides` of their ops (`fx.input_strides`).
     """
     propagated = False
     if _needs_propagation(gm):
@@ -358,4 +425,10 @@ def import_graph(
                 builder.values[node] = result
             ops.append(op)
         graph = fx.GraphOp(name, ops)
-    return ImportedGraph(ModuleOp([graph]), gm, objects, gm.graph._codegen)  # noqa: SLF001
+    return ImportedGraph(
+        ModuleOp([graph]),
+        gm,
+        objects,
+        gm.graph._codegen,  # noqa: SLF001
+        builder.output_strides,
+    )

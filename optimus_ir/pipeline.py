@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import re
 import sys
 import time
@@ -62,6 +63,20 @@ class PipelineError(OptimusError):
 
 ValidateHook = Callable[[ModulePass, ModuleOp], None]
 """Called after each pass with the pass and the module (after verification)."""
+
+VERIFY_EACH_ENV = "OPTIMUS_VERIFY_EACH"
+"""Environment variable: when set to `1` (the test suite sets it in
+`tests/conftest.py`), library runs that do not say otherwise (`optimize`,
+the torch.compile backend, `run_pipeline`) verify the whole module after
+every pass instead of once at the end."""
+
+
+def default_verify_each() -> bool:
+    """Whether runs that leave `verify_each` unset verify after every pass:
+    only when `OPTIMUS_VERIFY_EACH=1` (production verifies once, at the end;
+    on a 16k-op graph full verification after every pass was more than half
+    of the pipeline's time)."""
+    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
 
 
 # ---------------------------------------------------------------------------
@@ -170,12 +185,17 @@ def pipeline_text(passes: Sequence[ModulePass]) -> str:
 
 @dataclass
 class PassManager:
-    """Runs a pipeline on modules: verification after each pass, an optional
-    validation hook, IR printing, statistics and the rewrite budget."""
+    """Runs a pipeline on modules: verification (after each pass, or once
+    after the last one), an optional validation hook, IR printing,
+    statistics and the rewrite budget."""
 
     passes: tuple[ModulePass, ...]
     ctx: Context | None = None
     verify_each: bool = True
+    """Verify the whole module after every pass (optimus-opt's behaviour)."""
+    verify_at_end: bool = False
+    """Without `verify_each`: verify the module once, after the last pass
+    (what production runs do)."""
     validate_each: ValidateHook | None = None
     print_ir_after_all: bool = False
     print_ir_after: frozenset[str] = frozenset()
@@ -243,6 +263,9 @@ class PassManager:
 
         try:
             PassPipeline(self.passes, callback).apply(ctx, module)
+            if self.verify_at_end and not self.verify_each and self.passes:
+                spec = statistics.passes[-1].spec if statistics.passes else ""
+                verify_module(module, f"after pass '{spec}' (end of pipeline)")
         finally:
             stack.close()
             statistics.total_seconds += time.perf_counter() - pipeline_start
@@ -268,20 +291,32 @@ def run_pipeline(
     statistics: PassStatistics | None = None,
     max_rewrites: int | None = None,
     validate_each: ValidateHook | None = None,
-    verify_each: bool = True,
+    verify_each: bool | None = None,
 ) -> PassStatistics:
     """Run a pipeline (the `-p` text, or pass instances; default:
     `DEFAULT_PIPELINE`) on `module` in place; returns the statistics.
 
     `max_rewrites` caps the pattern rewrites of the whole pipeline (bisection);
     the applied ones are logged in `statistics.rewrite_log`. `validate_each`
-    is called as `validate_each(pass, module)` after each pass."""
+    is called as `validate_each(pass, module)` after each pass.
+    `verify_each`: True verifies after every pass, False not at all; None
+    (the default) verifies once at the end, or after every pass when
+    `default_verify_each()` (`OPTIMUS_VERIFY_EACH=1`, as in the tests)."""
     if pipeline is None:
         from optimus_ir.passes.registry import DEFAULT_PIPELINE
 
         pipeline = DEFAULT_PIPELINE
+    verify_at_end = verify_each is None
+    if verify_each is None:
+        verify_each = default_verify_each()
     passes = parse_pipeline(pipeline) if isinstance(pipeline, str) else tuple(pipeline)
-    manager = PassManager(passes, ctx=ctx, verify_each=verify_each, validate_each=validate_each)
+    manager = PassManager(
+        passes,
+        ctx=ctx,
+        verify_each=verify_each,
+        verify_at_end=verify_at_end,
+        validate_each=validate_each,
+    )
     return manager.run(module, statistics=statistics, max_rewrites=max_rewrites)
 
 
@@ -294,7 +329,9 @@ __all__ = [
     "PipelineError",
     "RewriteBudget",
     "RewriteRecord",
+    "VERIFY_EACH_ENV",
     "ValidateHook",
+    "default_verify_each",
     "parse_pipeline",
     "pipeline_text",
     "run_pipeline",

@@ -483,8 +483,9 @@ def _view_strides(
 
 def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
     """The strides `value` provably has at run time, or None (unknown,
-    dynamic sizes). Graph inputs and parameters are assumed contiguous
-    (Dynamo's static-shape capture guards on their strides); matmul/linear/
+    dynamic sizes). Graph inputs and parameters have the strides recorded
+    at import (`fx.input_strides`: contiguous when none are recorded; the
+    module `optimize` returns checks them at call time); matmul/linear/
     layer_norm/reduction results, cat/stack results of rank < 4 and
     pointwise results of contiguous operands are contiguous; views follow
     their input (reshape/flatten: a contiguous copy when no view exists)."""
@@ -492,7 +493,12 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
     if sizes is None or not all_static(sizes) or depth <= 0:
         return None
     owner = value.owner
-    if is_graph_input(value) or isinstance(owner, _CONTIGUOUS_RESULT_OPS):
+    if is_graph_input(value):
+        # The strides recorded at import (`fx.input_strides`; the exported
+        # module checks them at call time); block arguments: contiguous.
+        recorded = fx.input_strides(owner) if isinstance(owner, Operation) else None
+        return recorded if recorded is not None else contiguous_strides(sizes)
+    if isinstance(owner, _CONTIGUOUS_RESULT_OPS):
         return contiguous_strides(sizes)
     if isinstance(owner, t.CatOp | t.StackOp):
         if len(sizes) < 4 or all(known_contiguous(v, depth - 1) for v in owner.inputs):

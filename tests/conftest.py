@@ -1,7 +1,16 @@
-"""Shared pytest setup: make tests/ (models.py) and examples/ importable."""
+"""Shared pytest setup: make tests/ (models.py) and examples/ importable, and
+verify the IR after every pass in every pipeline the tests run.
+
+`OPTIMUS_VERIFY_EACH=1` makes `optimize()`, the torch.compile backend and
+`run_pipeline` verify the whole module after every pass (production runs
+verify once, at the end; see `optimus_ir.pipeline.default_verify_each`).
+A test that wants the production behaviour deletes the variable with
+`monkeypatch.delenv`.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -10,5 +19,7 @@ _TESTS = Path(__file__).resolve().parent
 for path in (_TESTS, _TESTS.parent / "examples"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+os.environ["OPTIMUS_VERIFY_EACH"] = "1"
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -10,7 +10,8 @@
 // CHECK-NEXT:    %w = fx.get_attr "weight"
 // CHECK-NEXT:    %s = fx.call_function "torch.add"(%a, %a)
 // CHECK-NEXT:    %t = fx.call_function "torch.mul"(%s, %w)
-// CHECK-NEXT:    fx.output (%t, %m, %m, %g, %g)
+// CHECK-NEXT:    %q = fx.call_function "torch.sub"(%m, %g)
+// CHECK-NEXT:    fx.output (%t, %m, %g, %q)
 fx.graph @merge {
   %x = fx.placeholder "x" : tensor<4xf32, "cpu">
   %a = fx.call_function "torch.tanh"(%x) : tensor<4xf32, "cpu">
@@ -23,7 +24,8 @@ fx.graph @merge {
   %v = fx.get_attr "weight" : tensor<4xf32, "cpu">
   %s = fx.call_function "torch.add"(%a, %b) : tensor<4xf32, "cpu">
   %t = fx.call_function "torch.mul"(%s, %v) : tensor<4xf32, "cpu">
-  fx.output (%t, %m, %n, %g, %h)
+  %q = fx.call_function "torch.sub"(%n, %h) : tensor<f32, "cpu">
+  fx.output (%t, %m, %g, %q)
 }
 
 // -----
@@ -126,10 +128,133 @@ fx.graph @second {
 // CHECK-LABEL: fx.graph @traits
 // CHECK-NEXT:    %x = fx.placeholder "x"
 // CHECK-NEXT:    %c = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
-// CHECK-NEXT:    fx.output (%c, %c)
+// CHECK-NEXT:    %e = fx.call_function "torch.add"(%c, %c)
+// CHECK-NEXT:    fx.output (%c, %e)
 fx.graph @traits {
   %x = fx.placeholder "x" : tensor<4xf32, "cpu">
   %c = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
   %d = builtin.unrealized_conversion_cast %x : tensor<4xf32, "cpu"> to tensor<4xf32>
-  fx.output (%c, %d)
+  %e = fx.call_function "torch.add"(%c, %d) : tensor<4xf32>
+  fx.output (%c, %e)
+}
+
+// -----
+
+// An in-place write is a barrier for its alias class: `x + 1` before and
+// after `x.add_(1)` stay two ops; `y + 1` (y is not written) still merges.
+
+// CHECK-LABEL: fx.graph @barrier
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %y = fx.placeholder "y"
+// CHECK-NEXT:    %a = fx.call_function "torch.add"(%x, 1)
+// CHECK-NEXT:    %c = fx.call_function "torch.add"(%y, 1)
+// CHECK-NEXT:    %w = fx.call_method "add_"(%x, 1)
+// CHECK-NEXT:    %b = fx.call_function "torch.add"(%x, 1)
+// CHECK-NEXT:    %e = fx.call_function "torch.mul"(%c, %c)
+// CHECK-NEXT:    fx.output (%a, %b, %e)
+fx.graph @barrier {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %y = fx.placeholder "y" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %c = fx.call_function "torch.add"(%y, 1) : tensor<4xf32, "cpu">
+  %w = fx.call_method "add_"(%x, 1) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %d = fx.call_function "torch.add"(%y, 1) : tensor<4xf32, "cpu">
+  %e = fx.call_function "torch.mul"(%c, %d) : tensor<4xf32, "cpu">
+  fx.output (%a, %b, %e)
+}
+
+// -----
+
+// A write to the base reaches what reads a view of it (and the view itself
+// is read again after the write): nothing of the class merges across it.
+// Reads of a fresh result computed before the write still merge.
+
+// CHECK-LABEL: fx.graph @barrier_through_view
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %v = fx.call_method "view"(%x, -1)
+// CHECK-NEXT:    %a = fx.call_function "torch.mul"(%v, 2)
+// CHECK-NEXT:    %t = fx.call_function "torch.tanh"(%a)
+// CHECK-NEXT:    %w = fx.call_method "mul_"(%x, 2)
+// CHECK-NEXT:    %b = fx.call_function "torch.mul"(%v, 2)
+// CHECK-NEXT:    %s = fx.call_function "torch.add"(%t, %t)
+// CHECK-NEXT:    fx.output (%a, %b, %s)
+fx.graph @barrier_through_view {
+  %x = fx.placeholder "x" : tensor<2x3xf32, "cpu">
+  %v = fx.call_method "view"(%x, -1) : tensor<6xf32, "cpu">
+  %a = fx.call_function "torch.mul"(%v, 2) : tensor<6xf32, "cpu">
+  %t = fx.call_function "torch.tanh"(%a) : tensor<6xf32, "cpu">
+  %w = fx.call_method "mul_"(%x, 2) : tensor<2x3xf32, "cpu">
+  %b = fx.call_function "torch.mul"(%v, 2) : tensor<6xf32, "cpu">
+  %u = fx.call_function "torch.tanh"(%a) : tensor<6xf32, "cpu">
+  %s = fx.call_function "torch.add"(%t, %u) : tensor<6xf32, "cpu">
+  fx.output (%a, %b, %s)
+}
+
+// -----
+
+// `x[1] = 0` (operator.setitem) between two equal split/cat expressions:
+// the second split and cat stay.
+
+// CHECK-LABEL: fx.graph @barrier_setitem
+// CHECK:         torch.split %x
+// CHECK:         torch.cat
+// CHECK:         fx.call_function "_operator.setitem"(%x, 1, 0)
+// CHECK-NEXT:    torch.split %x
+// CHECK-NEXT:    torch.cat
+// CHECK-NEXT:    fx.output
+fx.graph @barrier_setitem {
+  %x = fx.placeholder "x" : tensor<3x4xf32>
+  %p, %q = torch.split %x sections [2, 2] dim 1 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xf32>
+  %y = torch.cat %q, %p dim 1 : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x4xf32>
+  %s = fx.call_function "_operator.setitem"(%x, 1, 0) : !fx.value
+  %r, %t = torch.split %x sections [2, 2] dim 1 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xf32>
+  %z = torch.cat %t, %r dim 1 : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x4xf32>
+  fx.output (%y, %z)
+}
+
+// -----
+
+// Without the write, the same split/cat pair merges.
+
+// CHECK-LABEL: fx.graph @no_barrier
+// CHECK:         torch.split %x
+// CHECK-NEXT:    torch.cat
+// CHECK-NEXT:    torch.relu
+// CHECK-NEXT:    torch.add
+// CHECK-NEXT:    fx.output
+fx.graph @no_barrier {
+  %x = fx.placeholder "x" : tensor<3x4xf32>
+  %p, %q = torch.split %x sections [2, 2] dim 1 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xf32>
+  %y = torch.cat %q, %p dim 1 : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x4xf32>
+  %r, %t = torch.split %x sections [2, 2] dim 1 : tensor<3x4xf32> -> tensor<3x2xf32>, tensor<3x2xf32>
+  %z = torch.cat %t, %r dim 1 : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x4xf32>
+  %u = torch.relu %y : tensor<3x4xf32> -> tensor<3x4xf32>
+  %v = torch.add %u, %z : tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  fx.output %v
+}
+
+// -----
+
+// Distinct outputs stay distinct tensors: two equal returned ops, and a
+// returned op with an equal op whose view is returned, are not merged.
+// An equal op that is not returned still merges into a returned one.
+
+// CHECK-LABEL: fx.graph @distinct_outputs
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = fx.call_function "torch.add"(%x, 1)
+// CHECK-NEXT:    %b = fx.call_function "torch.add"(%x, 1)
+// CHECK-NEXT:    %c = fx.call_function "torch.add"(%x, 1)
+// CHECK-NEXT:    %v = fx.call_method "view"(%c, 2, 2)
+// CHECK-NEXT:    %e = fx.call_function "torch.mul"(%a, %a)
+// CHECK-NEXT:    fx.output (%a, %b, %v, %e)
+fx.graph @distinct_outputs {
+  %x = fx.placeholder "x" : tensor<4xf32, "cpu">
+  %a = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %b = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %c = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %v = fx.call_method "view"(%c, 2, 2) : tensor<2x2xf32, "cpu">
+  %d = fx.call_function "torch.add"(%x, 1) : tensor<4xf32, "cpu">
+  %e = fx.call_function "torch.mul"(%a, %d) : tensor<4xf32, "cpu">
+  fx.output (%a, %b, %v, %e)
 }

@@ -103,7 +103,7 @@ def test_cse_barrier_through_torch_compile(inner: str) -> None:
 
 
 def _cse(text: str):
-    from optimus_ir.diagnostics import parse_module
+    from optimus_ir.parsing import parse_module
 
     module = parse_module(text)
     run_pipeline(module, "cse")
@@ -294,13 +294,13 @@ def test_import_records_non_contiguous_strides() -> None:
     text = str(program.module)
     assert 'fx.placeholder "x" strides [1, 5]' in text
     assert 'fx.get_attr "w" strides [1, 5]' in text
-    from optimus_ir.diagnostics import parse_module
+    from optimus_ir.parsing import parse_module
 
     assert str(parse_module(text)) == text
 
 
 def test_strides_of_uses_the_recorded_strides() -> None:
-    from optimus_ir.diagnostics import parse_module
+    from optimus_ir.parsing import parse_module
     from optimus_ir.passes.split_cat_common import known_contiguous, strides_of
 
     module = parse_module(

@@ -160,6 +160,17 @@ class DifferentialValidator:
             self._codegen = None
             module = program
         self.inputs = list(inputs) if inputs is not None else random_inputs(module, seed)
+        # Each run starts from the same state and leaves the caller's alone:
+        # a graph that writes its inputs or the owner's buffers in place would
+        # otherwise feed the next run other values and change the model that
+        # `optimize()` promises not to touch. The writes themselves are
+        # compared too (a pass that drops or moves one is caught).
+        self._state = {
+            name: tensor
+            for name, tensor in [*self._owner.named_parameters(), *self._owner.named_buffers()]
+        }
+        self._saved_state = {name: tensor.detach().clone() for name, tensor in self._state.items()}
+        self._labels: list[str] = []
         self.reference = self.run(module)
         self.checks = 0
 
@@ -168,10 +179,28 @@ class DifferentialValidator:
         lowered = _lower_clone(module)
         program = ImportedGraph(lowered, self._owner, self._objects or _empty_table(), self._codegen)
         gm = export_graph(program, missing_attributes="random", seed=self.seed)
+        inputs = [v.clone() if isinstance(v, torch.Tensor) else v for v in self.inputs]
+        versions = {name: tensor._version for name, tensor in self._state.items()}
         torch.manual_seed(self.seed)
-        with torch.no_grad():
-            outputs = gm(*self.inputs)
-        return pytree.tree_leaves(outputs)
+        try:
+            with torch.no_grad():
+                outputs = pytree.tree_leaves(gm(*inputs))
+            labels = [f"output #{i}" for i in range(len(outputs))]
+            for i, (before, after) in enumerate(zip(self.inputs, inputs)):
+                if isinstance(before, torch.Tensor) and after._version != 0:
+                    outputs.append(after)
+                    labels.append(f"input #{i} as written in place")
+            for name, tensor in self._state.items():
+                if tensor._version != versions[name]:
+                    outputs.append(tensor.detach().clone())
+                    labels.append(f"'{name}' as written in place")
+        finally:
+            with torch.no_grad():
+                for name, tensor in self._state.items():
+                    if tensor._version != versions[name]:
+                        tensor.copy_(self._saved_state[name])
+        self._labels = labels
+        return outputs
 
     def check(self, module: ModuleOp, pass_name: str) -> list[Any]:
         """Raise ValidationError unless `module` matches the reference outputs."""
@@ -179,7 +208,10 @@ class DifferentialValidator:
         self.checks += 1
         difference = compare_outputs(self.reference, outputs)
         if difference is not None:
-            where = "the outputs" if difference.index < 0 else f"output #{difference.index}"
+            if difference.index < 0:
+                where = "the outputs (or the tensors written in place)"
+            else:
+                where = self._labels[difference.index]
             raise ValidationError(
                 f"validation failed after pass '{pass_name}': {where}: {difference.description}",
                 pass_name=pass_name,

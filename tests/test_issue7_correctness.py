@@ -214,6 +214,42 @@ def test_optimize_leaves_a_buffer_writing_model_untouched() -> None:
     torch.testing.assert_close(model.count, torch.full((1,), 3.0), rtol=0, atol=0)
 
 
+def test_validation_leaves_a_buffer_writing_model_untouched() -> None:
+    """validate=True runs the graph before and after every pass: each run
+    starts from the model's state and puts it back, and the writes are
+    compared like outputs."""
+    torch.manual_seed(0)
+    model = Counter()
+    before = _state(model)
+    x = torch.randn(2, 4)
+    optimized = optimus_ir.optimize(model, [x], validate=True)
+    for key, (tensor, value) in before.items():
+        assert model.state_dict(keep_vars=True)[key] is tensor, key
+        torch.testing.assert_close(tensor, value, rtol=0, atol=0)
+    twin = Counter()
+    twin.load_state_dict(model.state_dict())
+    torch.testing.assert_close(optimized(x), twin(x), rtol=0, atol=0)
+    torch.testing.assert_close(model.count, twin.count, rtol=0, atol=0)
+
+
+def test_validation_catches_a_pass_that_drops_an_in_place_write() -> None:
+    from optimus_ir.validation import DifferentialValidator, ValidationError
+
+    model = Counter()
+    program = optimus_ir.import_graph(optimus_ir.capture(model, [torch.randn(2, 4)]), [torch.randn(2, 4)])
+    validator = DifferentialValidator(program, inputs=[torch.randn(2, 4)])
+    graph = program.module.body.block.first_op
+    writes = [op for op in graph.body.block.ops if getattr(op, "target", None) is not None
+              and "add" in op.target.data and op.results and op.results[0].uses]
+    assert writes, str(program.module)
+    write = writes[0]
+    # a "pass" that replaces the in-place add by its operand (drops the write)
+    write.results[0].replace_all_uses_with(write.operands[0])
+    write.detach()
+    with pytest.raises(ValidationError, match="written in place|outputs"):
+        validator.after_pass("drop-write", program.module)
+
+
 def test_shape_propagation_does_not_write_the_owners_buffers() -> None:
     root = nn.Module()
     root.register_buffer("count", torch.zeros(1))

@@ -63,9 +63,12 @@ from xdsl.traits import (
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    Pure,
     SymbolOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from optimus_ir.effects import FxCallEffects
 
 # ---------------------------------------------------------------------------
 # String literals
@@ -612,6 +615,7 @@ class NodeOp(IRDLOperation):
     kwargs = prop_def(DictionaryAttr)
     inputs = var_operand_def()
     result = result_def()
+    traits = traits_def(FxCallEffects())
 
     def __init__(
         self,
@@ -769,6 +773,7 @@ class GetAttrOp(IRDLOperation):
     name = "fx.get_attr"
     target = prop_def(StringAttr)
     result = result_def()
+    traits = traits_def(Pure())
 
     def __init__(self, target: str | StringAttr, result_type: Attribute) -> None:
         if not isinstance(target, StringAttr):

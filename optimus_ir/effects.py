@@ -31,6 +31,7 @@ Extend the lists with `register_pure_function(target)` /
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 
 from xdsl.ir import Operation
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, get_effects
@@ -343,6 +344,24 @@ class FxCallEffects(MemoryEffect):
         return _EFFECTS_OF_KIND[call_kind(op)]
 
 
+_effect_traits: dict[type[Operation], tuple[MemoryEffect, ...]] = {}
+
+
+def memory_effects(op: Operation) -> AbstractSet[EffectInstance] | None:
+    """`xdsl.traits.get_effects(op)` (None: unknown), with the op class's
+    memory-effect traits looked up once per class: passes ask it for every
+    op, and the generic lookup costs several times the classification."""
+    cls = type(op)
+    traits = _effect_traits.get(cls)
+    if traits is None:
+        traits = _effect_traits[cls] = tuple(op.get_traits_of_type(MemoryEffect))
+    if not traits:
+        return None
+    if len(traits) == 1:
+        return traits[0].get_effects(op)
+    return get_effects(op)
+
+
 def effect_kind(op: Operation) -> str:
     """'pure', 'alloc' (removable if unused, never merged) or 'impure', from
     the op's memory-effect traits: no effects is pure, only `ALLOC` is
@@ -350,7 +369,7 @@ def effect_kind(op: Operation) -> str:
     other effect, and ops with regions are impure."""
     if op.regions:
         return "impure"
-    effects = get_effects(op)
+    effects = memory_effects(op)
     if effects is None:
         return "impure"
     if not effects:
@@ -379,6 +398,7 @@ __all__ = [
     "RANDOM_NAMES",
     "call_kind",
     "effect_kind",
+    "memory_effects",
     "is_cse_candidate",
     "is_removable_if_unused",
     "register_impure_function",

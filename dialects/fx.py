@@ -64,9 +64,12 @@ from xdsl.traits import (
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    Pure,
     SymbolOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from optimus_ir.effects import FxCallEffects
 
 # ---------------------------------------------------------------------------
 # String literals
@@ -619,6 +622,7 @@ class NodeOp(IRDLOperation):
     kwargs = prop_def(DictionaryAttr)
     inputs = var_operand_def()
     result = result_def()
+    traits = traits_def(FxCallEffects())
 
     def __init__(
         self,
@@ -826,6 +830,7 @@ class GetAttrOp(IRDLOperation):
     target = prop_def(StringAttr)
     strides = opt_prop_def(ArrayAttr[IntAttr])
     result = result_def()
+    traits = traits_def(Pure())
 
     def __init__(
         self,

@@ -57,6 +57,13 @@ Verification
 Effects
     Every op is `Pure` except `torch.dropout`, whose effects depend on `train`
     (see `is_pure`).
+
+Traits (`optimus_ir.traits`)
+    The plumbing ops are `ViewLike` (with how the result relates to the
+    input), the pointwise ops `Elementwise` (with whether their values are
+    exact under a layout change), the linear-algebra, layer_norm and
+    reduction ops `ContiguousResult`; split, unbind, cat, stack and the view
+    ops carry their canonicalization patterns (`canonicalize`).
 """
 
 from __future__ import annotations
@@ -115,6 +122,18 @@ from optimus_ir.dialects.fx import (
     is_bool_literal,
     parse_literal,
     print_literal,
+)
+from optimus_ir.traits import (
+    ContiguousResult,
+    Elementwise,
+    Identity,
+    LazyCanonicalizationPatterns,
+    Permutation,
+    Piece,
+    Reshape,
+    UnitDims,
+    ViewLike,
+    ViewRelation,
 )
 from optimus_ir.types import (
     DYNAMIC,
@@ -1351,6 +1370,92 @@ def _tensor_types(op_name: str, **values: Value | None) -> dict[str, TensorType 
 
 
 # ---------------------------------------------------------------------------
+# Op traits (see optimus_ir.traits): view relations, elementwise exactness,
+# canonicalization patterns
+# ---------------------------------------------------------------------------
+
+
+def _split_relation(op: Operation) -> ViewRelation:
+    return Piece(op.properties["dim"].data)  # type: ignore[attr-defined]
+
+
+def _unbind_relation(op: Operation) -> ViewRelation:
+    return Piece(op.properties["dim"].data, keeps_dim=False)  # type: ignore[attr-defined]
+
+
+def _slice_relation(op: Operation) -> ViewRelation:
+    props = op.properties
+    return Piece(props["dim"].data, props["step"].data)  # type: ignore[attr-defined]
+
+
+def _select_relation(op: Operation) -> ViewRelation:
+    return Piece(op.properties["dim"].data, keeps_dim=False)  # type: ignore[attr-defined]
+
+
+def _squeeze_relation(op: Operation) -> ViewRelation:
+    return UnitDims(removed=ints(op.properties["dims"]))  # type: ignore[arg-type]
+
+
+def _unsqueeze_relation(op: Operation) -> ViewRelation:
+    return UnitDims(inserted=(op.properties["dim"].data,))  # type: ignore[attr-defined]
+
+
+_COPYING_RESHAPE = Reshape(may_copy=True)
+_VIEW_RESHAPE = Reshape(may_copy=False)
+_IDENTITY = Identity()
+
+
+def _copying_reshape(op: Operation) -> ViewRelation:
+    return _COPYING_RESHAPE
+
+
+def _reshape(op: Operation) -> ViewRelation:
+    return _VIEW_RESHAPE
+
+
+def _identity_relation(op: Operation) -> ViewRelation:
+    return _IDENTITY
+
+
+def _permute_relation(op: Operation) -> ViewRelation:
+    return Permutation(ints(op.properties["dims"]))  # type: ignore[arg-type]
+
+
+def _transpose_relation(op: Operation) -> ViewRelation:
+    rank = len(op.operands[0].type.get_shape())  # type: ignore[attr-defined]
+    order = list(range(rank))
+    a, b = op.properties["dim0"].data, op.properties["dim1"].data  # type: ignore[attr-defined]
+    order[a], order[b] = order[b], order[a]
+    return Permutation(tuple(order))
+
+
+def _movedim_relation(op: Operation) -> ViewRelation:
+    rank = len(op.operands[0].type.get_shape())  # type: ignore[attr-defined]
+    source = ints(op.properties["source"])  # type: ignore[arg-type]
+    destination = ints(op.properties["destination"])  # type: ignore[arg-type]
+    return Permutation(tuple(movedim_permutation(rank, source, destination)))
+
+
+def _unit_alpha(op: Operation) -> bool:
+    """add/sub round exactly like a plain `+`/`-` only with `alpha == 1`: the
+    vectorized CPU kernel computes `lhs + alpha * rhs` as one fused
+    multiply-add, the strided (scalar) one in two roundings."""
+    alpha = op.properties.get("alpha")
+    return alpha is None or number_value(alpha) == 1
+
+
+_EXACT_ELEMENTWISE = Elementwise(layout_exact=True)
+_INEXACT_ELEMENTWISE = Elementwise(layout_exact=False)
+_ADD_SUB_ELEMENTWISE = Elementwise(layout_exact=_unit_alpha)
+
+_PATTERNS = "optimus_ir.passes.canonicalization_patterns.torch"
+_SPLIT_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "SPLIT_PATTERNS")
+_JOIN_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "JOIN_PATTERNS")
+_VIEW_CHAIN_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "VIEW_CHAIN_PATTERNS")
+_PLUMBING_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "PLUMBING_PATTERNS")
+
+
+# ---------------------------------------------------------------------------
 # Linear algebra
 # ---------------------------------------------------------------------------
 
@@ -1364,7 +1469,7 @@ class LinearOp(TorchOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
 
     def __init__(
         self,
@@ -1392,7 +1497,7 @@ class MmOp(TorchOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
 
     def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
         if result_type is None:
@@ -1414,7 +1519,7 @@ class AddmmOp(TorchOp):
     beta = prop_def(_NUMBER, default_value=IntAttr(1))
     alpha = prop_def(_NUMBER, default_value=IntAttr(1))
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
 
     def __init__(
@@ -1452,7 +1557,7 @@ class BmmOp(TorchOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
 
     def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
         if result_type is None:
@@ -1475,7 +1580,7 @@ class BaddbmmOp(TorchOp):
     beta = prop_def(_NUMBER, default_value=IntAttr(1))
     alpha = prop_def(_NUMBER, default_value=IntAttr(1))
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
 
     def __init__(
@@ -1513,7 +1618,7 @@ class MatmulOp(TorchOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
 
     def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
         if result_type is None:
@@ -1541,7 +1646,7 @@ class LayerNormOp(TorchOp):
     eps = prop_def(FloatAttr, default_value=float_literal(1e-5))
     result = result_def(TensorType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[Format] = (
         ("normalized_shape", "value"),
         ("weight", "operand"),
@@ -1604,11 +1709,11 @@ class SplitOp(TorchOp):
     per section (no tuple, no getitem)."""
 
     name = "torch.split"
+    traits = traits_def(Pure(), ViewLike(_split_relation), _SPLIT_CANONICALIZATION)
     input = operand_def(TensorType)
     sections = prop_def(_INTS)
     dim = prop_def(IntAttr)
     outputs = var_result_def(TensorType)
-    traits = traits_def(Pure())
     FORMAT: ClassVar[Format] = (("sections", "value"), ("dim", "value"))
 
     def __init__(
@@ -1638,10 +1743,10 @@ class UnbindOp(TorchOp):
     """`torch.unbind(input, dim)`: one result per index of `dim`."""
 
     name = "torch.unbind"
+    traits = traits_def(Pure(), ViewLike(_unbind_relation), _PLUMBING_CANONICALIZATION)
     input = operand_def(TensorType)
     dim = prop_def(IntAttr)
     outputs = var_result_def(TensorType)
-    traits = traits_def(Pure())
     FORMAT: ClassVar[Format] = (("dim", "value"),)
 
     def __init__(
@@ -1693,6 +1798,7 @@ class CatOp(_JoinOp):
     """`torch.cat(inputs, dim)`: concatenation along an existing dim."""
 
     name = "torch.cat"
+    traits = traits_def(_JOIN_CANONICALIZATION)
     INFER = staticmethod(infer_cat_type)
 
 
@@ -1701,6 +1807,7 @@ class StackOp(_JoinOp):
     """`torch.stack(inputs, dim)`: stacking along a new dim (0 <= dim <= rank)."""
 
     name = "torch.stack"
+    traits = traits_def(_JOIN_CANONICALIZATION)
     INFER = staticmethod(infer_stack_type)
 
 
@@ -1709,6 +1816,7 @@ class SqueezeOp(_ViewLikeOp):
     """`torch.squeeze(input, dims)`: `dims` lists exactly the dims removed."""
 
     name = "torch.squeeze"
+    traits = traits_def(ViewLike(_squeeze_relation), _VIEW_CHAIN_CANONICALIZATION)
     dims = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dims", "value"),)
 
@@ -1731,6 +1839,7 @@ class UnsqueezeOp(_ViewLikeOp):
     """`torch.unsqueeze(input, dim)`: a new size-1 dim (0 <= dim <= rank)."""
 
     name = "torch.unsqueeze"
+    traits = traits_def(ViewLike(_unsqueeze_relation), _VIEW_CHAIN_CANONICALIZATION)
     dim = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim", "value"),)
 
@@ -1771,6 +1880,7 @@ class ReshapeOp(_ReshapeLikeOp):
     """`torch.reshape(input, shape)`: a view when possible, else a copy."""
 
     name = "torch.reshape"
+    traits = traits_def(ViewLike(_copying_reshape), _VIEW_CHAIN_CANONICALIZATION)
 
 
 @irdl_op_definition
@@ -1778,6 +1888,7 @@ class ViewOp(_ReshapeLikeOp):
     """`Tensor.view(shape)`: a guaranteed view (kept apart from reshape for aliasing)."""
 
     name = "torch.view"
+    traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
 
 
 @irdl_op_definition
@@ -1785,6 +1896,7 @@ class FlattenOp(_ViewLikeOp):
     """`torch.flatten(input, start_dim, end_dim)` with canonical dims."""
 
     name = "torch.flatten"
+    traits = traits_def(ViewLike(_copying_reshape), _VIEW_CHAIN_CANONICALIZATION)
     start_dim = prop_def(IntAttr)
     end_dim = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("start_dim", "value"), ("end_dim", "value"))
@@ -1817,6 +1929,7 @@ class UnflattenOp(_ViewLikeOp):
     """`torch.unflatten(input, dim, sizes)`: one dim becomes `sizes` (one -1 allowed)."""
 
     name = "torch.unflatten"
+    traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
     dim = prop_def(IntAttr)
     sizes = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dim", "value"), ("sizes", "value"))
@@ -1843,6 +1956,7 @@ class PermuteOp(_ViewLikeOp):
     """`torch.permute(input, dims)`: `dims` is a permutation of the input's dims."""
 
     name = "torch.permute"
+    traits = traits_def(ViewLike(_permute_relation), _VIEW_CHAIN_CANONICALIZATION)
     dims = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dims", "value"),)
 
@@ -1865,6 +1979,7 @@ class TransposeOp(_ViewLikeOp):
     """`torch.transpose(input, dim0, dim1)`: swaps two dims."""
 
     name = "torch.transpose"
+    traits = traits_def(ViewLike(_transpose_relation), _VIEW_CHAIN_CANONICALIZATION)
     dim0 = prop_def(IntAttr)
     dim1 = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim0", "value"), ("dim1", "value"))
@@ -1889,6 +2004,7 @@ class MovedimOp(_ViewLikeOp):
     """`torch.movedim(input, source, destination)` with canonical dim lists."""
 
     name = "torch.movedim"
+    traits = traits_def(ViewLike(_movedim_relation), _VIEW_CHAIN_CANONICALIZATION)
     source = prop_def(_INTS)
     destination = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("source", "value"), ("destination", "value"))
@@ -1921,6 +2037,7 @@ class SliceOp(_ViewLikeOp):
     on a static dim. `narrow(x, d, s, l)` is `slice(d, s, s + l, 1)`."""
 
     name = "torch.slice"
+    traits = traits_def(ViewLike(_slice_relation), _PLUMBING_CANONICALIZATION)
     dim = prop_def(IntAttr)
     start = prop_def(IntAttr)
     end = prop_def(IntAttr)
@@ -1970,6 +2087,7 @@ class SelectOp(_ViewLikeOp):
     the size is static)."""
 
     name = "torch.select"
+    traits = traits_def(ViewLike(_select_relation), _PLUMBING_CANONICALIZATION)
     dim = prop_def(IntAttr)
     index = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim", "value"), ("index", "value"))
@@ -2035,6 +2153,7 @@ class TanhOp(_PureUnaryOp):
     """`torch.tanh(input)`; integral inputs give a floating result."""
 
     name = "torch.tanh"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2042,6 +2161,7 @@ class SigmoidOp(_PureUnaryOp):
     """`torch.sigmoid(input)`; integral inputs give a floating result."""
 
     name = "torch.sigmoid"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2049,6 +2169,7 @@ class ReluOp(_PureUnaryOp):
     """`torch.relu(input)`."""
 
     name = "torch.relu"
+    traits = traits_def(_EXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2056,6 +2177,7 @@ class SiluOp(_PureUnaryOp):
     """`torch.nn.functional.silu(input)`: `input * sigmoid(input)` (floating only)."""
 
     name = "torch.silu"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2063,6 +2185,7 @@ class ExpOp(_PureUnaryOp):
     """`torch.exp(input)`; integral inputs give a floating result."""
 
     name = "torch.exp"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2070,6 +2193,7 @@ class LogOp(_PureUnaryOp):
     """`torch.log(input)`; integral inputs give a floating result."""
 
     name = "torch.log"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2077,6 +2201,7 @@ class NegOp(_PureUnaryOp):
     """`torch.neg(input)` (not defined for bool)."""
 
     name = "torch.neg"
+    traits = traits_def(_EXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2084,6 +2209,7 @@ class AbsOp(_PureUnaryOp):
     """`torch.abs(input)`."""
 
     name = "torch.abs"
+    traits = traits_def(_EXACT_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2091,6 +2217,9 @@ class DetachOp(_PureUnaryOp):
     """`torch.detach(input)`: the same values, cut from autograd."""
 
     name = "torch.detach"
+    traits = traits_def(
+        _EXACT_ELEMENTWISE, ViewLike(_identity_relation), _PLUMBING_CANONICALIZATION
+    )
 
 
 @irdl_op_definition
@@ -2098,6 +2227,7 @@ class GeluOp(_PureUnaryOp):
     """`torch.nn.functional.gelu(input, approximate=)`, approximate "none" | "tanh"."""
 
     name = "torch.gelu"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
     approximate = prop_def(StringAttr, default_value=StringAttr("none"))
     FORMAT: ClassVar[Format] = (("approximate", "value"),)
 
@@ -2118,6 +2248,7 @@ class NanToNumOp(_PureUnaryOp):
     torch's default (0, the dtype's max, the dtype's min)."""
 
     name = "torch.nan_to_num"
+    traits = traits_def(_EXACT_ELEMENTWISE)
     nan = opt_prop_def(FloatAttr)
     posinf = opt_prop_def(FloatAttr)
     neginf = opt_prop_def(FloatAttr)
@@ -2150,6 +2281,7 @@ class ClampOp(_PureUnaryOp):
     integral input promotes the result, as in torch."""
 
     name = "torch.clamp"
+    traits = traits_def(_EXACT_ELEMENTWISE)
     min = opt_prop_def(_NUMBER)
     max = opt_prop_def(_NUMBER)
     FORMAT: ClassVar[Format] = (("min", "value"), ("max", "value"))
@@ -2202,7 +2334,9 @@ class DropoutOp(UnaryPointwiseOp):
     name = "torch.dropout"
     p = prop_def(FloatAttr)
     train = prop_def(BoolAttr, default_value=FALSE)
-    traits = traits_def(_DropoutEffects(), _DropoutSpeculatable())
+    traits = traits_def(
+        _DropoutEffects(), _DropoutSpeculatable(), _INEXACT_ELEMENTWISE
+    )
     FORMAT: ClassVar[Format] = (("p", "value"), ("train", "flag"))
 
     def __init__(
@@ -2335,6 +2469,7 @@ class AddOp(_AddSubOp):
     """`torch.add(lhs, rhs, alpha=)`: `lhs + alpha * rhs`."""
 
     name = "torch.add"
+    traits = traits_def(_ADD_SUB_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2343,6 +2478,7 @@ class SubOp(_AddSubOp):
     `scalar - alpha * lhs`."""
 
     name = "torch.sub"
+    traits = traits_def(_ADD_SUB_ELEMENTWISE)
 
 
 @irdl_op_definition
@@ -2350,6 +2486,7 @@ class MulOp(BinaryPointwiseOp):
     """`torch.mul(lhs, rhs)`."""
 
     name = "torch.mul"
+    traits = traits_def(_EXACT_ELEMENTWISE)
     FORMAT: ClassVar[Format] = (("scalar", "value"), ("reverse", "flag"))
 
 
@@ -2359,6 +2496,7 @@ class DivOp(BinaryPointwiseOp):
     division: integral inputs give a floating result) | "trunc" | "floor"."""
 
     name = "torch.div"
+    traits = traits_def(_EXACT_ELEMENTWISE)
     rounding_mode = prop_def(StringAttr, default_value=StringAttr("none"))
     FORMAT: ClassVar[Format] = (
         ("scalar", "value"),
@@ -2398,7 +2536,7 @@ class ReductionOp(TorchOp):
     keepdim = prop_def(BoolAttr, default_value=FALSE)
     dtype = opt_prop_def(Attribute)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[Format] = (("dims", "value"), ("keepdim", "flag"), ("dtype", "type"))
 
     def __init__(

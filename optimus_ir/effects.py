@@ -1,5 +1,10 @@
 """Side effects of ops: what `dce` may remove and what `cse` may merge.
 
+Effects are xDSL memory-effect traits on the ops (`xdsl.traits.MemoryEffect`);
+this module classifies the fx call ops for their trait (`FxCallEffects`) and
+reads any op's effects back (`effect_kind`). Passes ask through
+`optimus_ir.traits.is_removable` / `is_mergeable` (or the aliases here).
+
 The rule is conservative. An op is *pure* (no observable effect: removable
 when unused, and mergeable with an identical op) when
 
@@ -26,9 +31,10 @@ Extend the lists with `register_pure_function(target)` /
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 
 from xdsl.ir import Operation
-from xdsl.traits import is_side_effect_free
+from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, get_effects
 
 # Exact fx targets known to be pure (beyond the torch rule below).
 PURE_FUNCTIONS: set[str] = {
@@ -308,21 +314,69 @@ def _method_kind(op: Operation, name: str) -> str:
     return kind
 
 
-def effect_kind(op: Operation) -> str:
-    """'pure', 'alloc' (removable if unused, never merged) or 'impure'."""
+def call_kind(op: Operation) -> str:
+    """The classification of an fx call op (`fx.call_function`,
+    `fx.call_method`, `fx.call_module`) from its target and arguments:
+    'pure', 'alloc' (removable if unused, never merged) or 'impure'."""
     from optimus_ir.dialects import fx
 
     if isinstance(op, fx.CallFunctionOp):
         return _function_kind(op, op.target.data)
     if isinstance(op, fx.CallMethodOp):
         return _method_kind(op, op.target.data)
-    if isinstance(op, fx.GetAttrOp):
-        return "pure"
-    if isinstance(op, fx.CallModuleOp | fx.PlaceholderOp | fx.OutputOp | fx.GraphOp):
-        return "impure"
+    return "impure"  # call_module: arbitrary Python
+
+
+_NO_EFFECTS: frozenset[EffectInstance] = frozenset()
+_ALLOC_EFFECTS = frozenset((EffectInstance(MemoryEffectKind.ALLOC),))
+_WRITE_EFFECTS = frozenset((EffectInstance(MemoryEffectKind.WRITE),))
+_EFFECTS_OF_KIND = {"pure": _NO_EFFECTS, "alloc": _ALLOC_EFFECTS, "impure": _WRITE_EFFECTS}
+
+
+class FxCallEffects(MemoryEffect):
+    """The memory effects of an fx call op, as `call_kind` classifies it:
+    none (a known-pure torch function or method, a pure builtin), `ALLOC`
+    (a factory or copy: a fresh tensor) or `WRITE` (in-place, `out=`,
+    random, or unknown code, which may write anything)."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
+        return _EFFECTS_OF_KIND[call_kind(op)]
+
+
+_effect_traits: dict[type[Operation], tuple[MemoryEffect, ...]] = {}
+
+
+def memory_effects(op: Operation) -> AbstractSet[EffectInstance] | None:
+    """`xdsl.traits.get_effects(op)` (None: unknown), with the op class's
+    memory-effect traits looked up once per class: passes ask it for every
+    op, and the generic lookup costs several times the classification."""
+    cls = type(op)
+    traits = _effect_traits.get(cls)
+    if traits is None:
+        traits = _effect_traits[cls] = tuple(op.get_traits_of_type(MemoryEffect))
+    if not traits:
+        return None
+    if len(traits) == 1:
+        return traits[0].get_effects(op)
+    return get_effects(op)
+
+
+def effect_kind(op: Operation) -> str:
+    """'pure', 'alloc' (removable if unused, never merged) or 'impure', from
+    the op's memory-effect traits: no effects is pure, only `ALLOC` is
+    alloc; unknown effects (no trait: `fx.placeholder`, `fx.output`), any
+    other effect, and ops with regions are impure."""
     if op.regions:
         return "impure"
-    return "pure" if is_side_effect_free(op) else "impure"
+    effects = memory_effects(op)
+    if effects is None:
+        return "impure"
+    if not effects:
+        return "pure"
+    if all(e.kind is MemoryEffectKind.ALLOC for e in effects):
+        return "alloc"
+    return "impure"
 
 
 def is_removable_if_unused(op: Operation) -> bool:
@@ -337,11 +391,14 @@ def is_cse_candidate(op: Operation) -> bool:
 
 __all__ = [
     "ALLOCATING_NAMES",
+    "FxCallEffects",
     "IMPURE_FUNCTIONS",
     "IMPURE_METHODS",
     "PURE_FUNCTIONS",
     "RANDOM_NAMES",
+    "call_kind",
     "effect_kind",
+    "memory_effects",
     "is_cse_candidate",
     "is_removable_if_unused",
     "register_impure_function",

@@ -25,6 +25,13 @@ A pass here is an ordered list of small named `RewritePattern`s (xDSL's class:
   stops quietly. Drivers that must run to completion (a lowering that has to
   convert every op) pass `RewriteConfig(budgeted=False)`.
 
+A pattern with a true `deferred` class attribute is tried on an op only when
+no other pattern has anything left to do (the worklist is empty): for
+patterns that tidy up after the others and are costly to repeat, such as
+rebuilding a split with thousands of results each time one more piece dies.
+Every op visited is tried with them before the sweep ends, so the fixpoint
+is the same.
+
 New ops inherit the location of the op being rewritten, so diagnostics about
 them still point at a source line.
 
@@ -221,7 +228,9 @@ class GreedyRewriteDriver:
                 operation_replacement_handler=[self._on_replace],
             )
         )
-        patterns = list(zip(self.patterns, self.names, stats))
+        tried = list(zip(self.patterns, self.names, stats))
+        patterns = [entry for entry in tried if not getattr(entry[0], "deferred", False)]
+        deferred = [entry for entry in tried if getattr(entry[0], "deferred", False)]
         worklist = self._worklist = Worklist()
         rewrites = 0
         changed = False
@@ -241,12 +250,21 @@ class GreedyRewriteDriver:
             fired = Counter()
             sweep_changed = False
             record.sweeps += 1
-            while worklist:
-                op = worklist.pop()
+            # ops waiting for the deferred patterns, tried when nothing else is
+            deferred_ops: Worklist[Operation] = Worklist()
+            while worklist or deferred_ops:
+                if worklist:
+                    op = worklist.pop()
+                    active = patterns
+                    if deferred:
+                        deferred_ops.push(op)
+                else:
+                    op = deferred_ops.pop()
+                    active = deferred
                 if op.parent is None:
                     continue  # detached meanwhile
                 self._current = op
-                for pattern, name, stat in patterns:
+                for pattern, name, stat in active:
                     if budget is not None and budget.exhausted:
                         self._current = None
                         self._worklist = Worklist()  # drop the rest

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from optimus_ir.effects import is_removable_if_unused
 from optimus_ir.rewriting import PatternPass, RewriteConfig
+from optimus_ir.traits import is_removable
 
 
 class EraseDeadOp(RewritePattern):
-    """Erase an op whose results are all unused, when it has no side effect
-    (see `optimus_ir.effects`: known-pure fx calls, `fx.get_attr`, ops with
-    no memory effects). Erasing it revisits its operands' defining ops."""
+    """Erase an op whose results are all unused, when its memory-effect
+    traits allow (`optimus_ir.traits.is_removable`: no effect, or only the
+    allocation of its result: known-pure fx calls and factories,
+    `fx.get_attr`, pure operator ops). Erasing it revisits its operands'
+    defining ops."""
 
     name = "erase-dead-op"
 
@@ -25,7 +27,7 @@ class EraseDeadOp(RewritePattern):
         for result in op.results:
             if result.first_use is not None:
                 return
-        if not is_removable_if_unused(op):
+        if not is_removable(op):
             return
         rewriter.erase(op)
 

@@ -51,6 +51,7 @@ def lazy(module: str, class_name: str | None = None) -> PassFactory:
 
 PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     # cleanup
+    "canonicalize": lazy("optimus_ir.passes.canonicalize"),
     "dce": lazy("optimus_ir.passes.dce"),
     "cse": lazy("optimus_ir.passes.cse"),
     # levels:

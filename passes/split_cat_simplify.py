@@ -58,6 +58,12 @@ from optimus_ir.passes.split_cat_common import (
     view_closure,
 )
 from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
+from optimus_ir.passes.canonicalization_patterns.torch import (  # the local folds of the ops
+    EraseDeadPlumbing,
+    MergeDeadSplitPieces,
+    SingleInputJoin,
+    SplitWhole,
+)
 from optimus_ir.rewriting import PatternPass
 
 
@@ -114,90 +120,6 @@ def _forward_pieces(
 # patterns
 # ---------------------------------------------------------------------------
 
-_PLUMBING_OPS: tuple[type[Operation], ...] = (*TORCH_VIEW_OPS, t.CatOp, t.StackOp)
-
-
-class EraseDeadPlumbing(RewritePattern):
-    """A split/unbind/cat/stack or view op none of whose results is used is
-    erased (so that the single-use conditions of the other patterns hold as
-    soon as possible; `dce` would remove it later anyway)."""
-
-    name = "erase-dead-plumbing"
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if isinstance(op, _PLUMBING_OPS) and op.results and results_unused(op):
-            rewriter.erase(op)
-
-
-class SingleInputJoin(RewritePattern):
-    """A join of one tensor is a copy of it:
-
-    * `cat([x], d)` -> `x`;
-    * `stack([x], d)` -> `unsqueeze(x, d)` (a view of all of `x`).
-
-    The fresh result becomes `x` (or a view of all of it), so only where
-    `can_forward_as_alias` allows (with `whole=True`: nothing in either alias
-    class is written in place, the layout matches or no user cares, and a
-    returned result must not become a graph input, a view, or share storage
-    with another output). A graph input that is only read keeps being read;
-    one that is returned, or anything mutated, keeps its copy."""
-
-    name = "single-input-join"
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.CatOp | t.StackOp) or len(op.inputs) != 1:
-            return
-        source = op.inputs[0]
-        if isinstance(op, t.CatOp):
-            if not same_type(op.result, source):
-                return
-            if can_forward_as_alias(op.result, source, whole=True):
-                rewriter.replace(op, [], [source])
-            return
-        source_type = tensor_type(source)
-        if source_type is None:
-            return
-        dim = op.dim.data
-        if not 0 <= dim <= len(source_type.get_shape()):
-            return
-        if t.infer_unsqueeze_type(source_type, dim) != op.result.type:
-            return
-        unsqueeze = t.UnsqueezeOp(source, dim, result_type=op.result.type)
-        # the unsqueeze views all of `source`: `whole`, with its own layout
-        ok = can_forward_as_alias(
-            op.result, source, whole=True, contiguous=same_layout(op.result, unsqueeze.result)
-        )
-        if not ok:
-            unsqueeze.erase()  # detached: drop its use of `source`
-            return
-        rewriter.replace(op, [unsqueeze])
-
-
-class SplitWhole(RewritePattern):
-    """`split(x, [n], d)` (one section), or a split whose one non-empty piece
-    is all of `x` (`[0, n, 0]`): that piece is `x` itself (same storage, so
-    no aliasing check)."""
-
-    name = "split-whole"
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.SplitOp):
-            return
-        sections = sections_of(op)
-        total = sum(sections)
-        live = [i for i, s in enumerate(sections) if s == total]
-        if len(live) != 1 and len(sections) != 1:
-            return
-        index = live[0] if len(sections) != 1 else 0
-        piece = op.results[index]
-        if piece.first_use is None or not same_type(piece, op.input):
-            return
-        if len(op.results) == 1:
-            rewriter.replace(op, [], [op.input])
-        else:
-            _replace_value(rewriter, piece, op.input)
-
-
 class SplitOfSplit(RewritePattern):
     """`split(split(x, S, d)[i], T, d)` where piece i has no other user: one
     `split(x, S[:i] + T + S[i+1:], d)`. Applied repeatedly it flattens any
@@ -228,53 +150,6 @@ class SplitOfSplit(RewritePattern):
         k = len(inner_sections)
         rewriter.replace(op, [], new[i : i + k])
         rewriter.replace(outer, [], new[:i] + [op.input] + new[i + k :])
-
-
-class MergeDeadSplitPieces(RewritePattern):
-    """Unused neighbouring pieces of a split are merged into one section (a
-    split must keep covering the whole dim); a split left with a single used
-    piece becomes a `slice` of the input. Live pieces keep viewing the same
-    storage."""
-
-    name = "merge-dead-split-pieces"
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.SplitOp):
-            return
-        results = op.results
-        live = [r.first_use is not None for r in results]
-        if not any(live):
-            return  # erase-dead-plumbing
-        sections = sections_of(op)
-        dim = op.dim.data
-        if live.count(True) == 1 and len(results) > 1:
-            index = live.index(True)
-            starts = offsets(sections)
-            start, end = starts[index], starts[index + 1]
-            if not _is_full_range(op.input, dim, start, end):
-                new = _slice_like(rewriter, op.input, dim, start, end, results[index])
-                rewriter.replace(op, [], [None] * index + [new] + [None] * (len(results) - index - 1))
-                return
-        merged_sections: list[int] = []
-        groups: list[list[int]] = []
-        for i, (size, used) in enumerate(zip(sections, live)):
-            if not used and groups and not live[groups[-1][0]]:
-                merged_sections[-1] += size
-                groups[-1].append(i)
-            else:
-                merged_sections.append(size)
-                groups.append([i])
-        if len(groups) == len(results):
-            return
-        types = [results[g[0]].type if live[g[0]] else None for g in groups]
-        shape_ref = t.infer_split_types(op.input.type, merged_sections, dim)
-        types = [ty if ty is not None else ref for ty, ref in zip(types, shape_ref)]
-        new_op = t.SplitOp(op.input, merged_sections, dim, result_types=types)
-        new_results: list[SSAValue | None] = [None] * len(results)
-        for g, r in zip(groups, new_op.results):
-            if live[g[0]]:
-                new_results[g[0]] = r
-        rewriter.replace(op, [new_op], new_results)
 
 
 class SplitSqueezeToUnbind(RewritePattern):

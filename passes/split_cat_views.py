@@ -73,6 +73,10 @@ from optimus_ir.passes.split_cat_common import (
     view_closure,
 )
 
+# fold-view-chain is a canonicalization pattern of the view ops (imported
+# back; that module reads this one's view programs at call time)
+from optimus_ir.passes.canonicalization_patterns.torch import FoldViewChain
+
 Shape = tuple[int, ...]
 Step = tuple[str, tuple[int, ...]]
 """A view-program step: ("reshape", new shape) or ("permute", dims)."""
@@ -769,65 +773,6 @@ class SplitReshapeJoinToView(_SplitJoinToView):
 # ---------------------------------------------------------------------------
 # View chains
 # ---------------------------------------------------------------------------
-
-
-class FoldViewChain(RewritePattern):
-    """A view-like op that does nothing (reshape/view to the input shape,
-    identity permute, ...) is dropped; two adjacent view-like ops that fold
-    into at most one become that one (inverse permutes/transposes vanish,
-    reshape of reshape is one reshape, unflatten then flatten of the same
-    dims is the input).
-
-    A chain of guaranteed views (view, unflatten, squeeze, unsqueeze,
-    permute, transpose, movedim) stays a guaranteed view. A chain with a
-    `reshape` or `flatten` (which copy when a view is impossible) is folded
-    only when nothing aliasing the source is written to and no user depends
-    on strides. Needs static shapes."""
-
-    name = "fold-view-chain"
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, VIEW_LIKE_OPS):
-            return
-        outer = view_step(op)
-        source = op.operands[0]
-        start = shape(source)
-        if outer is None or not all_static(start):
-            return
-        inner_op = source.owner
-        if (
-            isinstance(inner_op, VIEW_LIKE_OPS)
-            and isinstance(source, OpResult)
-            and (inner := view_step(inner_op)) is not None
-            and all_static(shape(inner_op.operands[0]))
-        ):
-            base = inner_op.operands[0]
-            base_shape = shape(base)
-            steps = simplify(base_shape, [inner, outer])
-            budget = 2 if _one_use(source) else 1
-            if len(steps) < budget and self._fold(op, [inner_op, op], base, base_shape, steps, rewriter):
-                return
-        if not simplify(start, [outer]):
-            rewriter.replace(op, [], [source])
-
-    def _fold(
-        self,
-        op: Operation,
-        chain: Sequence[Operation],
-        base: SSAValue,
-        base_shape: Shape,
-        steps: Sequence[Step],
-        rewriter: PatternRewriter,
-    ) -> bool:
-        always_view = all(isinstance(o, ALWAYS_VIEW_OPS) for o in chain)
-        if not always_view and _reshape_chain_may_change(op.results[0], base):
-            return False
-        new_ops = emit(base, base_shape, steps, always_view)
-        result = new_ops[-1].results[0] if new_ops else base
-        if result.type != op.results[0].type:
-            return False
-        rewriter.replace(op, new_ops, [result])
-        return True
 
 
 VIEW_PATTERNS: list[RewritePattern] = [

@@ -1,0 +1,77 @@
+// RUN: optimus-opt %s -p canonicalize --split-input-file | filecheck %s
+
+// The local folds the ops declare: a split into one piece (or whose one
+// non-empty piece is everything) is its input, cat/stack of one tensor is
+// that tensor / an unsqueeze of it, neighbouring dead split pieces merge
+// into one section and a single live piece becomes a slice, inverse
+// transposes cancel, dead plumbing (the unsqueeze -> squeeze chain) goes.
+
+// CHECK-LABEL: fx.graph @folds
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = torch.tanh %x
+// CHECK-NEXT:    %s = torch.unsqueeze %a dim 1 : tensor<4x6xf32> -> tensor<4x1x6xf32>
+// CHECK-NEXT:    %p0, %{{.*}}, %p3, %{{.*}} = torch.split %a sections [1, 2, 1, 2] dim 1
+// CHECK-NEXT:    %q1 = torch.slice %a dim 1 start 2 end 5 : tensor<4x6xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:    %r = torch.relu %a
+// CHECK-NEXT:    %w = torch.relu %a
+// CHECK-NEXT:    %m = torch.mul %a, %a
+// CHECK-NEXT:    %n = torch.neg %s
+// CHECK-NEXT:    %z = torch.add %p0, %p3
+// CHECK-NEXT:    %y = torch.relu %q1
+// CHECK-NEXT:    fx.output (%r, %w, %m, %n, %z, %y)
+fx.graph @folds {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %a = torch.tanh %x : tensor<4x6xf32> -> tensor<4x6xf32>
+  %one = torch.split %a sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %e0, %whole, %e1 = torch.split %a sections [0, 6, 0] dim 1 : tensor<4x6xf32> -> tensor<4x0xf32>, tensor<4x6xf32>, tensor<4x0xf32>
+  %k = torch.cat %a dim 0 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %s = torch.stack %a dim 1 : tensor<4x6xf32> -> tensor<4x1x6xf32>
+  %p0, %p1, %p2, %p3, %p4, %p5 = torch.split %a sections [1, 1, 1, 1, 1, 1] dim 1 : tensor<4x6xf32> -> tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  %q0, %q1, %q2 = torch.split %a sections [2, 3, 1] dim 1 : tensor<4x6xf32> -> tensor<4x2xf32>, tensor<4x3xf32>, tensor<4x1xf32>
+  %t0 = torch.transpose %a dim0 0 dim1 1 : tensor<4x6xf32> -> tensor<6x4xf32>
+  %t1 = torch.transpose %t0 dim0 1 dim1 0 : tensor<6x4xf32> -> tensor<4x6xf32>
+  %u = torch.unsqueeze %a dim 0 : tensor<4x6xf32> -> tensor<1x4x6xf32>
+  %dead = torch.squeeze %u dims [0] : tensor<1x4x6xf32> -> tensor<4x6xf32>
+  %r = torch.relu %one : tensor<4x6xf32> -> tensor<4x6xf32>
+  %w = torch.relu %whole : tensor<4x6xf32> -> tensor<4x6xf32>
+  %m = torch.mul %k, %t1 : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+  %n = torch.neg %s : tensor<4x1x6xf32> -> tensor<4x1x6xf32>
+  %z = torch.add %p0, %p3 : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<4x1xf32>
+  %y = torch.relu %q1 : tensor<4x3xf32> -> tensor<4x3xf32>
+  fx.output (%r, %w, %m, %n, %z, %y)
+}
+
+// -----
+
+// Left alone: what looks across several ops (split of a split, a cat of
+// pieces: split-cat-simplify's patterns); a returned join of a graph input
+// (the output would alias the input); a join written in place; a dead op
+// that is not plumbing (dce's job); fx ops; a transpose that does something.
+
+// CHECK-LABEL: fx.graph @leave_alone
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = torch.tanh %x
+// CHECK-NEXT:    %b0, %b1 = torch.split %a sections [2, 4] dim 1
+// CHECK-NEXT:    %c0, %c1 = torch.split %b1 sections [2, 2] dim 1
+// CHECK-NEXT:    %j = torch.cat %b0, %c0 dim 1
+// CHECK-NEXT:    %k = torch.cat %x dim 0
+// CHECK-NEXT:    %h = torch.cat %a dim 0
+// CHECK-NEXT:    %mut = fx.call_method "add_"(%h, 1)
+// CHECK-NEXT:    %unused = torch.exp %x
+// CHECK-NEXT:    %f = fx.call_function "torch.relu"(%x)
+// CHECK-NEXT:    %t = torch.transpose %a dim0 0 dim1 1
+// CHECK-NEXT:    fx.output (%j, %c1, %k, %h, %f, %t)
+fx.graph @leave_alone {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %a = torch.tanh %x : tensor<4x6xf32> -> tensor<4x6xf32>
+  %b0, %b1 = torch.split %a sections [2, 4] dim 1 : tensor<4x6xf32> -> tensor<4x2xf32>, tensor<4x4xf32>
+  %c0, %c1 = torch.split %b1 sections [2, 2] dim 1 : tensor<4x4xf32> -> tensor<4x2xf32>, tensor<4x2xf32>
+  %j = torch.cat %b0, %c0 dim 1 : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x4xf32>
+  %k = torch.cat %x dim 0 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %h = torch.cat %a dim 0 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %mut = fx.call_method "add_"(%h, 1) : tensor<4x6xf32>
+  %unused = torch.exp %x : tensor<4x6xf32> -> tensor<4x6xf32>
+  %f = fx.call_function "torch.relu"(%x) : tensor<4x6xf32>
+  %t = torch.transpose %a dim0 0 dim1 1 : tensor<4x6xf32> -> tensor<6x4xf32>
+  fx.output (%j, %c1, %k, %h, %f, %t)
+}

@@ -252,6 +252,9 @@ def _is_true(attr) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _target_kind(target: str) -> str:
     """The kind of a call_function target, from its name alone."""
+    if target.startswith("_operator."):
+        # what the importer records: `operator.add.__module__` is `_operator`
+        target = target[1:]
     if target in PURE_FUNCTIONS:
         return "pure"
     if target in IMPURE_FUNCTIONS or not target.startswith("torch."):

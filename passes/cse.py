@@ -13,7 +13,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove
 
 from optimus_ir.dialects import fx
-from optimus_ir.effects import is_cse_candidate
+from optimus_ir.traits import is_mergeable
 from optimus_ir.passes.split_cat_common import alias_class, may_alias_operands, may_write_operands
 from optimus_ir.statistics import current_pass_context
 
@@ -170,7 +170,7 @@ class CommonSubexpressionElimination(ModulePass):
                         if operand not in written:
                             written |= alias_class(operand)
                     scopes.invalidate(written)
-                elif not op.regions and op.results and is_cse_candidate(op):
+                elif not op.regions and op.results and is_mergeable(op):
                     stats.attempts += 1
                     key = _Key(op)
                     existing = scopes.lookup(key)

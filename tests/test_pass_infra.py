@@ -22,8 +22,8 @@ from optimus_ir.diagnostics import (
     VerificationError,
     collect_diagnostics,
     emit_warning,
-    parse_module,
 )
+from optimus_ir.parsing import parse_module
 from optimus_ir.dialects.fx import CallFunctionOp, GraphOp, OutputOp, PlaceholderOp, RefAttr
 from optimus_ir.effects import effect_kind
 from optimus_ir.passes.registry import (
@@ -458,6 +458,11 @@ IR_KINDS = [
     ('fx.call_function "torch.cuda.synchronize"()', "impure"),
     ('fx.call_function "operator.getitem"(%x, 0)', "pure"),
     ('fx.call_function "operator.setitem"(%x, 0, 1)', "impure"),
+    # the spelling the importer records (`operator.getitem.__module__`)
+    ('fx.call_function "_operator.getitem"(%x, 0)', "pure"),
+    ('fx.call_function "_operator.add"(%x, %x)', "pure"),
+    ('fx.call_function "_operator.setitem"(%x, 0, 1)', "impure"),
+    ('fx.call_function "_operator.iadd"(%x, %x)', "impure"),
     ('fx.call_function "my.module.fn"(%x)', "impure"),
     ('fx.call_function "builtins.print"(%x)', "impure"),
     ('fx.call_method "view"(%x, -1)', "pure"),

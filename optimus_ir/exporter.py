@@ -237,20 +237,12 @@ def _read_target(module: torch.nn.Module, target: str) -> Any:
     return value
 
 
-class AttributeReader:
+def read_attributes(module: torch.nn.Module, targets: tuple[str, ...]) -> tuple[Any, ...]:
     """The slow path of the generated code: every get_attr target read with
-    getattr, as FX's own code reads them, returned as a tuple. Used when an
-    attribute no longer lives in the dict it lived in when the code was made."""
-
-    def __init__(self, targets: Sequence[str]) -> None:
-        self.targets = tuple(targets)
-        self._getters = tuple(operator.attrgetter(target) for target in self.targets)
-
-    def __call__(self, module: torch.nn.Module) -> tuple[Any, ...]:
-        return tuple(getter(module) for getter in self._getters)
-
-    def __repr__(self) -> str:
-        return f"AttributeReader({len(self.targets)} targets)"
+    getattr, as FX's own code reads them. Taken when an attribute no longer
+    lives in the dict it lived in when the code was made. A module-level
+    function, so that the generated code can be pickled (FX imports it)."""
+    return tuple(_read_target(module, target) for target in targets)
 
 
 def _plain_name(var: str) -> str:
@@ -268,7 +260,7 @@ class _FastAttributes:
     `.to()`, and parameters reassigned or registered anew are all followed.
     Should an attribute have moved to another kind of attribute (a parameter
     deleted and set again as a buffer), the dict lookup misses and the whole
-    prologue falls back to getattr (`AttributeReader`): slower, same values.
+    prologue falls back to getattr (`read_attributes`): slower, same values.
     Nothing else runs before the prologue, so the fallback repeats no work.
     """
 
@@ -321,16 +313,16 @@ class _FastAttributes:
                 setup.append(f"{table} = {owner}.{kind}")
                 dicts[holder] = table
             reads.append(f"{node!r} = {table}[{key!r}]")
-        reader = AttributeReader([str(n.target) for n in fetched])
-        reader_name = namespace.create_name("_read_attributes", reader)
-        self._attr_globals = [(reader_name, reader)]
-        targets = ", ".join(repr(n) for n in fetched)
+        reader_name = namespace.create_name("read_attributes", read_attributes)
+        self._attr_globals = [(reader_name, read_attributes)]
+        names = ", ".join(repr(n) for n in fetched)
+        targets = "".join(f"{str(n.target)!r}, " for n in fetched).rstrip(" ")
         self._attr_prologue = "".join(
             [
                 "\n    try:  # parameters and buffers straight from the module dicts",
                 *(f"\n        {line}" for line in setup + reads),
                 "\n    except KeyError:  # an attribute changed kind since this code was made",
-                f"\n        {targets}, = {reader_name}({root_module})",
+                f"\n        {names}, = {reader_name}({root_module}, ({targets}))",
             ]
         )
         kept = [n for n in all_nodes if not (n.op == "get_attr" and n.meta.get(ATTR_PATH_META))]

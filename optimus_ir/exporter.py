@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import torch
 import torch.fx
-from torch.fx.graph import CodeGen, PythonCode, _PyTreeCodeGen, _PyTreeInfo
+from torch.fx.graph import CodeGen, PythonCode, _PyTreeCodeGen
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
@@ -259,13 +259,14 @@ class _FastAttributes:
     The dicts are read on every call, so in-place updates, `load_state_dict`,
     `.to()`, and parameters reassigned or registered anew are all followed.
     Should an attribute have moved to another kind of attribute (a parameter
-    deleted and set again as a buffer), the dict lookup misses and the whole
+    deleted and set again as a buffer, a submodule replaced by something that
+    is no module), the dict lookup misses and the whole
     prologue falls back to getattr (`read_attributes`): slower, same values.
     Nothing else runs before the prologue, so the fallback repeats no work.
     """
 
     _attr_prologue: str | None = None
-    _attr_globals: list[tuple[str, Any]]
+    _attr_globals: tuple[tuple[str, Any], ...] = ()
 
     def _gen_python_code(
         self, nodes: Any, root_module: str, namespace: Any, **kwargs: Any
@@ -274,7 +275,7 @@ class _FastAttributes:
         fetched = [
             n for n in all_nodes if n.op == "get_attr" and n.meta.get(ATTR_PATH_META)
         ]
-        self._attr_globals = []
+        self._attr_globals = ()
         if not fetched:
             self._attr_prologue = None
             return super()._gen_python_code(all_nodes, root_module, namespace, **kwargs)  # type: ignore[misc]
@@ -314,24 +315,25 @@ class _FastAttributes:
                 dicts[holder] = table
             reads.append(f"{node!r} = {table}[{key!r}]")
         reader_name = namespace.create_name("read_attributes", read_attributes)
-        self._attr_globals = [(reader_name, read_attributes)]
+        self._attr_globals = ((reader_name, read_attributes),)
         names = ", ".join(repr(n) for n in fetched)
         targets = "".join(f"{str(n.target)!r}, " for n in fetched).rstrip(" ")
         self._attr_prologue = "".join(
             [
                 "\n    try:  # parameters and buffers straight from the module dicts",
                 *(f"\n        {line}" for line in setup + reads),
-                "\n    except KeyError:  # an attribute changed kind since this code was made",
+                "\n    except (KeyError, AttributeError):  # an attribute moved since this code was made",
                 f"\n        {names}, = {reader_name}({root_module}, ({targets}))",
             ]
         )
-        kept = [n for n in all_nodes if not (n.op == "get_attr" and n.meta.get(ATTR_PATH_META))]
+        hoisted = set(fetched)
+        index_of = [i for i, n in enumerate(all_nodes) if n not in hoisted]
+        kept = [all_nodes[i] for i in index_of]
         try:
             code = super()._gen_python_code(kept, root_module, namespace, **kwargs)  # type: ignore[misc]
         finally:
             self._attr_prologue = None
         if code._lineno_map is not None:  # node indices refer to the full node list
-            index_of = [i for i, n in enumerate(all_nodes) if not (n.op == "get_attr" and n.meta.get(ATTR_PATH_META))]
             code._lineno_map = {
                 line: None if index is None else index_of[index]
                 for line, index in code._lineno_map.items()
@@ -396,9 +398,6 @@ class FastPyTreeCodeGen(_FastAttributes, _PyTreeCodeGen):
     (returned as a literal, no `tree_unflatten`). Other specs keep the pytree
     code. `process_inputs`/`process_outputs` and the specs are unchanged, so
     interpreters and `gm._in_spec`/`_out_spec` see the same convention."""
-
-    def __init__(self, pytree_info: _PyTreeInfo) -> None:
-        super().__init__(pytree_info)
 
     def _argument_names(self) -> list[str]:
         return list(self.pytree_info.orig_args) if self.pytree_info else []

@@ -112,6 +112,9 @@ def test_reassigned_nested_parameter_and_submodule_are_followed() -> None:
     replacement.bias = nn.Parameter(torch.zeros(8))
     gm.add_module("0", replacement)
     _assert_identical(gm(h), model.mlp[2](torch.zeros(3, 8)))
+    gm.add_module("0", None)  # no module at all: the slow path reports it as getattr does
+    with pytest.raises(AttributeError, match="weight"):
+        gm(h)
 
 
 def test_attribute_that_changes_kind_falls_back_to_getattr(recsys) -> None:
@@ -191,7 +194,7 @@ def test_code_stays_readable_and_copies_work(recsys) -> None:
     model, (x,), gm = recsys
     code = gm.code
     compile(code, "<exported>", "exec")
-    assert "try:" in code and "except KeyError:" in code
+    assert "try:" in code and "except (KeyError, AttributeError):" in code
     assert "= read_attributes(self, ('L__self___towers_0_weight', " in code
     assert "linear = torch._C._nn.linear(" in code
     assert "class GraphModule" in gm.print_readable(print_output=False)

@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench clean
+.PHONY: demo test pytest lit bench bench-export clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_roundtrip.py --sizes 1000,10000,100000
+
+# Per-call time of the module optimize() returns against the original model and
+# the graph Dynamo captured (one thread, batch 64 and 512; a few minutes).
+bench-export: $(STAMP)
+	$(PY) benchmarks/bench_exported_module.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -6,7 +6,9 @@ exactly the values of every spelling `raise-fx` accepts, bit for bit:
 
     torch.linear      -> torch._C._nn.linear           (F.linear)
     torch.layer_norm  -> torch.nn.functional.layer_norm
-    torch.split       -> torch.functional.split(x, [sections], dim) + getitems
+    torch.split       -> torch.split_with_sizes(x, [sections], dim) + getitems
+                         (the ATen binding itself: torch.functional.split is
+                         two Python frames more per call, the same views)
     torch.unbind      -> torch.unbind(x, dim) + getitems
     torch.view        -> torch.Tensor.view(x, [shape])
     torch.slice       -> operator.getitem(x, (:, ..., start:end:step))
@@ -175,7 +177,7 @@ def _tuple_call(op, target: str, args: list[Any]):
 
 @lowers(T.SplitOp)
 def _split(op):
-    return _tuple_call(op, "torch.functional.split", [op.input, _ints(op.sections), op.dim])
+    return _tuple_call(op, "torch.split_with_sizes", [op.input, _ints(op.sections), op.dim])
 
 
 @lowers(T.UnbindOp)

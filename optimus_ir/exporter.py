@@ -9,16 +9,25 @@ buffers and submodules.
 For IR that has no owner (hand-written or parsed text), `missing_attributes=
 "random"` makes up parameters of the recorded shapes and dtypes, seeded, so
 that the graph can still be run (used by differential validation).
+
+The returned module's generated `forward` costs no more per call than the
+graph itself (see `FastCodeGen`): parameters and buffers are read from the
+modules' own dicts instead of through `nn.Module.__getattr__`, and a plain
+calling convention (positional or keyword tensors in, a tuple, list, dict or
+single value out) is written out directly instead of through pytree
+flatten/unflatten.
 """
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import torch
 import torch.fx
+from torch.fx.graph import CodeGen, PythonCode, _PyTreeCodeGen
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation
 
@@ -154,6 +163,295 @@ def _where(op: Operation) -> str:
     return f"'{op.name}'"
 
 
+# ---------------------------------------------------------------------------
+# Generated code: attribute reads and calling convention without per-call
+# overhead
+# ---------------------------------------------------------------------------
+
+ATTR_PATH_META = "optimus_attr_path"
+"""`node.meta` key of a get_attr node: the module dicts that hold its target
+in the exported module, as `(("_modules", "towers"), ("_parameters", "weight"))`
+for `towers.weight`. `FastCodeGen` reads the value through these dicts."""
+
+AttrPath = tuple[tuple[str, str], ...]
+
+
+def attribute_path(root: torch.nn.Module, target: str) -> AttrPath | None:
+    """The dicts that hold get_attr `target` once `torch.fx.GraphModule(root, ...)`
+    has copied it (submodules in `_modules`, the leaf in `_parameters`,
+    `_buffers` or `_modules`, as GraphModule's own attribute copy registers it),
+    or None where the value is no parameter, tensor or module (read by getattr)."""
+    *prefix, leaf = target.split(".")
+    owner: Any = root
+    path: list[tuple[str, str]] = []
+    for part in prefix:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+        path.append(("_modules", part))
+    value = getattr(owner, leaf, None)
+    if isinstance(value, torch.nn.Parameter):
+        kind = "_parameters"
+    elif isinstance(value, torch.Tensor):
+        kind = "_buffers"  # GraphModule registers a plain tensor as a buffer
+    elif isinstance(value, torch.nn.Module):
+        kind = "_modules"
+    else:
+        return None
+    path.append((kind, leaf))
+    return tuple(path)
+
+
+def _read_path(module: torch.nn.Module, path: AttrPath) -> Any:
+    """The value at `path` (KeyError/AttributeError where the dicts differ)."""
+    value: Any = module
+    for kind, key in path:
+        value = getattr(value, kind)[key]
+    return value
+
+
+def _read_target(module: torch.nn.Module, target: str) -> Any:
+    value: Any = module
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def read_attributes(module: torch.nn.Module, targets: tuple[str, ...]) -> tuple[Any, ...]:
+    """The slow path of the generated code: every get_attr target read with
+    getattr, as FX's own code reads them. Taken when an attribute no longer
+    lives in the dict it lived in when the code was made. A module-level
+    function, so that the generated code can be pickled (FX imports it)."""
+    return tuple(_read_target(module, target) for target in targets)
+
+
+def _plain_name(var: str) -> str:
+    """A free variable of FX's codegen without annotation, default or comment."""
+    return var.split("#")[0].split(":")[0].split("=")[0].strip()
+
+
+class _FastAttributes:
+    """Mixin for a CodeGen: get_attr nodes that carry `ATTR_PATH_META` are read
+    at the top of `forward` from the modules' dicts (`self._parameters[...]`, a
+    dict lookup) instead of one `self.name` each, which fails the instance
+    lookup and falls back to the Python-level `nn.Module.__getattr__`.
+
+    The dicts are read on every call, so in-place updates, `load_state_dict`,
+    `.to()`, and parameters reassigned or registered anew are all followed.
+    Should an attribute have moved to another kind of attribute (a parameter
+    deleted and set again as a buffer, a submodule replaced by something that
+    is no module), the dict lookup misses and the whole
+    prologue falls back to getattr (`read_attributes`): slower, same values.
+    Nothing else runs before the prologue, so the fallback repeats no work.
+    """
+
+    _attr_prologue: str | None = None
+    _attr_globals: tuple[tuple[str, Any], ...] = ()
+
+    def _gen_python_code(
+        self, nodes: Any, root_module: str, namespace: Any, **kwargs: Any
+    ) -> PythonCode:
+        all_nodes = list(nodes)
+        fetched = [
+            n for n in all_nodes if n.op == "get_attr" and n.meta.get(ATTR_PATH_META)
+        ]
+        self._attr_globals = ()
+        if not fetched:
+            self._attr_prologue = None
+            return super()._gen_python_code(all_nodes, root_module, namespace, **kwargs)  # type: ignore[misc]
+        reserved = {n.target for n in all_nodes if n.op == "placeholder"}
+        reserved |= set(self._argument_names())
+
+        def local(hint: str) -> str:
+            name = namespace.create_name(hint, None)
+            while name in reserved:
+                name = namespace.create_name(hint, None)
+            return name
+
+        owners: dict[tuple[tuple[str, str], ...], str] = {(): root_module}
+        dicts: dict[tuple[tuple[str, str], ...], str] = {}
+        setup: list[str] = []
+        reads: list[str] = []
+
+        def owner_of(path: tuple[tuple[str, str], ...]) -> str:
+            name = owners.get(path)
+            if name is None:
+                parent = owner_of(path[:-1])
+                kind, key = path[-1]
+                name = local("_mod_" + "_".join(k for _, k in path))
+                setup.append(f"{name} = {parent}.{kind}[{key!r}]")
+                owners[path] = name
+            return name
+
+        for node in fetched:
+            path = node.meta[ATTR_PATH_META]
+            *prefix, (kind, key) = path
+            holder = (*prefix, (kind, ""))
+            table = dicts.get(holder)
+            if table is None:
+                owner = owner_of(tuple(prefix))
+                table = local(f"_{kind.strip('_')}" + "".join(f"_{k}" for _, k in prefix))
+                setup.append(f"{table} = {owner}.{kind}")
+                dicts[holder] = table
+            reads.append(f"{node!r} = {table}[{key!r}]")
+        reader_name = namespace.create_name("read_attributes", read_attributes)
+        self._attr_globals = ((reader_name, read_attributes),)
+        names = ", ".join(repr(n) for n in fetched)
+        targets = "".join(f"{str(n.target)!r}, " for n in fetched).rstrip(" ")
+        self._attr_prologue = "".join(
+            [
+                "\n    try:  # parameters and buffers straight from the module dicts",
+                *(f"\n        {line}" for line in setup + reads),
+                "\n    except (KeyError, AttributeError):  # an attribute moved since this code was made",
+                f"\n        {names}, = {reader_name}({root_module}, ({targets}))",
+            ]
+        )
+        hoisted = set(fetched)
+        index_of = [i for i, n in enumerate(all_nodes) if n not in hoisted]
+        kept = [all_nodes[i] for i in index_of]
+        try:
+            code = super()._gen_python_code(kept, root_module, namespace, **kwargs)  # type: ignore[misc]
+        finally:
+            self._attr_prologue = None
+        if code._lineno_map is not None:  # node indices refer to the full node list
+            code._lineno_map = {
+                line: None if index is None else index_of[index]
+                for line, index in code._lineno_map.items()
+            }
+        return code
+
+    def _argument_names(self) -> list[str]:
+        return []
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        return [*super().additional_globals(), *self._attr_globals]  # type: ignore[misc]
+
+    def _with_prologue(self, definition: str) -> str:
+        return definition + (self._attr_prologue or "")
+
+
+class FastCodeGen(_FastAttributes, CodeGen):
+    """FX's plain calling convention (placeholders are the arguments) with
+    get_attr reads from the module dicts (`_FastAttributes`)."""
+
+    def gen_fn_def(
+        self, free_vars: list[str], maybe_return_annotation: str, *, expanded_def: bool = False
+    ) -> str:
+        return self._with_prologue(
+            super().gen_fn_def(free_vars, maybe_return_annotation, expanded_def=expanded_def)
+        )
+
+
+def _plain_output(spec: Any) -> bool:
+    """Whether an output spec is tuples, lists, dicts (str/int keys) and None
+    over leaves, which Python literals rebuild exactly."""
+    if spec.is_leaf():
+        return True
+    if spec.type is type(None):
+        return True
+    if spec.type is dict:
+        if not all(type(key) in (str, int) for key in spec.context):
+            return False
+    elif spec.type not in (tuple, list):
+        return False
+    return all(_plain_output(child) for child in spec.children())
+
+
+def _output_literal(spec: Any, leaves: Any, repr_fn: Any) -> str:
+    if spec.is_leaf():
+        return repr_fn(next(leaves))
+    if spec.type is type(None):
+        return "None"
+    items = [_output_literal(child, leaves, repr_fn) for child in spec.children()]
+    if spec.type is dict:
+        return "{" + ", ".join(f"{key!r}: {item}" for key, item in zip(spec.context, items)) + "}"
+    if spec.type is list:
+        return "[" + ", ".join(items) + "]"
+    return "(" + "".join(f"{item}, " for item in items).rstrip(" ") + ")"
+
+
+class FastPyTreeCodeGen(_FastAttributes, _PyTreeCodeGen):
+    """The pytree calling convention of a Dynamo/export graph (`_PyTreeCodeGen`)
+    written out directly where it is plain: every positional and keyword
+    input a leaf (`def forward(self, x, y)` binds the placeholders itself, no
+    `tree_flatten_spec`) and the output tuples/lists/dicts/None over leaves
+    (returned as a literal, no `tree_unflatten`). Other specs keep the pytree
+    code. `process_inputs`/`process_outputs` and the specs are unchanged, so
+    interpreters and `gm._in_spec`/`_out_spec` see the same convention."""
+
+    def _argument_names(self) -> list[str]:
+        return list(self.pytree_info.orig_args) if self.pytree_info else []
+
+    def _plain_inputs(self, free_vars: list[str]) -> bool:
+        info = self.pytree_info
+        if info is None or info.in_spec is None:
+            return False
+        args = list(info.orig_args)
+        if args[:1] == ["self"] or len(free_vars) != len(args):
+            return False
+        spec = info.in_spec
+        if (
+            spec.type is tuple
+            and spec.num_children == 2
+            and spec.child(0).type is tuple
+            and spec.child(1).type is dict
+        ):
+            leaves = [*spec.child(0).children(), *spec.child(1).children()]
+        elif spec.type in (tuple, list):
+            leaves = spec.children()
+        else:
+            return False
+        return len(leaves) == len(args) and all(leaf.is_leaf() for leaf in leaves)
+
+    def gen_fn_def(
+        self, free_vars: list[str], maybe_return_annotation: str, *, expanded_def: bool = False
+    ) -> str:
+        if not self._plain_inputs(free_vars):
+            return self._with_prologue(
+                super().gen_fn_def(free_vars, maybe_return_annotation, expanded_def=expanded_def)
+            )
+        args = list(self.pytree_info.orig_args)
+        definition = CodeGen.gen_fn_def(
+            self, args[:], maybe_return_annotation, expanded_def=expanded_def
+        )
+        for var, arg in zip(free_vars, args):
+            name = _plain_name(var)
+            if name != arg:
+                definition += f"\n    {name} = {arg}"
+        return self._with_prologue(definition)
+
+    def generate_output(
+        self,
+        output_args: Any,
+        *,
+        descs: Sequence[str] | None = None,
+        repr_fn: Any = None,
+    ) -> str:
+        info = self.pytree_info
+        spec = info.out_spec if info is not None else None
+        if spec is None or not _plain_output(spec):
+            return super().generate_output(output_args, descs=descs, repr_fn=repr_fn)
+        flat = list(output_args) if isinstance(output_args, list | tuple) else [output_args]
+        if len(flat) != spec.num_leaves:
+            return super().generate_output(output_args, descs=descs, repr_fn=repr_fn)
+        return "return " + _output_literal(spec, iter(flat), repr_fn or repr)
+
+
+def fast_codegen(codegen: CodeGen | None) -> CodeGen | None:
+    """The fast counterpart of an FX graph's codegen (same calling convention);
+    a codegen of another kind (torch.export's own) is kept as it is."""
+    if codegen is None or type(codegen) is CodeGen:
+        fast: CodeGen = FastCodeGen()
+    elif type(codegen) is _PyTreeCodeGen:
+        fast = FastPyTreeCodeGen(codegen.pytree_info)
+    else:
+        return codegen
+    if codegen is not None:
+        fast._body_transformer = codegen._body_transformer  # noqa: SLF001
+        fast._func_name = codegen._func_name  # noqa: SLF001
+    return fast
+
+
 def export_graph(
     program: ImportedGraph | ModuleOp,
     owner: torch.nn.Module | None = None,
@@ -187,8 +485,7 @@ def export_graph(
 
     generator = torch.Generator().manual_seed(seed)
     graph = torch.fx.Graph()
-    if codegen is not None:
-        graph.set_codegen(codegen)
+    graph.set_codegen(fast_codegen(codegen))
     nodes: dict[Any, torch.fx.Node] = {}
     made_up: dict[str, torch.Tensor] = {}
 
@@ -223,8 +520,33 @@ def export_graph(
             except GraphExportError as error:
                 raise GraphExportError(f"{_where(op)}: {error}") from None
             result = op.results[0]
-            nodes[result] = graph.create_node(
-                kind, target, args, kwargs, name=node_name(result.name_hint)
-            )
+            node = graph.create_node(kind, target, args, kwargs, name=node_name(result.name_hint))
+            if kind == "get_attr":
+                path = attribute_path(root, target)
+                if path is not None:
+                    node.meta[ATTR_PATH_META] = path
+            nodes[result] = node
         graph.lint()
-        return torch.fx.GraphModule(root, graph)
+        gm = torch.fx.GraphModule(root, graph)
+        _check_attribute_paths(gm)
+        return gm
+
+
+def _check_attribute_paths(gm: torch.fx.GraphModule) -> None:
+    """Drop the recorded dict path of any get_attr whose path does not reach
+    the very object getattr reaches in `gm` (an owner laid out unusually), and
+    regenerate the code then; the usual case costs one lookup per attribute."""
+    stale = False
+    for node in gm.graph.find_nodes(op="get_attr"):
+        path = node.meta.get(ATTR_PATH_META)
+        if path is None:
+            continue
+        try:
+            same = _read_path(gm, path) is _read_target(gm, node.target)
+        except (AttributeError, KeyError, TypeError):
+            same = False
+        if not same:
+            del node.meta[ATTR_PATH_META]
+            stale = True
+    if stale:
+        gm.recompile()

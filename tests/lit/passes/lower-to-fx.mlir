@@ -4,7 +4,7 @@
 
 // CHECK-LABEL: fx.graph @split_unbind
 // CHECK-NEXT:    %x = fx.placeholder "x"
-// CHECK-NEXT:    %[[T0:[0-9]+]] = fx.call_function "torch.functional.split"(%x, [4, 4, 4], 1)
+// CHECK-NEXT:    %[[T0:[0-9]+]] = fx.call_function "torch.split_with_sizes"(%x, [4, 4, 4], 1)
 // CHECK-NEXT:    %a = fx.call_function "_operator.getitem"(%[[T0]], 0)
 // CHECK-NEXT:    %b = fx.call_function "_operator.getitem"(%[[T0]], 2)
 // CHECK-NEXT:    %[[T1:[0-9]+]] = fx.call_function "torch.unbind"(%x, 0)

@@ -26,7 +26,6 @@ kind before and after, the passes run with their statistics, time per phase.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import time
 from collections import Counter
@@ -36,7 +35,7 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.graph import CodeGen, _PyTreeCodeGen
+from torch.fx.graph import _PyTreeCodeGen
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -343,21 +342,7 @@ def _optimize(
     phases["passes"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    if guard_strides:
-        guard = _stride_guard(program)
-        if guard is not None:
-            program = ImportedGraph(
-                program.module,
-                program.owner,
-                program.objects,
-                _guarded_codegen(program.codegen, guard),
-                program.output_strides,
-            )
-    result = export_graph(program)
-    if guard_strides and guard is not None:
-        # A plain attribute, not a submodule: the fallback's parameters are
-        # the model's, and must not appear twice in the result's state.
-        result.__dict__["_optimus_fallback"] = gm
+    result = export_graph(program, fallback=gm if guard_strides else None)
     phases["export"] = time.perf_counter() - start
 
     report = OptimizeReport(
@@ -418,7 +403,6 @@ def _match_output_strides(program: ImportedGraph) -> None:
         output.operands[index] = fixed.results[0]
 
 
-_Guard = tuple[list[tuple[str, tuple[int, ...]]], list[str]]
 
 
 def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: int = 16) -> bool:
@@ -461,69 +445,6 @@ def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: 
         if any(a <= b for a, b in zip(significant, significant[1:])):
             return False
     return True
-
-
-def _stride_guard(program: ImportedGraph) -> _Guard | None:
-    """(placeholder name, strides) of every tensor input and the names of all
-    placeholders, or None when the graph has no input to check."""
-    guard = []
-    names = []
-    for op in graph_of(program.module).block.ops:
-        if not isinstance(op, fx.PlaceholderOp):
-            continue
-        name = op.target.data
-        names.append(name)
-        strides = fx.input_strides(op)
-        if strides is None or name.startswith("*") or not name.isidentifier():
-            continue
-        guard.append((name, strides))
-    return (guard, names) if guard else None
-
-
-class _StrideGuardMixin:
-    """Adds the stride check after the (flattened) inputs are bound."""
-
-    _optimus_guard: str
-
-    def gen_fn_def(self, free_vars, maybe_return_annotation, *, expanded_def=False):  # type: ignore[no-untyped-def]
-        head = super().gen_fn_def(  # type: ignore[misc]
-            free_vars, maybe_return_annotation, expanded_def=expanded_def
-        )
-        return head + self._optimus_guard
-
-
-_GUARDED_CLASSES: dict[type, type] = {}
-
-
-def _guarded_codegen(codegen: Any, guard: _Guard) -> CodeGen:
-    """A copy of `codegen` (same class, so FX still sees a pytree codegen)
-    whose `forward` starts with
-
-        if x.stride() != (1, 4) or ...:
-            return self._optimus_fallback(<the call's arguments>)
-    """
-    checks, placeholders = guard
-    base = codegen if codegen is not None else CodeGen()
-    info = getattr(base, "pytree_info", None)
-    if info is not None and getattr(info, "orig_args", None) is not None:
-        call_args = [a for a in info.orig_args if a != "self"]
-    else:
-        call_args = None
-    cls = type(base)
-    guarded_cls = _GUARDED_CLASSES.get(cls)
-    if guarded_cls is None:
-        guarded_cls = _GUARDED_CLASSES[cls] = type(
-            f"StrideGuarded{cls.__name__}", (_StrideGuardMixin, cls), {}
-        )
-    guarded = copy.copy(base)
-    guarded.__class__ = guarded_cls
-    test = " or ".join(f"{name}.stride() != {strides!r}" for name, strides in checks)
-    if call_args is None:
-        call_args = placeholders
-    guarded._optimus_guard = (  # type: ignore[attr-defined]
-        f"\n    if {test}:\n        return self._optimus_fallback({', '.join(call_args)})"
-    )
-    return guarded
 
 
 __all__ = [

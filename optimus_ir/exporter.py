@@ -20,9 +20,9 @@ flatten/unflatten.
 
 from __future__ import annotations
 
-import operator
+import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import torch
@@ -247,6 +247,9 @@ class _FastAttributes:
 
     _attr_prologue: str | None = None
     _attr_globals: tuple[tuple[str, Any], ...] = ()
+    _guard: str = ""
+    """Source run first in `forward`, after the arguments are bound (the
+    call-time stride check of `export_graph(fallback=...)`)."""
 
     def _gen_python_code(
         self, nodes: Any, root_module: str, namespace: Any, **kwargs: Any
@@ -327,7 +330,7 @@ class _FastAttributes:
         return [*super().additional_globals(), *self._attr_globals]  # type: ignore[misc]
 
     def _with_prologue(self, definition: str) -> str:
-        return definition + (self._attr_prologue or "")
+        return definition + self._guard + (self._attr_prologue or "")
 
 
 class FastCodeGen(_FastAttributes, CodeGen):
@@ -437,19 +440,80 @@ class FastPyTreeCodeGen(_FastAttributes, _PyTreeCodeGen):
         return "return " + _output_literal(spec, iter(flat), repr_fn or repr)
 
 
-def fast_codegen(codegen: CodeGen | None) -> CodeGen | None:
-    """The fast counterpart of an FX graph's codegen (same calling convention);
-    a codegen of another kind (torch.export's own) is kept as it is."""
+class _GuardedCodeGen:
+    """Mixin for a codegen of another kind (torch.export's own): the guard
+    goes right after the function head, as in `_FastAttributes`."""
+
+    _guard: str = ""
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *, expanded_def: bool = False) -> str:
+        head = super().gen_fn_def(  # type: ignore[misc]
+            free_vars, maybe_return_annotation, expanded_def=expanded_def
+        )
+        return head + self._guard
+
+
+_GUARDED_CLASSES: dict[type, type] = {}
+
+
+def fast_codegen(codegen: CodeGen | None, guard: str = "") -> CodeGen:
+    """The fast counterpart of an FX graph's codegen (same calling convention)
+    that runs `guard` first; a codegen of another kind (torch.export's own)
+    keeps its code, with the guard added after its function head."""
     if codegen is None or type(codegen) is CodeGen:
         fast: CodeGen = FastCodeGen()
     elif type(codegen) is _PyTreeCodeGen:
         fast = FastPyTreeCodeGen(codegen.pytree_info)
     else:
-        return codegen
+        if not guard:
+            return codegen
+        cls = type(codegen)
+        guarded_cls = _GUARDED_CLASSES.get(cls)
+        if guarded_cls is None:
+            guarded_cls = _GUARDED_CLASSES[cls] = type(f"Guarded{cls.__name__}", (_GuardedCodeGen, cls), {})
+        fast = copy.copy(codegen)
+        fast.__class__ = guarded_cls
+        fast._guard = guard  # type: ignore[attr-defined]
+        return fast
     if codegen is not None:
         fast._body_transformer = codegen._body_transformer  # noqa: SLF001
         fast._func_name = codegen._func_name  # noqa: SLF001
+    fast._guard = guard  # type: ignore[attr-defined]
     return fast
+
+
+FALLBACK_ATTRIBUTE = "_optimus_fallback"
+"""Where `export_graph(fallback=...)` keeps the callable the guard calls."""
+
+
+def stride_guard(graph_op: fx.GraphOp, codegen: CodeGen | None) -> str:
+    """The source of a check that every tensor input has the strides the IR
+    recorded for it (`fx.input_strides`), calling the fallback with the
+    call's own arguments otherwise; "" when there is nothing to check.
+    A module restored by unpickling is re-traced without the check."""
+    checks = []
+    names = []
+    for op in graph_op.block.ops:
+        if not isinstance(op, fx.PlaceholderOp):
+            continue
+        name = op.target.data
+        names.append(name)
+        strides = fx.input_strides(op)
+        if strides is None or name.startswith("*") or not name.isidentifier():
+            continue
+        # A tensor test first: when the code is traced again (unpickling a
+        # GraphModule re-traces its code) the inputs are proxies, and the
+        # check must stay out of the traced graph.
+        checks.append(f"isinstance({name}, torch.Tensor) and {name}.stride() != {strides!r}")
+    if not checks:
+        return ""
+    info = getattr(codegen, "pytree_info", None)
+    if info is not None and getattr(info, "orig_args", None) is not None:
+        names = [a for a in info.orig_args if a != "self"]
+    return (
+        f"\n    if {' or '.join(f'({c})' for c in checks)}:  # not the strides this code was specialized for"
+        f"\n        return self.{FALLBACK_ATTRIBUTE}({', '.join(names)})"
+    )
 
 
 def export_graph(
@@ -459,6 +523,7 @@ def export_graph(
     *,
     missing_attributes: Literal["error", "random"] = "error",
     seed: int = 0,
+    fallback: Callable[..., Any] | None = None,
 ) -> torch.fx.GraphModule:
     """Build a GraphModule from an fx-dialect module.
 
@@ -466,6 +531,12 @@ def export_graph(
     convention come with it) or a bare ModuleOp, with `owner`/`objects` given
     here. Parameters that the owner lacks are an error, or made up with
     `missing_attributes="random"`.
+
+    With `fallback`, the module's `forward` first checks that its tensor
+    inputs have the strides the IR was specialized for (one `.stride()`
+    comparison each) and calls `fallback` with the same arguments when they
+    do not. It is kept as a plain attribute, not a submodule, so that its
+    parameters (the model's own) do not appear twice in the state dict.
     """
     codegen = None
     if isinstance(program, ImportedGraph):
@@ -485,7 +556,8 @@ def export_graph(
 
     generator = torch.Generator().manual_seed(seed)
     graph = torch.fx.Graph()
-    graph.set_codegen(fast_codegen(codegen))
+    guard = stride_guard(graph_op, codegen) if fallback is not None else ""
+    graph.set_codegen(fast_codegen(codegen, guard))
     nodes: dict[Any, torch.fx.Node] = {}
     made_up: dict[str, torch.Tensor] = {}
 
@@ -529,6 +601,8 @@ def export_graph(
         graph.lint()
         gm = torch.fx.GraphModule(root, graph)
         _check_attribute_paths(gm)
+        if guard:
+            gm.__dict__[FALLBACK_ATTRIBUTE] = fallback
         return gm
 
 

@@ -162,7 +162,7 @@ def _layer_norm(op):
 
 def _tuple_call(op, target: str, args: list[Any]):
     results = list(op.results)
-    whole = call(target, args, {}, TupleType([r.type for r in results]))
+    whole = call(target, args, {}, TupleType(tuple(r.type for r in results)))
     ops: list[Operation] = [whole]
     values: list[SSAValue | None] = []
     for i, res in enumerate(results):

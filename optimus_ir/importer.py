@@ -120,7 +120,7 @@ def _type_of_value(value: Any) -> Attribute:
     ):
         types = [_type_of_value(v) for v in value]
         if all(t is not fx.VALUE for t in types):
-            return TupleType(types)
+            return TupleType(tuple(types))
     return fx.VALUE
 
 

@@ -137,6 +137,7 @@ class GreedyRewriteDriver:
         config: RewriteConfig | None = None,
         *,
         name: str | None = None,
+        listeners: Sequence[PatternRewriterListener] = (),
     ) -> None:
         if isinstance(patterns, RewritePattern):
             patterns = [patterns]
@@ -144,6 +145,9 @@ class GreedyRewriteDriver:
         self.names = [pattern_name(p) for p in self.patterns]
         self.config = config or RewriteConfig()
         self.name = name
+        self.listeners = tuple(listeners)
+        """Extra rewriter listeners (analyses kept up to date as ops are
+        inserted, modified, replaced and erased), called after the driver's."""
         self._worklist: Worklist[Operation] = Worklist()
         self._current: Operation | None = None
 
@@ -221,6 +225,8 @@ class GreedyRewriteDriver:
                 operation_replacement_handler=[self._on_replace],
             )
         )
+        for listener in self.listeners:
+            rewriter.extend_from_listener(listener)
         patterns = list(zip(self.patterns, self.names, stats))
         worklist = self._worklist = Worklist()
         rewrites = 0
@@ -326,10 +332,11 @@ def apply_patterns(
     config: RewriteConfig | None = None,
     *,
     name: str | None = None,
+    listeners: Sequence[PatternRewriterListener] = (),
 ) -> bool:
     """Run `patterns` greedily on `root` with the bounded driver; returns
-    whether the IR changed."""
-    return GreedyRewriteDriver(patterns, config, name=name).rewrite(root)
+    whether the IR changed. `listeners` are told of every change."""
+    return GreedyRewriteDriver(patterns, config, name=name, listeners=listeners).rewrite(root)
 
 
 @dataclass(frozen=True)

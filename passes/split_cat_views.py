@@ -58,6 +58,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
@@ -484,6 +485,9 @@ class _SplitJoinToView(RewritePattern):
     join_types: tuple[type[Operation], ...] = (t.CatOp, t.StackOp)
     wrapped: bool = False
 
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
+
     def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
         return True
 
@@ -578,7 +582,11 @@ class _SplitJoinToView(RewritePattern):
             result = values[0]
             layout_kept = same_layout(join.results[0], result)
             if not can_forward_as_alias(
-                join.results[0], runs[0].op.input, whole=whole, contiguous=layout_kept
+                join.results[0],
+                runs[0].op.input,
+                whole=whole,
+                contiguous=layout_kept,
+                aliases=self.aliases,
             ):
                 return
         else:
@@ -830,16 +838,23 @@ class FoldViewChain(RewritePattern):
         return True
 
 
-VIEW_PATTERNS: list[RewritePattern] = [
-    SplitStackToView(),
-    SplitCatToView(),
-    SplitReshapeJoinToView(),
-    FoldViewChain(),
-]
-"""The view-chain patterns, in the order `split-cat-simplify` runs them."""
+def view_patterns(aliases: AliasAnalysis | None = None) -> list[RewritePattern]:
+    """The view-chain patterns, in the order `split-cat-simplify` runs them;
+    the split -> join ones ask `aliases` (when given) for alias facts."""
+    return [
+        SplitStackToView(aliases),
+        SplitCatToView(aliases),
+        SplitReshapeJoinToView(aliases),
+        FoldViewChain(),
+    ]
+
+
+VIEW_PATTERNS: list[RewritePattern] = view_patterns()
+"""The view-chain patterns without an analysis (they walk alias classes)."""
 
 __all__ = [
     "VIEW_PATTERNS",
+    "view_patterns",
     "FoldViewChain",
     "SplitCatToView",
     "SplitReshapeJoinToView",

@@ -415,7 +415,8 @@ def _as_input(value: SSAValue, wrapped: bool) -> _Input | None:
 
 
 def _section(op: t.SplitOp | t.UnbindOp, index: int) -> int:
-    return sections_of(op)[index] if isinstance(op, t.SplitOp) else 1
+    """The size of piece `index` (O(1): asked once per join operand)."""
+    return op.sections.data[index].data if isinstance(op, t.SplitOp) else 1
 
 
 def _find_runs(join: t.CatOp | t.StackOp, wrapped: bool) -> list[_Run | SSAValue]:

@@ -478,6 +478,16 @@ class CatOfSplitPieces(AliasAwarePattern):
         new_cat = t.CatOp(new_inputs, dim, result_type=op.result.type)
         rewriter.replace(op, [new_cat])
 
+    def _offsets(self, split: t.SplitOp) -> list[int]:
+        """`offsets(sections_of(split))`, computed once per split op (split
+        properties never change; a rewrite makes a new op): K cats of runs
+        of one K-piece split would otherwise be quadratic."""
+        cache: dict[t.SplitOp, list[int]] = self.__dict__.setdefault("_offset_cache", {})
+        found = cache.get(split)
+        if found is None:
+            found = cache[split] = offsets(sections_of(split))
+        return found
+
     def _single_run(self, op: t.CatOp, run: Run, dim: int, rewriter: PatternRewriter) -> bool:
         split = run.op
         if not isinstance(split, t.SplitOp) or split.dim.data != dim:
@@ -492,7 +502,7 @@ class CatOfSplitPieces(AliasAwarePattern):
             return True
         if run.length == 1:
             return False  # cat of one piece: a copy of a view; leave it
-        starts = offsets(sections_of(split))
+        starts = self._offsets(split)
         start, end = starts[run.start], starts[run.stop]
         if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return False

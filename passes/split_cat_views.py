@@ -601,8 +601,9 @@ class _SplitJoinToView(RewritePattern):
         # Commit.
         for old, (new_split, _) in new_splits.items():
             rewriter.insert(new_split, InsertPoint.before(old))
+        join_inputs = list(join.inputs)  # indexing the operand range is O(n) per access
         wrappers = [
-            join.inputs[r.first + i].owner
+            join_inputs[r.first + i].owner
             for r in runs
             if r.wrap is not None
             for i in range(r.length)

@@ -41,6 +41,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
+from optimus_ir.traits import is_elementwise
 from optimus_ir.exporter import export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 
@@ -423,9 +424,7 @@ def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: 
     if have is not None:
         return _insignificant_dims_equal(have, fx.row_major_strides(sizes), sizes)
     owner = value.owner
-    if depth <= 0 or not isinstance(owner, t.UnaryPointwiseOp | t.BinaryPointwiseOp):
-        return False
-    if isinstance(owner, t.DropoutOp):
+    if depth <= 0 or not is_elementwise(owner) or isinstance(owner, t.DropoutOp):
         return False
     for operand in owner.operands:
         oty = operand.type

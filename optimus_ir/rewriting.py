@@ -144,6 +144,7 @@ class GreedyRewriteDriver:
         config: RewriteConfig | None = None,
         *,
         name: str | None = None,
+        listeners: Sequence[PatternRewriterListener] = (),
     ) -> None:
         if isinstance(patterns, RewritePattern):
             patterns = [patterns]
@@ -151,6 +152,9 @@ class GreedyRewriteDriver:
         self.names = [pattern_name(p) for p in self.patterns]
         self.config = config or RewriteConfig()
         self.name = name
+        self.listeners = tuple(listeners)
+        """Extra rewriter listeners (analyses kept up to date as ops are
+        inserted, modified, replaced and erased), called after the driver's."""
         self._worklist: Worklist[Operation] = Worklist()
         self._current: Operation | None = None
 
@@ -228,6 +232,8 @@ class GreedyRewriteDriver:
                 operation_replacement_handler=[self._on_replace],
             )
         )
+        for listener in self.listeners:
+            rewriter.extend_from_listener(listener)
         tried = list(zip(self.patterns, self.names, stats))
         patterns = [entry for entry in tried if not getattr(entry[0], "deferred", False)]
         deferred = [entry for entry in tried if getattr(entry[0], "deferred", False)]
@@ -344,10 +350,11 @@ def apply_patterns(
     config: RewriteConfig | None = None,
     *,
     name: str | None = None,
+    listeners: Sequence[PatternRewriterListener] = (),
 ) -> bool:
     """Run `patterns` greedily on `root` with the bounded driver; returns
-    whether the IR changed."""
-    return GreedyRewriteDriver(patterns, config, name=name).rewrite(root)
+    whether the IR changed. `listeners` are told of every change."""
+    return GreedyRewriteDriver(patterns, config, name=name, listeners=listeners).rewrite(root)
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from optimus_ir.analysis import AliasAnalysis, can_replace_by_copy, fresh_reaches_output
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Run,
-    TORCH_VIEW_OPS,
     alias_class,
     can_forward_as_alias,
     class_is_mutated,
@@ -45,8 +47,6 @@ from optimus_ir.passes.split_cat_common import (
     offsets,
     only_user,
     reaches_output,
-    results_unused,
-    same_layout,
     same_type,
     sections_of,
     shape,
@@ -57,14 +57,14 @@ from optimus_ir.passes.split_cat_common import (
     users,
     view_closure,
 )
-from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
 from optimus_ir.passes.canonicalization_patterns.torch import (  # the local folds of the ops
     EraseDeadPlumbing,
     MergeDeadSplitPieces,
     SingleInputJoin,
     SplitWhole,
 )
-from optimus_ir.rewriting import PatternPass
+from optimus_ir.passes.split_cat_views import view_patterns
+from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
 
 
 # ---------------------------------------------------------------------------
@@ -92,16 +92,62 @@ def _replace_value(rewriter: PatternRewriter, old: SSAValue, new: SSAValue) -> N
     rewriter.replace_all_uses_with(old, new)
 
 
+class AliasAwarePattern(RewritePattern):
+    """A pattern that asks the running pass's `AliasAnalysis` (computed once
+    per pass run, kept up to date by the driver's listener) instead of
+    walking alias classes on every match. Without one (the pattern used on
+    its own) it walks, with the same or a less cautious answer."""
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
+
+    def forwardable(
+        self, fresh: SSAValue, source: SSAValue, *, whole: bool = False, contiguous: bool = False
+    ) -> bool:
+        """`can_forward_as_alias`, with the pass's analysis."""
+        return can_forward_as_alias(
+            fresh, source, whole=whole, contiguous=contiguous, aliases=self.aliases
+        )
+
+    def mutated(self, value: SSAValue) -> bool:
+        """Something aliasing `value` may be written in place."""
+        if self.aliases is not None:
+            return self.aliases.is_mutated(value)
+        return class_is_mutated(alias_class(value))
+
+    def returned(self, value: SSAValue) -> bool:
+        """`value` or one of its views is a graph output."""
+        return fresh_reaches_output(value, self.aliases)
+
+
+def _copy_of_whole(
+    pattern: AliasAwarePattern, op: t.CatOp | t.StackOp, source: SSAValue, rewriter: PatternRewriter
+) -> bool:
+    """The join `op` equals all of `source` but may not become it (e.g. it is
+    returned and would alias an input): replace it by one copy of `source`,
+    `cat([source], d)`, made where the join was (so it reads the same
+    storage at the same point), when that keeps the layout. Only where the
+    obstacle is the output: a value written in place keeps its plumbing."""
+    if not pattern.returned(op.result) or pattern.mutated(op.result) or pattern.mutated(source):
+        return False
+    if not can_replace_by_copy(op.result, source):
+        return False
+    dim = op.dim.data if isinstance(op, t.CatOp) else 0
+    rewriter.replace(op, [t.CatOp([source], dim, result_type=op.result.type)])
+    return True
+
+
 def _forward_pieces(
     rewriter: PatternRewriter,
     join: SSAValue,
     pieces: Sequence[SSAValue],
     inputs: Sequence[SSAValue],
+    pattern: AliasAwarePattern,
 ) -> bool:
     """Replace each used piece of `join` (a fresh cat/stack result split or
     unbound again at the same boundaries) by the join's matching input, where
     that is safe. Returns whether anything changed."""
-    if class_is_mutated(alias_class(join)):
+    if pattern.mutated(join):
         return False
     changed = False
     for piece, value in zip(pieces, inputs):
@@ -109,7 +155,7 @@ def _forward_pieces(
             continue
         # the piece (a view of the fresh join) and the input must be laid out
         # alike (checked by can_forward_as_alias), or no user may care
-        if not can_forward_as_alias(piece, value, whole=True):
+        if not pattern.forwardable(piece, value, whole=True):
             continue
         _replace_value(rewriter, piece, value)
         changed = True
@@ -122,34 +168,69 @@ def _forward_pieces(
 
 class SplitOfSplit(RewritePattern):
     """`split(split(x, S, d)[i], T, d)` where piece i has no other user: one
-    `split(x, S[:i] + T + S[i+1:], d)`. Applied repeatedly it flattens any
-    number of levels. The pieces stay views of the same parts of `x`."""
+    `split(x, S[:i] + T + S[i+1:], d)`. The whole tree of such nested splits
+    under the topmost one is flattened into one split at once (merging two
+    levels at a time would rebuild a split of n pieces n times). The pieces
+    stay views of the same parts of `x`."""
 
     name = "split-of-split"
+
+    @staticmethod
+    def _parent(op: t.SplitOp) -> t.SplitOp | None:
+        """The split whose piece `op` splits again on the same dim, when
+        `op` is that piece's only user."""
+        outer_piece = split_piece_of(op.input)
+        if outer_piece is None:
+            return None
+        outer = outer_piece.op
+        assert isinstance(outer, t.SplitOp)
+        if outer.dim.data != op.dim.data or only_user(op.input) is not op:
+            return None
+        return outer
+
+    @staticmethod
+    def _child(piece: SSAValue, dim: int) -> t.SplitOp | None:
+        user = only_user(piece)
+        if isinstance(user, t.SplitOp) and user.dim.data == dim:
+            return user
+        return None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, t.SplitOp):
             return
-        outer_piece = split_piece_of(op.input)
-        if outer_piece is None:
+        top = self._parent(op)
+        if top is None:
             return
-        outer = outer_piece.op
-        assert isinstance(outer, t.SplitOp)
-        if outer.dim.data != op.dim.data or only_user(op.input) is not op:
-            return
-        i = outer_piece.index
-        outer_sections = sections_of(outer)
-        inner_sections = sections_of(op)
-        spliced = outer_sections[:i] + inner_sections + outer_sections[i + 1 :]
-        types = [r.type for r in outer.results[:i]]
-        types += [r.type for r in op.results]
-        types += [r.type for r in outer.results[i + 1 :]]
-        merged = t.SplitOp(outer.input, spliced, outer.dim.data, result_types=types)
-        rewriter.insert(merged, InsertPoint.before(outer))
-        new = list(merged.results)
-        k = len(inner_sections)
-        rewriter.replace(op, [], new[i : i + k])
-        rewriter.replace(outer, [], new[:i] + [op.input] + new[i + k :])
+        while (up := self._parent(top)) is not None:
+            top = up
+        dim = top.dim.data
+        # pre-order walk of the tree: leaves in order, nested splits found
+        leaves: list[tuple[SSAValue, int]] = []
+        nested: list[t.SplitOp] = []
+        pending = [iter(zip(top.results, sections_of(top)))]
+        while pending:
+            item = next(pending[-1], None)
+            if item is None:
+                pending.pop()
+                continue
+            piece, size = item
+            child = self._child(piece, dim)
+            if child is not None:
+                nested.append(child)
+                pending.append(iter(zip(child.results, sections_of(child))))
+            else:
+                leaves.append((piece, size))
+        merged = t.SplitOp(
+            top.input, [size for _, size in leaves], dim, result_types=[p.type for p, _ in leaves]
+        )
+        rewriter.insert(merged, InsertPoint.before(top))
+        for (piece, _), new in zip(leaves, merged.results):
+            _replace_value(rewriter, piece, new)
+            if not new.name_hint:
+                new.name_hint = piece.name_hint
+        for inner in reversed(nested):
+            rewriter.erase(inner)
+        rewriter.erase(top)
 
 
 class SplitSqueezeToUnbind(RewritePattern):
@@ -162,7 +243,7 @@ class SplitSqueezeToUnbind(RewritePattern):
         if not isinstance(op, t.SplitOp):
             return
         dim = op.dim.data
-        if any(s != 1 for s in sections_of(op)):
+        if any(s.data != 1 for s in op.sections.data):  # no list: called at every visit
             return
         size = static_size(op.input, dim)
         if size is not None and size != len(op.results):
@@ -193,7 +274,7 @@ class SplitSqueezeToUnbind(RewritePattern):
         rewriter.erase(op)
 
 
-class CatOfSplitPieces(RewritePattern):
+class CatOfSplitPieces(AliasAwarePattern):
     """A cat on the split dim of consecutive pieces of one split:
 
     * all pieces in order, nothing else: the split's input;
@@ -269,8 +350,17 @@ class CatOfSplitPieces(RewritePattern):
         new_cat = t.CatOp(new_inputs, dim, result_type=op.result.type)
         rewriter.replace(op, [new_cat])
 
-    @staticmethod
-    def _single_run(op: t.CatOp, run: Run, dim: int, rewriter: PatternRewriter) -> bool:
+    def _offsets(self, split: t.SplitOp) -> list[int]:
+        """`offsets(sections_of(split))`, computed once per split op (split
+        properties never change; a rewrite makes a new op): K cats of runs
+        of one K-piece split would otherwise be quadratic."""
+        cache: dict[t.SplitOp, list[int]] = self.__dict__.setdefault("_offset_cache", {})
+        found = cache.get(split)
+        if found is None:
+            found = cache[split] = offsets(sections_of(split))
+        return found
+
+    def _single_run(self, op: t.CatOp, run: Run, dim: int, rewriter: PatternRewriter) -> bool:
         split = run.op
         if not isinstance(split, t.SplitOp) or split.dim.data != dim:
             return False
@@ -278,22 +368,22 @@ class CatOfSplitPieces(RewritePattern):
         if run.covers_all():
             if not same_type(op.result, source):
                 return False
-            if not can_forward_as_alias(op.result, source, whole=True):
-                return False
+            if not self.forwardable(op.result, source, whole=True):
+                return _copy_of_whole(self, op, source, rewriter)
             rewriter.replace(op, [], [source])
             return True
         if run.length == 1:
             return False  # cat of one piece: a copy of a view; leave it
-        starts = offsets(sections_of(split))
+        starts = self._offsets(split)
         start, end = starts[run.start], starts[run.stop]
-        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+        if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return False
         new = _slice_like(rewriter, source, dim, start, end, op.result)
         rewriter.replace(op, [], [new])
         return True
 
 
-class SplitOfCat(RewritePattern):
+class SplitOfCat(AliasAwarePattern):
     """`split(cat(xs, d), S, d)`: each piece is computed from the cat's inputs
     instead of the fresh copy.
 
@@ -335,9 +425,9 @@ class SplitOfCat(RewritePattern):
             return
         sections = sections_of(op)
         if sizes == sections:
-            _forward_pieces(rewriter, cat.result, list(op.results), inputs)
+            _forward_pieces(rewriter, cat.result, list(op.results), inputs, self)
             return
-        if class_is_mutated(alias_class(cat.result)):
+        if self.mutated(cat.result):
             return
         rank = len(shape(cat.result) or ())
         if any(len(shape(v) or ()) != rank for v in inputs):
@@ -354,7 +444,9 @@ class SplitOfCat(RewritePattern):
             if i is not None:
                 exact.append((piece, inputs[i]))
         if exact:
-            _forward_pieces(rewriter, cat.result, [p for p, _ in exact], [v for _, v in exact])
+            _forward_pieces(
+                rewriter, cat.result, [p for p, _ in exact], [v for _, v in exact], self
+            )
 
     @staticmethod
     def _exact_input(cat_starts: list[int], sizes: list[int], lo: int, hi: int) -> int | None:
@@ -366,9 +458,8 @@ class SplitOfCat(RewritePattern):
                 return i
         return None
 
-    @classmethod
     def _regroup(
-        cls,
+        self,
         op: t.SplitOp,
         cat: t.CatOp,
         inputs: list[SSAValue],
@@ -392,7 +483,7 @@ class SplitOfCat(RewritePattern):
             lo, hi = starts[j], starts[j + 1]
             if hi <= lo:
                 return False  # an empty used piece: leave
-            exact = cls._exact_input(cat_starts, sizes, lo, hi)
+            exact = self._exact_input(cat_starts, sizes, lo, hi)
             if exact is not None:
                 forward[j] = exact
                 continue
@@ -424,7 +515,7 @@ class SplitOfCat(RewritePattern):
         # safety of every replacement, before changing anything
         for j, i in forward.items():
             piece = op.results[j]
-            if not same_type(piece, inputs[i]) or not can_forward_as_alias(
+            if not same_type(piece, inputs[i]) or not self.forwardable(
                 piece, inputs[i], whole=True
             ):
                 return False
@@ -447,7 +538,7 @@ class SplitOfCat(RewritePattern):
                 return False
         for j, (i, _, _) in within.items():
             piece = op.results[j]
-            if not can_forward_as_alias(
+            if not self.forwardable(
                 piece, inputs[i], contiguous=_layout_as_part(piece, inputs[i])
             ):
                 return False
@@ -494,7 +585,7 @@ def _layout_as_part(piece: SSAValue, source: SSAValue) -> bool:
     return all(x == y for x, y, n in zip(a, b, sizes) if n != 1)
 
 
-class UnbindOfStack(RewritePattern):
+class UnbindOfStack(AliasAwarePattern):
     """`unbind(stack(xs, d), d)`: result i is `xs[i]`, forwarded where
     aliasing allows (used results only; partial uses stay correct)."""
 
@@ -508,10 +599,10 @@ class UnbindOfStack(RewritePattern):
             return
         if len(stack.inputs) != len(op.results):
             return
-        _forward_pieces(rewriter, stack.result, list(op.results), list(stack.inputs))
+        _forward_pieces(rewriter, stack.result, list(op.results), list(stack.inputs), self)
 
 
-class StackOfUnbind(RewritePattern):
+class StackOfUnbind(AliasAwarePattern):
     """`stack(unbind(x, d)[i:j], d)` (consecutive results in order): all of
     them is `x`, a part is `slice(x, d, i, j)` -- a view, so only where
     aliasing allows. (Upstream #121228: a stack of part of an unbind must
@@ -534,17 +625,18 @@ class StackOfUnbind(RewritePattern):
         if run.covers_all():
             if not same_type(op.result, source):
                 return
-            if not can_forward_as_alias(op.result, source, whole=True):
+            if not self.forwardable(op.result, source, whole=True):
+                _copy_of_whole(self, op, source, rewriter)
                 return
             rewriter.replace(op, [], [source])
             return
-        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+        if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return
         new = _slice_like(rewriter, source, dim, run.start, run.stop, op.result)
         rewriter.replace(op, [], [new])
 
 
-class JoinOfSlices(RewritePattern):
+class JoinOfSlices(AliasAwarePattern):
     """A cat or stack whose inputs are all step-1 slices (or, for stack,
     selects) of one tensor, in order and touching:
 
@@ -602,8 +694,8 @@ class JoinOfSlices(RewritePattern):
                 return
             self._to_range(op, source, dim, index, index + len(selects), rewriter)
 
-    @staticmethod
     def _to_range(
+        self,
         op: t.CatOp | t.StackOp,
         source: SSAValue,
         dim: int,
@@ -612,16 +704,18 @@ class JoinOfSlices(RewritePattern):
         rewriter: PatternRewriter,
     ) -> None:
         if _is_full_range(source, dim, start, end) and same_type(op.result, source):
-            if can_forward_as_alias(op.result, source, whole=True):
+            if self.forwardable(op.result, source, whole=True):
                 rewriter.replace(op, [], [source])
+            else:
+                _copy_of_whole(self, op, source, rewriter)
             return
-        if not can_forward_as_alias(op.result, source, contiguous=contiguous_part(source, dim)):
+        if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return
         new = _slice_like(rewriter, source, dim, start, end, op.result)
         rewriter.replace(op, [], [new])
 
-    @staticmethod
     def _stack_slices(
+        self,
         op: t.StackOp,
         slices: Sequence[t.SliceOp],
         source: SSAValue,
@@ -640,7 +734,7 @@ class JoinOfSlices(RewritePattern):
         n = len(slices)
         stack_dim = op.dim.data
         same_layout = stack_dim == dim and contiguous_part(source, dim)
-        if not can_forward_as_alias(op.result, source, contiguous=same_layout):
+        if not self.forwardable(op.result, source, contiguous=same_layout):
             return
         new_ops: list[Operation] = []
         value = source
@@ -658,6 +752,65 @@ class JoinOfSlices(RewritePattern):
         rewriter.replace(op, new_ops)
 
 
+class CatOfCat(AliasAwarePattern):
+    """`cat([a, cat([b, c], d), e], d)` -> `cat([a, b, c, e], d)`: an inner
+    cat on the same dim whose only user is the outer cat is flattened into
+    it (recursively, all at once), so splitting a concatenation into
+    smaller ones never leaves more cats than it found.
+
+    Exact: the outer cat copies the same elements in the same order. Left
+    alone: an inner cat with other users (flattening would add a copy), on
+    another dim, that converts dtypes (an input of another element type:
+    the inner conversion rounds), of another rank (legacy empty 1-D
+    inputs), or whose inputs may be written in place (the outer cat reads
+    them later than the inner one did)."""
+
+    name = "cat-of-cat"
+
+    def _flattenable(self, inner: Operation | None, user: t.CatOp, dim: int, rank: int) -> bool:
+        if not isinstance(inner, t.CatOp) or inner.dim.data != dim:
+            return False
+        if only_user(inner.result) is not user:
+            return False
+        inner_type = tensor_type(inner.result)
+        if inner_type is None or len(inner_type.get_shape()) != rank:
+            return False
+        for v in inner.inputs:
+            ty = tensor_type(v)
+            if ty is None or ty.element_type != inner_type.element_type:
+                return False
+            if len(ty.get_shape()) != rank or self.mutated(v):
+                return False
+        return True
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.CatOp):
+            return
+        dim = op.dim.data
+        rank = len(shape(op.result) or ())
+        if not any(self._flattenable(v.owner, op, dim, rank) for v in op.inputs):
+            return
+        inputs: list[SSAValue] = []
+        flattened: list[t.CatOp] = []
+        pending = [(iter(op.inputs), op)]
+        while pending:
+            it, user = pending[-1]
+            value = next(it, None)
+            if value is None:
+                pending.pop()
+                continue
+            inner = value.owner
+            if self._flattenable(inner, user, dim, rank):
+                assert isinstance(inner, t.CatOp)
+                flattened.append(inner)
+                pending.append((iter(inner.inputs), inner))
+            else:
+                inputs.append(value)
+        rewriter.replace(op, [t.CatOp(inputs, dim, result_type=op.result.type)])
+        for inner in flattened:  # outermost first: each is unused once its user is gone
+            rewriter.erase(inner)
+
+
 CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
     EraseDeadPlumbing,
     SingleInputJoin,
@@ -670,6 +823,7 @@ CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
     UnbindOfStack,
     StackOfUnbind,
     JoinOfSlices,
+    CatOfCat,
 )
 """The pass's own patterns, in the order they are tried at each op."""
 
@@ -691,12 +845,30 @@ class SplitCatSimplify(PatternPass):
 
     name = "split-cat-simplify"
 
-    def patterns(self) -> Sequence[RewritePattern]:
-        return [cls() for cls in CORE_PATTERNS] + list(VIEW_PATTERNS)
+    def patterns(self, aliases: AliasAnalysis | None = None) -> Sequence[RewritePattern]:
+        """The patterns, asking `aliases` (when given) for alias facts."""
+        core = [
+            cls(aliases) if issubclass(cls, AliasAwarePattern) else cls()
+            for cls in CORE_PATTERNS
+        ]
+        return core + view_patterns(aliases)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # One alias analysis per run, kept up to date by the driver's
+        # listener: patterns query it instead of walking classes per match.
+        aliases = AliasAnalysis(op)
+        GreedyRewriteDriver(
+            self.patterns(aliases),
+            self.rewrite_config(),
+            name=self.name,
+            listeners=[aliases.listener()],
+        ).rewrite(op)
 
 
 __all__ = [
     "CORE_PATTERNS",
+    "AliasAwarePattern",
+    "CatOfCat",
     "CatOfSplitPieces",
     "EraseDeadPlumbing",
     "JoinOfSlices",

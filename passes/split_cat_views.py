@@ -54,10 +54,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
@@ -418,7 +419,8 @@ def _as_input(value: SSAValue, wrapped: bool) -> _Input | None:
 
 
 def _section(op: t.SplitOp | t.UnbindOp, index: int) -> int:
-    return sections_of(op)[index] if isinstance(op, t.SplitOp) else 1
+    """The size of piece `index` (O(1): asked once per join operand)."""
+    return op.sections.data[index].data if isinstance(op, t.SplitOp) else 1
 
 
 def _find_runs(join: t.CatOp | t.StackOp, wrapped: bool) -> list[_Run | SSAValue]:
@@ -487,6 +489,9 @@ class _SplitJoinToView(RewritePattern):
 
     join_types: tuple[type[Operation], ...] = (t.CatOp, t.StackOp)
     wrapped: bool = False
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
 
     def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
         return True
@@ -582,7 +587,11 @@ class _SplitJoinToView(RewritePattern):
             result = values[0]
             layout_kept = same_layout(join.results[0], result)
             if not can_forward_as_alias(
-                join.results[0], runs[0].op.input, whole=whole, contiguous=layout_kept
+                join.results[0],
+                runs[0].op.input,
+                whole=whole,
+                contiguous=layout_kept,
+                aliases=self.aliases,
             ):
                 return
         else:
@@ -596,8 +605,9 @@ class _SplitJoinToView(RewritePattern):
         # Commit.
         for old, (new_split, _) in new_splits.items():
             rewriter.insert(new_split, InsertPoint.before(old))
+        join_inputs = list(join.inputs)  # indexing the operand range is O(n) per access
         wrappers = [
-            join.inputs[r.first + i].owner
+            join_inputs[r.first + i].owner
             for r in runs
             if r.wrap is not None
             for i in range(r.length)
@@ -775,16 +785,23 @@ class SplitReshapeJoinToView(_SplitJoinToView):
 # ---------------------------------------------------------------------------
 
 
-VIEW_PATTERNS: list[RewritePattern] = [
-    SplitStackToView(),
-    SplitCatToView(),
-    SplitReshapeJoinToView(),
-    FoldViewChain(),
-]
-"""The view-chain patterns, in the order `split-cat-simplify` runs them."""
+def view_patterns(aliases: AliasAnalysis | None = None) -> list[RewritePattern]:
+    """The view-chain patterns, in the order `split-cat-simplify` runs them;
+    the split -> join ones ask `aliases` (when given) for alias facts."""
+    return [
+        SplitStackToView(aliases),
+        SplitCatToView(aliases),
+        SplitReshapeJoinToView(aliases),
+        FoldViewChain(),
+    ]
+
+
+VIEW_PATTERNS: list[RewritePattern] = view_patterns()
+"""The view-chain patterns without an analysis (they walk alias classes)."""
 
 __all__ = [
     "VIEW_PATTERNS",
+    "view_patterns",
     "FoldViewChain",
     "SplitCatToView",
     "SplitReshapeJoinToView",

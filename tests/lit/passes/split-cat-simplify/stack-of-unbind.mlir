@@ -54,3 +54,39 @@ fx.graph @leave_alone {
   %m = fx.call_method "copy_"(%z, %y) : tensor<3x4xf32>
   fx.output (%s0, %s1, %s2)
 }
+
+// -----
+
+// Returned, all of a graph input: the stack may not become the input (the
+// output would alias it), but one copy of it is the exact equivalent.
+
+// CHECK-LABEL: fx.graph @returned_input_copied
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %s = torch.cat %x dim 0 : tensor<3x4xf32> -> tensor<3x4xf32>
+// CHECK-NEXT:    fx.output %s
+fx.graph @returned_input_copied {
+  %x = fx.placeholder "x" : tensor<3x4xf32>
+  %a, %b, %c = torch.unbind %x dim 0 : tensor<3x4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %s = torch.stack %a, %b, %c dim 0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  fx.output %s
+}
+
+// -----
+
+// Returned with another output aliasing the same storage: still one copy.
+// Written in place: the plumbing stays.
+
+// CHECK-LABEL: fx.graph @returned_twice_and_mutated
+// CHECK:         %s = torch.cat %y dim 0 : tensor<3x4xf32> -> tensor<3x4xf32>
+// CHECK:         %t = torch.stack %d, %e, %f dim 0
+fx.graph @returned_twice_and_mutated {
+  %x = fx.placeholder "x" : tensor<3x4xf32>
+  %y = torch.tanh %x : tensor<3x4xf32> -> tensor<3x4xf32>
+  %a, %b, %c = torch.unbind %y dim 0 : tensor<3x4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %s = torch.stack %a, %b, %c dim 0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  %z = torch.exp %x : tensor<3x4xf32> -> tensor<3x4xf32>
+  %d, %e, %f = torch.unbind %z dim 0 : tensor<3x4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %t = torch.stack %d, %e, %f dim 0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  %m = fx.call_method "mul_"(%t, 2) : tensor<3x4xf32>
+  fx.output (%s, %y, %t)
+}

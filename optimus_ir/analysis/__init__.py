@@ -1,0 +1,107 @@
+"""Analyses shared by the passes: aliasing and mutation, memory layout.
+
+* `op_classes` -- the op-class predicates everything below is built on
+  (`is_view_op`, `has_contiguous_result`, `is_elementwise_op`,
+  `may_alias_operands`, `may_write_operands`, ...), in one place;
+* `aliasing` -- alias classes, mutation, graph inputs and outputs: walking
+  queries, and `AliasAnalysis`, computed once per pass run and kept up to
+  date by a rewriter listener;
+* `layout` -- strides a value provably has (`strides_of`, `same_layout`,
+  `known_contiguous`, `layout_insensitive`);
+* `forwarding` -- `can_forward_as_alias` and `can_replace_by_copy`, the
+  preconditions of turning a copy into a view (or a cheaper copy).
+"""
+
+from optimus_ir.analysis.aliasing import (
+    AliasAnalysis,
+    alias_class,
+    alias_roots,
+    class_is_mutated,
+    direct_views,
+    is_graph_input,
+    is_graph_input_view,
+    is_view_result,
+    may_be_mutated,
+    reaches_output,
+    stride_sensitive,
+    view_closure,
+)
+from optimus_ir.analysis.forwarding import (
+    can_forward_as_alias,
+    can_replace_by_copy,
+    fresh_reaches_output,
+)
+from optimus_ir.analysis.layout import (
+    all_static,
+    contiguous_part,
+    contiguous_strides,
+    known_contiguous,
+    layout_insensitive,
+    leading_ones,
+    same_layout,
+    shape,
+    strides_of,
+    view_strides,
+)
+from optimus_ir.analysis.op_classes import (
+    CONTIGUOUS_RESULT_OPS,
+    FX_ALIASING_NAMES,
+    NON_MUTATING_MODULE_TYPES,
+    NON_MUTATING_TARGETS,
+    STRIDE_SENSITIVE_NAMES,
+    TORCH_VIEW_OPS,
+    has_contiguous_result,
+    is_elementwise_op,
+    is_fx_node,
+    is_join_op,
+    is_layout_exact_elementwise,
+    is_stride_sensitive_op,
+    is_view_op,
+    may_alias_operands,
+    may_write_operands,
+    target_name,
+)
+
+__all__ = [
+    "CONTIGUOUS_RESULT_OPS",
+    "FX_ALIASING_NAMES",
+    "NON_MUTATING_MODULE_TYPES",
+    "NON_MUTATING_TARGETS",
+    "STRIDE_SENSITIVE_NAMES",
+    "TORCH_VIEW_OPS",
+    "AliasAnalysis",
+    "alias_class",
+    "alias_roots",
+    "all_static",
+    "can_forward_as_alias",
+    "can_replace_by_copy",
+    "class_is_mutated",
+    "contiguous_part",
+    "contiguous_strides",
+    "direct_views",
+    "fresh_reaches_output",
+    "has_contiguous_result",
+    "is_elementwise_op",
+    "is_fx_node",
+    "is_graph_input",
+    "is_graph_input_view",
+    "is_join_op",
+    "is_layout_exact_elementwise",
+    "is_stride_sensitive_op",
+    "is_view_op",
+    "is_view_result",
+    "known_contiguous",
+    "layout_insensitive",
+    "leading_ones",
+    "may_alias_operands",
+    "may_be_mutated",
+    "may_write_operands",
+    "reaches_output",
+    "same_layout",
+    "shape",
+    "stride_sensitive",
+    "strides_of",
+    "target_name",
+    "view_closure",
+    "view_strides",
+]

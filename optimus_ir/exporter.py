@@ -501,17 +501,24 @@ def stride_guard(graph_op: fx.GraphOp, codegen: CodeGen | None) -> str:
         strides = fx.input_strides(op)
         if strides is None or name.startswith("*") or not name.isidentifier():
             continue
-        # A tensor test first: when the code is traced again (unpickling a
-        # GraphModule re-traces its code) the inputs are proxies, and the
-        # check must stay out of the traced graph.
-        checks.append(f"isinstance({name}, torch.Tensor) and {name}.stride() != {strides!r}")
+        # `is False` rather than `not`: when the code is traced again
+        # (unpickling a GraphModule re-traces its code) the inputs are
+        # proxies, whose comparisons are proxies too (never `False`), and the
+        # check stays out of the traced graph. `is_contiguous()` (about 100 ns)
+        # where the IR assumed a contiguous input, as it does unless strides
+        # were recorded; it ignores the strides of size-1 dims, which no
+        # layout fact depends on.
+        if op.strides is None:
+            checks.append(f"{name}.is_contiguous() is False")
+        else:
+            checks.append(f"({name}.stride() == {strides!r}) is False")
     if not checks:
         return ""
     info = getattr(codegen, "pytree_info", None)
     if info is not None and getattr(info, "orig_args", None) is not None:
         names = [a for a in info.orig_args if a != "self"]
     return (
-        f"\n    if {' or '.join(f'({c})' for c in checks)}:  # not the strides this code was specialized for"
+        f"\n    if {' or '.join(checks)}:  # not the strides this code was specialized for"
         f"\n        return self.{FALLBACK_ATTRIBUTE}({', '.join(names)})"
     )
 

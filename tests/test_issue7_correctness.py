@@ -313,6 +313,16 @@ def test_other_strides_at_call_time_fall_back_to_the_captured_graph() -> None:
     assert "_optimus_fallback" not in dict(contiguous.named_modules())
     assert set(contiguous.state_dict()) == set()
 
+    # the guard itself: the fallback runs exactly for the other layouts
+    for module, specialized in ((optimized, x), (contiguous, x.contiguous())):
+        calls = []
+        fallback = module._optimus_fallback
+        module.__dict__["_optimus_fallback"] = lambda *a: calls.append(1) or fallback(*a)
+        module(specialized)
+        assert calls == []
+        module(x.contiguous() if specialized is x else x)
+        assert calls == [1]
+
 
 def test_import_records_non_contiguous_strides() -> None:
     root = nn.Module()

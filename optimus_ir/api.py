@@ -377,7 +377,7 @@ def _match_output_strides(program: ImportedGraph) -> None:
     the value is not provably so, a `.contiguous()` is added: it returns
     its input itself when that is contiguous already, and copies otherwise.
     Non-contiguous original outputs are left as they are."""
-    from optimus_ir.passes.split_cat_common import strides_of
+    from optimus_ir.analysis import strides_of
 
     expected = program.output_strides
     if not expected:

@@ -14,7 +14,7 @@ from xdsl.traits import IsolatedFromAbove
 
 from optimus_ir.dialects import fx
 from optimus_ir.traits import is_mergeable
-from optimus_ir.passes.split_cat_common import alias_class, may_alias_operands, may_write_operands
+from optimus_ir.analysis import alias_class, may_alias_operands, may_write_operands
 from optimus_ir.statistics import current_pass_context
 
 PATTERN = "merge-identical-op"

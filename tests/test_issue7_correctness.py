@@ -347,7 +347,7 @@ def test_import_records_non_contiguous_strides() -> None:
 
 def test_strides_of_uses_the_recorded_strides() -> None:
     from optimus_ir.parsing import parse_module
-    from optimus_ir.passes.split_cat_common import known_contiguous, strides_of
+    from optimus_ir.analysis import known_contiguous, strides_of
 
     module = parse_module(
         """

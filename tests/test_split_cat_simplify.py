@@ -569,7 +569,7 @@ def _chains():
 @pytest.mark.parametrize("name", [n for n, _, _ in _chains()])
 def test_strides_of_matches_torch(name: str) -> None:
     from optimus_ir.dialects import fx
-    from optimus_ir.passes.split_cat_common import strides_of
+    from optimus_ir.analysis import strides_of
     from optimus_ir.types import tensor_type
     from optimus_ir.types import element_type_of
 

@@ -26,7 +26,7 @@ from xdsl.traits import MemoryEffectKind, get_effects
 from optimus_ir import traits as tr
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.passes import split_cat_common as common
+from optimus_ir import analysis as common
 from optimus_ir.passes import split_cat_views as views
 from optimus_ir.types import tensor_type
 

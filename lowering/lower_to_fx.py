@@ -324,10 +324,33 @@ def _reduce(op):
 # ---------------------------------------------------------------------------
 
 
+def _patch_operands(op: Operation, subst: dict[SSAValue, SSAValue]) -> None:
+    """Point `op`'s operands at their replacements, in one assignment.
+
+    Setting operands one index at a time rebuilds the operand tuple each time:
+    O(K) per operand of a K-operand cat or stack, quadratic over its inputs.
+    """
+    operands = op.operands
+    for value in operands:
+        if value in subst:
+            op.operands = [subst.get(v, v) for v in operands]
+            return
+
+
 def lower_block(block: Block) -> int:
-    """Lower every torch-dialect op of `block`; returns how many."""
+    """Lower every torch-dialect op of `block`; returns how many.
+
+    The lowered values reach their users through a substitution map applied
+    to each op's operands once, when the walk reaches it (users come after
+    their operands in the block); the torch ops are erased at the end, last
+    first, once nothing reads them.
+    """
     lowered = 0
+    subst: dict[SSAValue, SSAValue] = {}
+    dead: list[Operation] = []
     for op in list(block.ops):
+        if subst:
+            _patch_operands(op, subst)
         lower = LOWERINGS.get(type(op))
         if lower is None:
             if op.dialect_name() == "torch":
@@ -346,9 +369,11 @@ def lower_block(block: Block) -> int:
                 continue
             if old.name_hint and new_value.name_hint is None:
                 new_value.name_hint = old.name_hint
-            old.replace_all_uses_with(new_value)
-        block.erase_op(op)
+            subst[old] = new_value
+        dead.append(op)
         lowered += 1
+    for op in reversed(dead):
+        block.erase_op(op)
     return lowered
 
 

@@ -1181,14 +1181,45 @@ def _is_binding_error(error: TypeError) -> bool:
     return trace is not None and trace.tb_next is None
 
 
+def _forward(subst: dict[SSAValue, SSAValue], old: SSAValue, new: SSAValue) -> None:
+    """Record that the uses of `old` read `new` from now on (as
+    `replace_all_uses_with` would, name hint included)."""
+    if new.name_hint is None:
+        new.name_hint = old.name_hint
+    subst[old] = new
+
+
+def _patch_operands(op: Operation, subst: dict[SSAValue, SSAValue]) -> None:
+    """Point `op`'s operands at their replacements, in one assignment.
+
+    Setting operands one index at a time rebuilds the operand tuple each time:
+    O(K) per operand of a K-operand cat or stack, quadratic over its inputs.
+    """
+    operands = op.operands
+    for value in operands:
+        if value in subst:
+            op.operands = [subst.get(v, v) for v in operands]
+            return
+
+
 def raise_block(block: Block) -> int:
-    """Raise every known fx op of `block`; returns how many ops were raised."""
+    """Raise every known fx op of `block`; returns how many ops were raised.
+
+    Replaced values are not patched into their users one use at a time: the
+    walk keeps a substitution map and rewrites each later op's operands once,
+    when it reaches the op (its users come after a value in the block); the
+    replaced fx ops are erased at the end, once nothing reads them.
+    """
     r = Raiser()
     r.block = block
     module_cache: dict[Attribute, Any] = {}
+    subst: dict[SSAValue, SSAValue] = {}
+    dead: list[Operation] = []
     erased: set[Operation] = set()
     raised = 0
     for op in list(block.ops):
+        if subst:
+            _patch_operands(op, subst)
         if op in erased:
             continue
         found = _binder_for(op, module_cache)
@@ -1214,8 +1245,8 @@ def raise_block(block: Block) -> int:
                 raise
             continue
         if isinstance(result, SSAValue):  # folds to an existing value
-            op.results[0].replace_all_uses_with(result)
-            block.erase_op(op)
+            _forward(subst, op.results[0], result)
+            dead.append(op)
             raised += 1
             continue
         chain: list[Operation] | None = None
@@ -1242,7 +1273,7 @@ def raise_block(block: Block) -> int:
         if pieces is None:
             if op.results[0].name_hint:
                 new_op.results[0].name_hint = op.results[0].name_hint
-            op.results[0].replace_all_uses_with(new_op.results[0])
+            _forward(subst, op.results[0], new_op.results[0])
         else:
             assert getitems is not None
             for user, index in getitems:
@@ -1250,11 +1281,16 @@ def raise_block(block: Block) -> int:
                 assert piece is not None
                 if user.results[0].name_hint:
                     piece.name_hint = user.results[0].name_hint
-                user.results[0].replace_all_uses_with(piece)
-                block.erase_op(user)
+                _forward(subst, user.results[0], piece)
                 erased.add(user)
-        block.erase_op(op)
+        dead.append(op)
+        if getitems:
+            dead.extend(user for user, _ in getitems)
         raised += 1
+    # erased users first: an op's getitems are listed after it, and every
+    # other dead op after the ops it reads
+    for op in reversed(dead):
+        block.erase_op(op)
     # transposes folded into linear ops are dead now
     for t in r.transpose_ops:
         if t.parent is block and t.results[0].first_use is None:

@@ -59,6 +59,7 @@ from optimus_ir.passes.split_cat_common import (
 )
 from optimus_ir.passes.canonicalization_patterns.torch import (  # the local folds of the ops
     EraseDeadPlumbing,
+    FoldViewChain,
     MergeDeadSplitPieces,
     SingleInputJoin,
     SplitWhole,
@@ -848,10 +849,14 @@ class SplitCatSimplify(PatternPass):
     def patterns(self, aliases: AliasAnalysis | None = None) -> Sequence[RewritePattern]:
         """The patterns, asking `aliases` (when given) for alias facts."""
         core = [
-            cls(aliases) if issubclass(cls, AliasAwarePattern) else cls()
+            cls(aliases) if issubclass(cls, AliasAwarePattern | SingleInputJoin) else cls()
             for cls in CORE_PATTERNS
         ]
-        return core + view_patterns(aliases)
+        views = [
+            FoldViewChain(aliases) if isinstance(p, FoldViewChain) else p
+            for p in view_patterns(aliases)
+        ]
+        return core + views
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # One alias analysis per run, kept up to date by the driver's

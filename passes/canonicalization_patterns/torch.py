@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
+from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     all_static,
@@ -39,7 +40,9 @@ from optimus_ir.passes.split_cat_common import (
     sections_of,
     shape,
     static_size,
+    stride_sensitive,
     tensor_type,
+    view_closure,
 )
 from optimus_ir.traits import is_view_like
 
@@ -100,6 +103,11 @@ class SingleInputJoin(RewritePattern):
 
     name = "single-input-join"
 
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        # the running pass's analysis (`split-cat-simplify`): without one
+        # every attempt walks both alias classes, all K pieces of a K-way split
+        self.aliases = aliases
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, t.CatOp | t.StackOp) or len(op.inputs) != 1:
             return
@@ -107,7 +115,7 @@ class SingleInputJoin(RewritePattern):
         if isinstance(op, t.CatOp):
             if not same_type(op.result, source):
                 return
-            if can_forward_as_alias(op.result, source, whole=True):
+            if can_forward_as_alias(op.result, source, whole=True, aliases=self.aliases):
                 rewriter.replace(op, [], [source])
             return
         source_type = tensor_type(source)
@@ -121,7 +129,11 @@ class SingleInputJoin(RewritePattern):
         unsqueeze = t.UnsqueezeOp(source, dim, result_type=op.result.type)
         # the unsqueeze views all of `source`: `whole`, with its own layout
         ok = can_forward_as_alias(
-            op.result, source, whole=True, contiguous=same_layout(op.result, unsqueeze.result)
+            op.result,
+            source,
+            whole=True,
+            contiguous=same_layout(op.result, unsqueeze.result),
+            aliases=self.aliases,
         )
         if not ok:
             unsqueeze.erase()  # detached: drop its use of `source`
@@ -226,6 +238,10 @@ class FoldViewChain(RewritePattern):
 
     name = "fold-view-chain"
 
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        # as in SingleInputJoin: the pass's analysis, or a walk per attempt
+        self.aliases = aliases
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, _views.VIEW_LIKE_OPS):
             return
@@ -260,7 +276,7 @@ class FoldViewChain(RewritePattern):
         rewriter: PatternRewriter,
     ) -> bool:
         always_view = all(isinstance(o, _views.ALWAYS_VIEW_OPS) for o in chain)
-        if not always_view and _views._reshape_chain_may_change(op.results[0], base):
+        if not always_view and self._chain_may_change(op.results[0], base):
             return False
         new_ops = _views.emit(base, base_shape, steps, always_view)
         result = new_ops[-1].results[0] if new_ops else base
@@ -268,6 +284,14 @@ class FoldViewChain(RewritePattern):
             return False
         rewriter.replace(op, new_ops, [result])
         return True
+
+    def _chain_may_change(self, result: SSAValue, source: SSAValue) -> bool:
+        """`split_cat_views._reshape_chain_may_change`, asking the analysis
+        (when given) whether `source`'s class is written to instead of
+        walking the class (every piece of the split `source` comes from)."""
+        if self.aliases is None:
+            return _views._reshape_chain_may_change(result, source)
+        return self.aliases.is_mutated(source) or stride_sensitive(view_closure(result))
 
 
 _ERASE_DEAD_PLUMBING = EraseDeadPlumbing()

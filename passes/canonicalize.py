@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import RewritePattern
 
+from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
 from optimus_ir.traits import canonicalization_patterns
 
@@ -63,8 +64,16 @@ class Canonicalize(PatternPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = collect_canonicalization_patterns(op)
-        if patterns:
-            GreedyRewriteDriver(patterns, self.rewrite_config(), name=self.name).rewrite(op)
+        if not patterns:
+            return
+        # Patterns that ask alias facts get one analysis for the run, kept up
+        # to date by the driver's listener (walking an alias class per match
+        # is O(K) on a split into K pieces).
+        aliases = AliasAnalysis(op)
+        patterns = [type(p)(aliases) if hasattr(p, "aliases") else p for p in patterns]
+        GreedyRewriteDriver(
+            patterns, self.rewrite_config(), name=self.name, listeners=[aliases.listener()]
+        ).rewrite(op)
 
 
 __all__ = ["Canonicalize", "collect_canonicalization_patterns"]

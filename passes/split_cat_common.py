@@ -1,14 +1,13 @@
 """Shared helpers of the split/cat simplification patterns.
 
-Used by `split_cat_simplify` (core patterns) and `split_cat_views` (view-chain
-patterns). Everything here is *local*: it follows `value.uses` and defining
+Used by `split_cat_simplify` (core patterns), `split_cat_views` (view-chain
+patterns) and the torch canonicalization patterns. Everything here is *local*: it follows `value.uses` and defining
 ops from the values a pattern looks at, never scans the whole block.
 
 What is specific to the split/cat family lives here: shapes, pieces of
 split/unbind, runs of consecutive pieces, section offsets, users. The
 aliasing, mutation and layout reasoning is the core analysis layer
-(`optimus_ir.analysis`); its names are re-exported here for the code that
-still imports them from this module.
+(`optimus_ir.analysis`), which the passes import directly.
 """
 
 from __future__ import annotations
@@ -18,46 +17,9 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 
-from optimus_ir.analysis import (  # noqa: F401 - re-exported
-    CONTIGUOUS_RESULT_OPS,
-    FX_ALIASING_NAMES,
-    NON_MUTATING_MODULE_TYPES,
-    NON_MUTATING_TARGETS,
-    STRIDE_SENSITIVE_NAMES,
-    TORCH_VIEW_OPS,
-    AliasAnalysis,
-    alias_class,
-    alias_roots,
-    all_static,
-    can_forward_as_alias,
-    can_replace_by_copy,
-    class_is_mutated,
-    contiguous_part,
-    contiguous_strides,
-    direct_views,
-    fresh_reaches_output,
-    has_contiguous_result,
-    is_elementwise_op,
-    is_fx_node,
-    is_graph_input,
-    is_graph_input_view,
-    is_join_op,
-    is_view_op,
-    is_view_result,
-    known_contiguous,
-    layout_insensitive,
-    leading_ones,
-    may_alias_operands,
-    may_be_mutated,
-    may_write_operands,
-    reaches_output,
-    same_layout,
-    shape,
-    stride_sensitive,
-    strides_of,
-    view_closure,
-)
+from optimus_ir.analysis import shape
 from optimus_ir.dialects import torch as t
 from optimus_ir.types import DYNAMIC
 
@@ -227,57 +189,38 @@ def results_unused(op: Operation) -> bool:
     return all(r.first_use is None for r in op.results)
 
 
+def slice_like(
+    rewriter: PatternRewriter, source: SSAValue, dim: int, start: int, end: int, like: SSAValue
+) -> SSAValue:
+    """Insert `slice(source, dim, start, end)` typed like `like` (which it
+    provably equals) and return its result."""
+    op = t.SliceOp(source, dim, start, end, 1, result_type=like.type)
+    rewriter.insert(op)
+    return op.result
+
+
+def is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
+    """`[start, end)` provably covers all of `source`'s `dim`."""
+    size = static_size(source, dim)
+    return start == 0 and size is not None and end >= size
+
+
 __all__ = [
-    "AliasAnalysis",
-    "CONTIGUOUS_RESULT_OPS",
-    "can_replace_by_copy",
-    "direct_views",
-    "fresh_reaches_output",
-    "has_contiguous_result",
-    "is_elementwise_op",
-    "is_join_op",
-    "is_view_op",
-    "is_view_result",
-    "FX_ALIASING_NAMES",
-    "NON_MUTATING_MODULE_TYPES",
-    "NON_MUTATING_TARGETS",
-    "STRIDE_SENSITIVE_NAMES",
-    "TORCH_VIEW_OPS",
+    "is_full_range",
+    "slice_like",
     "Piece",
     "Run",
-    "alias_class",
-    "alias_roots",
-    "all_static",
-    "can_forward_as_alias",
-    "contiguous_part",
-    "contiguous_strides",
-    "same_layout",
-    "strides_of",
-    "known_contiguous",
-    "layout_insensitive",
-    "leading_ones",
-    "class_is_mutated",
     "consecutive_runs",
     "has_uses",
-    "is_fx_node",
-    "is_graph_input",
-    "is_graph_input_view",
-    "may_alias_operands",
-    "may_be_mutated",
-    "may_write_operands",
     "offsets",
     "only_user",
     "piece_of",
-    "reaches_output",
     "results_unused",
     "same_type",
     "sections_of",
-    "shape",
     "split_piece_of",
     "static_size",
-    "stride_sensitive",
     "tensor_type",
     "users",
     "users_are_only",
-    "view_closure",
 ]

@@ -33,29 +33,35 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from optimus_ir.analysis import AliasAnalysis, can_replace_by_copy, fresh_reaches_output
+from optimus_ir.analysis import (
+    AliasAnalysis,
+    alias_class,
+    can_forward_as_alias,
+    can_replace_by_copy,
+    class_is_mutated,
+    contiguous_part,
+    fresh_reaches_output,
+    known_contiguous,
+    layout_insensitive,
+    reaches_output,
+    shape,
+    strides_of,
+    view_closure,
+)
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Run,
-    alias_class,
-    can_forward_as_alias,
-    class_is_mutated,
-    contiguous_part,
     consecutive_runs,
-    known_contiguous,
-    layout_insensitive,
+    is_full_range,
     offsets,
     only_user,
-    reaches_output,
     same_type,
     sections_of,
-    shape,
+    slice_like,
     split_piece_of,
     static_size,
-    strides_of,
     tensor_type,
     users,
-    view_closure,
 )
 from optimus_ir.passes.canonicalization_patterns.torch import (  # the local folds of the ops
     EraseDeadPlumbing,
@@ -71,26 +77,6 @@ from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-
-def _slice_like(
-    rewriter: PatternRewriter, source: SSAValue, dim: int, start: int, end: int, like: SSAValue
-) -> SSAValue:
-    """Insert `slice(source, dim, start, end)` typed like `like` (which it
-    provably equals) and return its result."""
-    op = t.SliceOp(source, dim, start, end, 1, result_type=like.type)
-    rewriter.insert(op)
-    return op.result
-
-
-def _is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
-    """`[start, end)` provably covers all of `source`'s `dim`."""
-    size = static_size(source, dim)
-    return start == 0 and size is not None and end >= size
-
-
-def _replace_value(rewriter: PatternRewriter, old: SSAValue, new: SSAValue) -> None:
-    rewriter.replace_all_uses_with(old, new)
 
 
 class AliasAwarePattern(RewritePattern):
@@ -158,7 +144,7 @@ def _forward_pieces(
         # alike (checked by can_forward_as_alias), or no user may care
         if not pattern.forwardable(piece, value, whole=True):
             continue
-        _replace_value(rewriter, piece, value)
+        rewriter.replace_all_uses_with(piece, value)
         changed = True
     return changed
 
@@ -226,7 +212,7 @@ class SplitOfSplit(RewritePattern):
         )
         rewriter.insert(merged, InsertPoint.before(top))
         for (piece, _), new in zip(leaves, merged.results):
-            _replace_value(rewriter, piece, new)
+            rewriter.replace_all_uses_with(piece, new)
             if not new.name_hint:
                 new.name_hint = piece.name_hint
         for inner in reversed(nested):
@@ -379,7 +365,7 @@ class CatOfSplitPieces(AliasAwarePattern):
         start, end = starts[run.start], starts[run.stop]
         if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return False
-        new = _slice_like(rewriter, source, dim, start, end, op.result)
+        new = slice_like(rewriter, source, dim, start, end, op.result)
         rewriter.replace(op, [], [new])
         return True
 
@@ -569,7 +555,7 @@ class SplitOfCat(AliasAwarePattern):
             for j in js:
                 replacement[j] = new_split.results[index[within[j][1]]]
         for j, value in replacement.items():
-            _replace_value(rewriter, op.results[j], value)
+            rewriter.replace_all_uses_with(op.results[j], value)
         rewriter.erase(op)
         return True
 
@@ -633,7 +619,7 @@ class StackOfUnbind(AliasAwarePattern):
             return
         if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return
-        new = _slice_like(rewriter, source, dim, run.start, run.stop, op.result)
+        new = slice_like(rewriter, source, dim, run.start, run.stop, op.result)
         rewriter.replace(op, [], [new])
 
 
@@ -704,7 +690,7 @@ class JoinOfSlices(AliasAwarePattern):
         end: int,
         rewriter: PatternRewriter,
     ) -> None:
-        if _is_full_range(source, dim, start, end) and same_type(op.result, source):
+        if is_full_range(source, dim, start, end) and same_type(op.result, source):
             if self.forwardable(op.result, source, whole=True):
                 rewriter.replace(op, [], [source])
             else:
@@ -712,7 +698,7 @@ class JoinOfSlices(AliasAwarePattern):
             return
         if not self.forwardable(op.result, source, contiguous=contiguous_part(source, dim)):
             return
-        new = _slice_like(rewriter, source, dim, start, end, op.result)
+        new = slice_like(rewriter, source, dim, start, end, op.result)
         rewriter.replace(op, [], [new])
 
     def _stack_slices(
@@ -739,7 +725,7 @@ class JoinOfSlices(AliasAwarePattern):
             return
         new_ops: list[Operation] = []
         value = source
-        if not _is_full_range(source, dim, start, end):
+        if not is_full_range(source, dim, start, end):
             sl = t.SliceOp(source, dim, start, end, 1)
             new_ops.append(sl)
             value = sl.result

@@ -58,20 +58,22 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from optimus_ir.analysis import AliasAnalysis
-from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import (
-    Piece,
+from optimus_ir.analysis import (
+    AliasAnalysis,
     all_static,
     can_forward_as_alias,
     may_be_mutated,
-    offsets,
-    piece_of,
     same_layout,
-    sections_of,
     shape,
     stride_sensitive,
     view_closure,
+)
+from optimus_ir.dialects import torch as t
+from optimus_ir.passes.split_cat_common import (
+    Piece,
+    offsets,
+    piece_of,
+    sections_of,
 )
 
 # fold-view-chain is a canonicalization pattern of the view ops (imported
@@ -351,13 +353,17 @@ def view_step(op: Operation) -> Step | None:
     return None
 
 
-def _reshape_chain_may_change(result: SSAValue, source: SSAValue) -> bool:
+def _reshape_chain_may_change(
+    result: SSAValue, source: SSAValue, aliases: AliasAnalysis | None = None
+) -> bool:
     """Recomputing `result` from `source` through another chain of ops that
     may copy (reshape, flatten) changes when a copy is made, so whether
     `result` aliases `source` and its strides: observable when anything
-    aliasing `source` may be written to, or a user of `result` (or of its
-    views) depends on strides."""
-    return may_be_mutated(source) or stride_sensitive(view_closure(result))
+    aliasing `source` may be written to (asked of `aliases` when given,
+    instead of walking the class), or a user of `result` (or of its views)
+    depends on strides."""
+    mutated = aliases.is_mutated(source) if aliases is not None else may_be_mutated(source)
+    return mutated or stride_sensitive(view_closure(result))
 
 
 # ---------------------------------------------------------------------------

@@ -89,29 +89,20 @@ def test_join_operands_are_not_set_one_use_at_a_time(monkeypatch, passes: str) -
     _check(gm, x, program)
 
 
+@pytest.mark.parametrize("pass_name", ["split-cat-simplify", "canonicalize"])
 @pytest.mark.parametrize("model", [_SingleCats, _ReshapeChains])
-def test_canonical_patterns_use_the_pass_analysis(monkeypatch, model: type[nn.Module]) -> None:
+def test_canonical_patterns_use_the_pass_analysis(monkeypatch, model: type[nn.Module], pass_name: str) -> None:
     gm, x, program = _program(model())
     run_pipeline(program.module, "raise-fx")
     walks = [
         _count_calls(monkeypatch, forwarding, "alias_class"),
         _count_calls(monkeypatch, aliasing, "alias_class"),
     ]
-    run_pipeline(program.module, "split-cat-simplify")
-    # single-input-join / fold-view-chain ask split-cat-simplify's analysis;
-    # each walk would span all K pieces of the split
+    run_pipeline(program.module, pass_name)
+    # single-input-join / fold-view-chain ask the pass's analysis; each walk
+    # would span all K pieces of the split
     assert sum(w[0] for w in walks) == 0
     monkeypatch.undo()
-    text = str(program.module)
-    assert "torch.cat" not in text and "torch.reshape" not in text
-    run_pipeline(program.module, "lower-to-fx")
-    _check(gm, x, program)
-
-
-@pytest.mark.parametrize("model", [_SingleCats, _ReshapeChains])
-def test_canonicalize_still_folds_without_an_analysis(model: type[nn.Module]) -> None:
-    gm, x, program = _program(model())
-    run_pipeline(program.module, "raise-fx,canonicalize")
     text = str(program.module)
     assert "torch.cat" not in text and "torch.reshape" not in text
     run_pipeline(program.module, "lower-to-fx")

@@ -28,47 +28,28 @@ from collections.abc import Sequence
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from optimus_ir.analysis import AliasAnalysis
-from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import (
+from optimus_ir.analysis import (
+    AliasAnalysis,
     all_static,
     can_forward_as_alias,
+    same_layout,
+    shape,
+)
+from optimus_ir.dialects import torch as t
+from optimus_ir.passes.split_cat_common import (
+    is_full_range,
     offsets,
     results_unused,
-    same_layout,
     same_type,
     sections_of,
-    shape,
-    static_size,
-    stride_sensitive,
+    slice_like,
     tensor_type,
-    view_closure,
 )
 from optimus_ir.traits import is_view_like
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-
-def _slice_like(
-    rewriter: PatternRewriter, source: SSAValue, dim: int, start: int, end: int, like: SSAValue
-) -> SSAValue:
-    """Insert `slice(source, dim, start, end)` typed like `like` (which it
-    provably equals) and return its result."""
-    op = t.SliceOp(source, dim, start, end, 1, result_type=like.type)
-    rewriter.insert(op)
-    return op.result
-
-
-def _is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
-    """`[start, end)` provably covers all of `source`'s `dim`."""
-    size = static_size(source, dim)
-    return start == 0 and size is not None and end >= size
-
-
-def _replace_value(rewriter: PatternRewriter, old: SSAValue, new: SSAValue) -> None:
-    rewriter.replace_all_uses_with(old, new)
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +148,7 @@ class SplitWhole(RewritePattern):
         if len(op.results) == 1:
             rewriter.replace(op, [], [op.input])
         else:
-            _replace_value(rewriter, piece, op.input)
+            rewriter.replace_all_uses_with(piece, op.input)
 
 
 class MergeDeadSplitPieces(RewritePattern):
@@ -197,8 +178,8 @@ class MergeDeadSplitPieces(RewritePattern):
             index = live.index(True)
             starts = offsets(sections)
             start, end = starts[index], starts[index + 1]
-            if not _is_full_range(op.input, dim, start, end):
-                new = _slice_like(rewriter, op.input, dim, start, end, results[index])
+            if not is_full_range(op.input, dim, start, end):
+                new = slice_like(rewriter, op.input, dim, start, end, results[index])
                 rewriter.replace(op, [], [None] * index + [new] + [None] * (len(results) - index - 1))
                 return
         merged_sections: list[int] = []
@@ -276,7 +257,7 @@ class FoldViewChain(RewritePattern):
         rewriter: PatternRewriter,
     ) -> bool:
         always_view = all(isinstance(o, _views.ALWAYS_VIEW_OPS) for o in chain)
-        if not always_view and self._chain_may_change(op.results[0], base):
+        if not always_view and _views._reshape_chain_may_change(op.results[0], base, self.aliases):
             return False
         new_ops = _views.emit(base, base_shape, steps, always_view)
         result = new_ops[-1].results[0] if new_ops else base
@@ -284,14 +265,6 @@ class FoldViewChain(RewritePattern):
             return False
         rewriter.replace(op, new_ops, [result])
         return True
-
-    def _chain_may_change(self, result: SSAValue, source: SSAValue) -> bool:
-        """`split_cat_views._reshape_chain_may_change`, asking the analysis
-        (when given) whether `source`'s class is written to instead of
-        walking the class (every piece of the split `source` comes from)."""
-        if self.aliases is None:
-            return _views._reshape_chain_may_change(result, source)
-        return self.aliases.is_mutated(source) or stride_sensitive(view_closure(result))
 
 
 _ERASE_DEAD_PLUMBING = EraseDeadPlumbing()

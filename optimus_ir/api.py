@@ -318,6 +318,7 @@ def _optimize(
     if lower_last:
         passes.pop()
     start = time.perf_counter()
+    rewrites_before = statistics.budget.used if statistics is not None else 0
     stats = run_pipeline(
         program.module,
         passes,
@@ -325,7 +326,13 @@ def _optimize(
         validate_each=hook,
         verify_each=True if verify_each else False,
     )
-    _match_output_strides(program)
+    # Layout facts about the inputs matter only where a rewrite used them
+    # (every pattern rewrite is charged to the budget; raising and lowering
+    # are bit-exact for any strides) or where an output was made contiguous:
+    # without either, the module needs no stride check and runs as lean as
+    # the captured graph.
+    layout_specialized = stats.budget.used > rewrites_before
+    layout_specialized |= _match_output_strides(program) > 0
     if lower_last or _has_non_fx_ops(program.module):
         run_pipeline(
             program.module,
@@ -343,7 +350,7 @@ def _optimize(
     phases["passes"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    result = export_graph(program, fallback=gm if guard_strides else None)
+    result = export_graph(program, fallback=gm if guard_strides and layout_specialized else None)
     phases["export"] = time.perf_counter() - start
 
     report = OptimizeReport(
@@ -368,8 +375,9 @@ def _insignificant_dims_equal(
     return all(x == y for x, y, n in zip(a, b, sizes) if n != 1)
 
 
-def _match_output_strides(program: ImportedGraph) -> None:
-    """Make every returned tensor have the strides the captured graph returns.
+def _match_output_strides(program: ImportedGraph) -> int:
+    """Make every returned tensor have the strides the captured graph
+    returns; the number of `.contiguous()` calls added.
 
     Only values computed by operator ops can have changed layout (the
     passes let a layout change reach pointwise ops, views, copies and the
@@ -381,7 +389,8 @@ def _match_output_strides(program: ImportedGraph) -> None:
 
     expected = program.output_strides
     if not expected:
-        return
+        return 0
+    added = 0
     output = graph_of(program.module).output()
     for index, value in enumerate(list(output.operands)):
         want = expected[index] if index < len(expected) else None
@@ -402,6 +411,8 @@ def _match_output_strides(program: ImportedGraph) -> None:
         fixed.results[0].name_hint = f"{value.name_hint or 'output'}_contiguous"
         Rewriter.insert_op(fixed, InsertPoint.before(output))
         output.operands[index] = fixed.results[0]
+        added += 1
+    return added
 
 
 

@@ -324,6 +324,23 @@ def test_other_strides_at_call_time_fall_back_to_the_captured_graph() -> None:
         assert calls == [1]
 
 
+def test_no_stride_guard_where_no_rewrite_used_the_layout() -> None:
+    """A graph the pipeline only raised and lowered computes exactly what
+    the captured graph computes for any strides: no call-time check."""
+
+    class Plain(nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2
+
+    x = torch.randn(4, 6)
+    optimized = optimus_ir.optimize(Plain(), [x])
+    assert "_optimus_fallback" not in optimized.code and "_optimus_fallback" not in optimized.__dict__
+    for inp in (x, x.t().contiguous().t()):
+        _assert_same(optimized(inp), Plain()(inp))
+    rewritten = optimus_ir.optimize(SumOfCatOfSplit(), [_transposed().contiguous()])
+    assert "_optimus_fallback(" in rewritten.code
+
+
 def test_import_records_non_contiguous_strides() -> None:
     root = nn.Module()
     root.register_buffer("w", torch.randn(3, 5).t())

@@ -42,6 +42,7 @@ from xdsl.passes import ModulePass
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.rewriting import patch_operands
 from optimus_ir.literals import LiteralError, encode_literal
 
 
@@ -324,19 +325,6 @@ def _reduce(op):
 # ---------------------------------------------------------------------------
 
 
-def _patch_operands(op: Operation, subst: dict[SSAValue, SSAValue]) -> None:
-    """Point `op`'s operands at their replacements, in one assignment.
-
-    Setting operands one index at a time rebuilds the operand tuple each time:
-    O(K) per operand of a K-operand cat or stack, quadratic over its inputs.
-    """
-    operands = op.operands
-    for value in operands:
-        if value in subst:
-            op.operands = [subst.get(v, v) for v in operands]
-            return
-
-
 def lower_block(block: Block) -> int:
     """Lower every torch-dialect op of `block`; returns how many.
 
@@ -350,7 +338,7 @@ def lower_block(block: Block) -> int:
     dead: list[Operation] = []
     for op in list(block.ops):
         if subst:
-            _patch_operands(op, subst)
+            patch_operands(op, subst)
         lower = LOWERINGS.get(type(op))
         if lower is None:
             if op.dialect_name() == "torch":

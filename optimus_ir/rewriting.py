@@ -373,8 +373,24 @@ class PatternPass(ModulePass):
         GreedyRewriteDriver(self.patterns(), self.rewrite_config(), name=self.name).rewrite(op)
 
 
+def patch_operands(op: Operation, subst: dict[SSAValue, SSAValue]) -> None:
+    """Point `op`'s operands at their replacements in `subst`, in one
+    assignment (for conversion passes that replace many values in one walk).
+
+    Setting operands one index at a time (what `replace_all_uses_with`
+    does per use) rebuilds the operand tuple each time: O(K) per operand of
+    a K-operand cat or stack, quadratic over its inputs.
+    """
+    operands = op.operands
+    for value in operands:
+        if value in subst:
+            op.operands = [subst.get(v, v) for v in operands]
+            return
+
+
 __all__ = [
     "GreedyRewriteDriver",
+    "patch_operands",
     "PatternError",
     "PatternPass",
     "RewriteConfig",

@@ -53,6 +53,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.rewriting import patch_operands
 from optimus_ir.literals import NOT_SCALAR, decode_scalar
 from optimus_ir.types import DYNAMIC
 
@@ -1189,19 +1190,6 @@ def _forward(subst: dict[SSAValue, SSAValue], old: SSAValue, new: SSAValue) -> N
     subst[old] = new
 
 
-def _patch_operands(op: Operation, subst: dict[SSAValue, SSAValue]) -> None:
-    """Point `op`'s operands at their replacements, in one assignment.
-
-    Setting operands one index at a time rebuilds the operand tuple each time:
-    O(K) per operand of a K-operand cat or stack, quadratic over its inputs.
-    """
-    operands = op.operands
-    for value in operands:
-        if value in subst:
-            op.operands = [subst.get(v, v) for v in operands]
-            return
-
-
 def raise_block(block: Block) -> int:
     """Raise every known fx op of `block`; returns how many ops were raised.
 
@@ -1219,7 +1207,7 @@ def raise_block(block: Block) -> int:
     raised = 0
     for op in list(block.ops):
         if subst:
-            _patch_operands(op, subst)
+            patch_operands(op, subst)
         if op in erased:
             continue
         found = _binder_for(op, module_cache)

@@ -37,11 +37,10 @@ import torch
 import torch.fx
 from torch.fx.graph import _PyTreeCodeGen
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
-from optimus_ir.traits import is_elementwise
 from optimus_ir.exporter import export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 
@@ -369,12 +368,6 @@ def _optimize(
 # ---------------------------------------------------------------------------
 
 
-def _insignificant_dims_equal(
-    a: Sequence[int], b: Sequence[int], sizes: Sequence[int]
-) -> bool:
-    return all(x == y for x, y, n in zip(a, b, sizes) if n != 1)
-
-
 def _match_output_strides(program: ImportedGraph) -> int:
     """Make every returned tensor have the strides the captured graph
     returns; the number of `.contiguous()` calls added.
@@ -385,7 +378,7 @@ def _match_output_strides(program: ImportedGraph) -> int:
     the value is not provably so, a `.contiguous()` is added: it returns
     its input itself when that is contiguous already, and copies otherwise.
     Non-contiguous original outputs are left as they are."""
-    from optimus_ir.analysis import strides_of
+    from optimus_ir.analysis import is_row_major, provably_row_major
 
     expected = program.output_strides
     if not expected:
@@ -403,9 +396,7 @@ def _match_output_strides(program: ImportedGraph) -> int:
         sizes = tuple(ty.get_shape())
         if len(want) != len(sizes) or any(s < 0 for s in sizes):
             continue
-        if not _insignificant_dims_equal(want, fx.row_major_strides(sizes), sizes):
-            continue
-        if _provably_row_major(value, strides_of):
+        if not is_row_major(want, sizes) or provably_row_major(value):
             continue
         fixed = fx.CallMethodOp("contiguous", [fx.ref(0)], {}, [value], ty)
         fixed.results[0].name_hint = f"{value.name_hint or 'output'}_contiguous"
@@ -413,48 +404,6 @@ def _match_output_strides(program: ImportedGraph) -> int:
         output.operands[index] = fixed.results[0]
         added += 1
     return added
-
-
-
-
-def _provably_row_major(value: SSAValue, strides_of: Callable[..., Any], depth: int = 16) -> bool:
-    """`value` is laid out row-major at run time (strides of size-1 dims
-    aside): `strides_of` says so, or it is the result of a pointwise op whose
-    tensor operands all order their dims row-major (strides decreasing
-    outwards, broadcast dims aside), so that TensorIterator allocates it
-    row-major (a pointwise op of a split piece, for instance)."""
-    from optimus_ir.dialects import torch as t
-
-    ty = value.type
-    if not isinstance(ty, TensorType):
-        return False
-    sizes = tuple(ty.get_shape())
-    if any(s < 0 for s in sizes):
-        return False
-    have = strides_of(value)
-    if have is not None:
-        return _insignificant_dims_equal(have, fx.row_major_strides(sizes), sizes)
-    owner = value.owner
-    if depth <= 0 or not is_elementwise(owner) or isinstance(owner, t.DropoutOp):
-        return False
-    for operand in owner.operands:
-        oty = operand.type
-        if not isinstance(oty, TensorType):
-            continue
-        osizes = tuple(oty.get_shape())
-        if len(osizes) > len(sizes):
-            return False
-        ostrides = strides_of(operand)
-        if ostrides is None:
-            if not _provably_row_major(operand, strides_of, depth - 1):
-                return False
-            continue
-        # Outer dims by which the operand is broadcast, and size-1 dims, do
-        # not take part in the order.
-        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
-        if any(a <= b for a, b in zip(significant, significant[1:])):
-            return False
-    return True
 
 
 __all__ = [

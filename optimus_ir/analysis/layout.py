@@ -41,12 +41,9 @@ def all_static(sizes: Sequence[int] | None) -> bool:
     return sizes is not None and all(s != DYNAMIC and s >= 0 for s in sizes)
 
 
-def contiguous_strides(sizes: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides of `sizes`."""
-    strides = [1] * len(sizes)
-    for d in range(len(sizes) - 2, -1, -1):
-        strides[d] = strides[d + 1] * max(sizes[d + 1], 1)
-    return tuple(strides)
+contiguous_strides = fx.row_major_strides
+"""Row-major strides of `sizes` (the fx dialect's, which the recorded input
+strides are compared with)."""
 
 
 def view_strides(
@@ -161,6 +158,18 @@ def same_layout(a: SSAValue, b: SSAValue) -> bool:
     return all(x == y for x, y, n in zip(ta, tb, sa) if n != 1)
 
 
+def is_row_major(strides: Sequence[int], sizes: Sequence[int]) -> bool:
+    """`strides` lay out a tensor of `sizes` contiguously (row-major, dense;
+    the strides of size-1 dims do not matter, an empty tensor is trivially
+    contiguous)."""
+    if len(strides) != len(sizes):
+        return False
+    if any(s == 0 for s in sizes):
+        return True
+    want = contiguous_strides(sizes)
+    return all(x == y for x, y, n in zip(strides, want, sizes) if n != 1)
+
+
 def known_contiguous(value: SSAValue, depth: int = 32) -> bool:
     """`value` is provably laid out contiguously (row-major, dense); see
     `strides_of` for what is known."""
@@ -168,10 +177,38 @@ def known_contiguous(value: SSAValue, depth: int = 32) -> bool:
     strides = strides_of(value, depth)
     if sizes is None or strides is None:
         return False
-    if any(s == 0 for s in sizes):
-        return True
-    want = contiguous_strides(sizes)
-    return all(x == y for x, y, n in zip(strides, want, sizes) if n != 1)
+    return is_row_major(strides, sizes)
+
+
+def provably_row_major(value: SSAValue, depth: int = 16) -> bool:
+    """`value` is laid out row-major at run time: `strides_of` says so, or
+    it is the result of a layout-following pointwise op whose tensor
+    operands all order their dims row-major (strides decreasing outwards,
+    broadcast and size-1 dims aside), so that TensorIterator allocates it
+    row-major (a pointwise op of a split piece, for instance)."""
+    sizes = shape(value)
+    if not all_static(sizes):
+        return False
+    if strides_of(value) is not None:
+        return known_contiguous(value)
+    owner = value.owner
+    if depth <= 0 or not is_elementwise_op(owner) or isinstance(owner, t.DropoutOp):  # type: ignore[arg-type]
+        return False
+    for operand in owner.operands:  # type: ignore[union-attr]
+        osizes = shape(operand)
+        if osizes is None:
+            continue
+        if len(osizes) > len(sizes):  # type: ignore[arg-type]
+            return False
+        ostrides = strides_of(operand)
+        if ostrides is None:
+            if not provably_row_major(operand, depth - 1):
+                return False
+            continue
+        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
+        if any(a <= b for a, b in zip(significant, significant[1:])):
+            return False
+    return True
 
 
 def leading_ones(value: SSAValue, dim: int) -> bool:
@@ -216,6 +253,8 @@ def layout_insensitive(value: SSAValue) -> bool:
 
 
 __all__ = [
+    "is_row_major",
+    "provably_row_major",
     "all_static",
     "contiguous_part",
     "contiguous_strides",

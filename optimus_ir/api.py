@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from optimus_ir.diagnostics import Severity, collect_diagnostics
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
@@ -58,6 +60,9 @@ class OptimizeReport:
     pipeline: str = ""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     statistics: Any = None
+    remarks: list[Any] = field(default_factory=list)
+    """The passes' remarks (`optimus_ir.diagnostics.Diagnostic`), e.g. why each
+    batch-fusion candidate group was or was not fused."""
 
     def format(self) -> str:
         lines = [f"pipeline: {self.pipeline}"]
@@ -72,6 +77,8 @@ class OptimizeReport:
             f"{'total':<{width}}  {sum(self.ops_before.values()):>6}  "
             f"{sum(self.ops_after.values()):>5}"
         )
+        if self.remarks:
+            lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         lines.append(
             "time: "
             + ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in self.phase_seconds.items())
@@ -318,6 +325,47 @@ def _optimize(
         passes.pop()
     start = time.perf_counter()
     rewrites_before = statistics.budget.used if statistics is not None else 0
+    with collect_diagnostics() as diagnostics:
+        stats, text, layout_specialized = _run_passes(
+            program, passes, text, lower_last, statistics, hook, verify_each, rewrites_before
+        )
+    remarks = [d for d in diagnostics if d.severity is Severity.REMARK]
+    for diagnostic in diagnostics:
+        if diagnostic.severity is Severity.WARNING:
+            warnings.warn(str(diagnostic), stacklevel=3)
+    phases["passes"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    result = export_graph(program, fallback=gm if guard_strides and layout_specialized else None)
+    phases["export"] = time.perf_counter() - start
+
+    report = OptimizeReport(
+        ops_before=count_fx_ops(gm),
+        ops_after=count_fx_ops(result),
+        pipeline=text,
+        phase_seconds=phases,
+        statistics=stats,
+        remarks=remarks,
+    )
+    result.optimus_report = report  # type: ignore[attr-defined]
+    return result
+
+
+def _run_passes(
+    program: ImportedGraph,
+    passes: list[Any],
+    text: str,
+    lower_last: bool,
+    statistics: Any,
+    hook: Any,
+    verify_each: bool,
+    rewrites_before: int,
+) -> tuple[Any, str, bool]:
+    """Run the pipeline's passes on `program`, then lower what is left to fx;
+    the statistics, the pipeline text as run, and whether the result relies
+    on the example inputs' layout (needs the stride guard)."""
+    from optimus_ir.pipeline import run_pipeline
+
     stats = run_pipeline(
         program.module,
         passes,
@@ -346,21 +394,7 @@ def _optimize(
         from optimus_ir.diagnostics import verify_module
 
         verify_module(program.module, "after the pipeline")
-    phases["passes"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    result = export_graph(program, fallback=gm if guard_strides and layout_specialized else None)
-    phases["export"] = time.perf_counter() - start
-
-    report = OptimizeReport(
-        ops_before=count_fx_ops(gm),
-        ops_after=count_fx_ops(result),
-        pipeline=text,
-        phase_seconds=phases,
-        statistics=stats,
-    )
-    result.optimus_report = report  # type: ignore[attr-defined]
-    return result
+    return stats, text, layout_specialized
 
 
 # ---------------------------------------------------------------------------

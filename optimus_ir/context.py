@@ -20,6 +20,11 @@ def project_dialects() -> dict[str, object]:
 
         return TORCH
 
+    def batch():
+        from optimus_ir.dialects.batch import BATCH
+
+        return BATCH
+
     def builtin():
         from xdsl.dialects.builtin import Builtin
 
@@ -32,7 +37,9 @@ def project_dialects() -> dict[str, object]:
 
     # A dialect is registered here when it exists; an import error inside one
     # is a bug and must surface, so nothing is imported speculatively.
-    return {"builtin": builtin, "func": func, "fx": fx, "torch": torch_dialect}
+    return {
+        "builtin": builtin, "func": func, "fx": fx, "torch": torch_dialect, "batch": batch,
+    }
 
 
 def make_context(allow_unregistered: bool = False) -> Context:

@@ -61,13 +61,18 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "test-miscompile": lazy("optimus_ir.passes.test_miscompile"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
+    "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),
+    "lower-batch": lazy("optimus_ir.lowering.lower_batch"),
 }
 """Every pass of the project, by its kebab-case name."""
 
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "raise-fx",              # fx -> torch operator dialect
     "split-cat-simplify",    # split/cat/stack/unbind plumbing
-    # ... more operator-level optimizations (batch fusion) ...
+    "batch-fusion",          # independent same-kind ops -> batch ops
+    "lower-batch",           # batch ops -> torch ops (bmm, stacked pointwise)
+    "split-cat-simplify",    # the plumbing the lowering left
+    "canonicalize",
     "dce",
     "cse",
     "lower-to-fx",           # back to fx for export

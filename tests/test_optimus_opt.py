@@ -209,10 +209,19 @@ def report_pass(monkeypatch):
 def test_warnings_and_remarks_are_printed(tmp_path, capsys, report_pass):
     path = tmp_path / "in.mlir"
     path.write_text(VALID)
-    assert main([str(path), "-p", "report-tanh"]) == 0  # warnings do not fail
+    assert main([str(path), "-p", "report-tanh", "--remarks"]) == 0  # warnings do not fail
     err = capsys.readouterr().err
     assert f"{path}:3:3: warning: tanh seen" in err
     assert f"{path}:5:3: remark: add seen" in err
+
+
+def test_remarks_are_opt_in(tmp_path, capsys, report_pass):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "report-tanh"]) == 0
+    err = capsys.readouterr().err
+    assert f"{path}:3:3: warning: tanh seen" in err
+    assert "remark" not in err
 
 
 EXPECTED_OK = """\
@@ -231,7 +240,7 @@ fx.graph @g {
 def test_verify_diagnostics_accepts_matching_expectations(tmp_path, capsys, report_pass):
     path = tmp_path / "ok.mlir"
     path.write_text(EXPECTED_OK)
-    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics"]) == 0, capsys.readouterr().err
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics", "--remarks"]) == 0, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -249,7 +258,7 @@ def test_verify_diagnostics_rejects_mismatches(tmp_path, capsys, report_pass, ed
     old, new = edit
     assert old in EXPECTED_OK
     path.write_text(EXPECTED_OK.replace(old, new))
-    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics"]) == 1
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics", "--remarks"]) == 1
     assert message in capsys.readouterr().err
 
 

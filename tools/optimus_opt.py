@@ -140,6 +140,13 @@ class OptimusOptMain(xDSLOptMain):
             "(differential validation with a bisected rewrite budget)",
         )
         arg_parser.add_argument(
+            "--remarks",
+            action="store_true",
+            help="print the passes' remarks (why each candidate was or was not "
+            "rewritten, e.g. batch-fusion's groups); with --verify-diagnostics, "
+            "check them against `expected-remark` annotations",
+        )
+        arg_parser.add_argument(
             "--print-rewrite-log",
             action="store_true",
             help="print every applied rewrite: pass, pattern, op, index, location",
@@ -259,6 +266,8 @@ class OptimusOptMain(xDSLOptMain):
             module = None
             internal_error = err
 
+        if not self.args.remarks:  # remarks are opt-in, as in MLIR
+            diagnostics = [d for d in diagnostics if d.severity is not Severity.REMARK]
         self._print_reports(statistics)
         if internal_error is not None:
             print(

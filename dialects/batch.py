@@ -1,0 +1,469 @@
+"""The `batch` dialect: one op computes N independent members at once.
+
+`batch-fusion` produces these ops from groups of independent same-kind
+`torch` ops; `lower-batch` turns them back into `torch` ops (bmm/baddbmm,
+one layer_norm over the stacked members with per-member affine, one
+pointwise op on the stacked tensor) that run on any device. A Triton
+lowering is another consumer of the same ops.
+
+Values with a layout
+    Batch ops take and return *stacked* values: a `tensor<N x S>` whose
+    index 0 selects the member, `S` being the member's own shape. The
+    conversions between members and stacks are explicit and are the only
+    places where a layout changes:
+
+        %s = batch.pack %a, %b, %c : T, T, T -> tensor<3xT...>
+        %a2, %b2, %c2 = batch.unpack %s : tensor<3xT...> -> T, T, T
+
+    so a batched linear can feed a batched layer_norm without unstacking:
+    the `unpack`/`pack` pair between them cancels (canonicalization), and a
+    pack of members that already lie regularly in one tensor (the pieces of
+    one split, every k-th member of another stack) is lowered to a view.
+
+Members keep every argument
+    `batch.pointwise` holds the member op's name and *all* its properties
+    (`fn_properties`), so nan_to_num's replacements, clamp's bounds, gelu's
+    approximation or add's alpha are those of every member (the grouping key
+    of `batch-fusion` requires them equal). Each operand is either stacked
+    (one member value per member) or shared (the same value for every member,
+    broadcast): `stacked` says which.
+
+Assembly format
+    The `torch` dialect's: positional operands, keyword fields, types::
+
+        %y = batch.linear %x, %w bias %b
+            : tensor<4x8x16xf32>, tensor<4x32x16xf32>, tensor<4x32xf32> -> tensor<4x8x32xf32>
+        %y = batch.pointwise %x, %t fn "torch.add" stacked [true, false] fn_properties {alpha = 1}
+            : tensor<4x8x32xf32>, tensor<32xf32> -> tensor<4x8x32xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from optimus_ir.dialects import torch as T
+from optimus_ir.dialects.fx import DictValueAttr, bool_literal, float_literal
+from optimus_ir.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
+from optimus_ir.types import device_of, tensor_type
+
+Value = SSAValue | Operation
+
+_CANONICALIZATION = LazyCanonicalizationPatterns(
+    "optimus_ir.passes.canonicalization_patterns.batch", "BATCH_PATTERNS"
+)
+_STRING_NAME_CACHE: dict[str, StringAttr] = {}
+
+
+def _str(value: str) -> StringAttr:
+    attr = _STRING_NAME_CACHE.get(value)
+    if attr is None:
+        attr = _STRING_NAME_CACHE[value] = StringAttr(value)
+    return attr
+
+
+@lru_cache(maxsize=4096)
+def stacked_type(count: int, member: TensorType) -> TensorType:
+    """The type of `count` stacked members of type `member`: `tensor<count x S>`."""
+    return tensor_type((count, *member.get_shape()), member.element_type, device_of(member))
+
+
+@lru_cache(maxsize=4096)
+def member_type(stacked: TensorType) -> TensorType:
+    """The member type of a stacked type (its shape without dim 0)."""
+    return tensor_type(tuple(stacked.get_shape()[1:]), stacked.element_type, device_of(stacked))
+
+
+def _fail(op: str, message: str) -> VerifyException:
+    return VerifyException(f"'{op}': {message}")
+
+
+def _stacked(op: str, value: SSAValue, what: str, count: int | None = None) -> TensorType:
+    ty = value.type
+    if not isinstance(ty, TensorType) or ty.get_num_dims() < 1:
+        raise _fail(op, f"{what} must be a stacked tensor (rank >= 1), got {ty}")
+    n = ty.get_shape()[0]
+    if count is not None and n != count:
+        raise _fail(op, f"{what} stacks {n} members, expected {count}")
+    return ty
+
+
+class BatchOp(T.TorchOp):
+    """Base of the batch ops: the torch dialect's assembly format and builder."""
+
+    @property
+    def member_count(self) -> int:
+        """N, the number of members the op computes."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------
+# Layout conversions
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class PackOp(BatchOp):
+    """Stack N member values of one type into `tensor<N x S>` (member i at
+    index i). Lowered to a view where the members already lie regularly in
+    one tensor, else to `torch.stack`."""
+
+    name = "batch.pack"
+    members = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult(), _CANONICALIZATION)
+
+    def __init__(self, members: Sequence[Value], *, result_type: Attribute | None = None) -> None:
+        if result_type is None:
+            if not members:
+                raise VerifyException("'batch.pack' needs at least one member")
+            first = SSAValue.get(members[0]).type
+            assert isinstance(first, TensorType)
+            result_type = stacked_type(len(members), first)
+        super().__init__(operands=[list(members)], result_types=[result_type])
+
+    @property
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def expected_types(self) -> Sequence[TensorType]:
+        if not self.members:
+            raise _fail(self.name, "needs at least one member")
+        first = self.members[0].type
+        for i, member in enumerate(self.members):
+            if member.type != first:
+                raise _fail(self.name, f"member {i} has type {member.type}, member 0 {first}")
+        assert isinstance(first, TensorType)
+        return [stacked_type(len(self.members), first)]
+
+
+def _unpack_relation(op: Operation) -> Piece:
+    return Piece(0, keeps_dim=False)
+
+
+@irdl_op_definition
+class UnpackOp(BatchOp):
+    """The N members of a stacked value: result i is index i of dim 0 (a view,
+    like `torch.unbind(x, 0)`)."""
+
+    name = "batch.unpack"
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    traits = traits_def(Pure(), ViewLike(_unpack_relation), _CANONICALIZATION)
+
+    def __init__(self, input: Value, *, result_types: Sequence[Attribute] | None = None) -> None:
+        if result_types is None:
+            ty = SSAValue.get(input).type
+            assert isinstance(ty, TensorType)
+            result_types = [member_type(ty)] * ty.get_shape()[0]
+        super().__init__(operands=[input], result_types=[list(result_types)])
+
+    @property
+    def member_count(self) -> int:
+        return len(self.outputs)
+
+    def expected_types(self) -> Sequence[TensorType]:
+        ty = _stacked(self.name, self.input, "input", len(self.outputs))
+        return [member_type(ty)] * len(self.outputs)
+
+
+# ---------------------------------------------------------------------------
+# Compute
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LinearOp(BatchOp):
+    """N linears of equal shapes: member i is `linear(input[i], weight[i], bias[i])`.
+    `input: tensor<N x ... x K>`, `weight: tensor<N x M x K>`,
+    `bias: tensor<N x M>` -> `tensor<N x ... x M>` (one baddbmm)."""
+
+    name = "batch.linear"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
+
+    def __init__(
+        self, input: Value, weight: Value, bias: Value | None = None, *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            result_type = _linear_type(
+                self.name, SSAValue.get(input), SSAValue.get(weight),
+                None if bias is None else SSAValue.get(bias), shared_input=False,
+            )
+        super().__init__(operands=[input, weight, bias], result_types=[result_type])
+
+    @property
+    def member_count(self) -> int:
+        return self.weight.type.get_shape()[0]  # type: ignore[union-attr]
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [_linear_type(self.name, self.input, self.weight, self.bias, shared_input=False)]
+
+
+@irdl_op_definition
+class LinearSharedInputOp(BatchOp):
+    """N linears of one shared input: member i is `linear(input, weight[i], bias[i])`.
+    `input: tensor<... x K>` (not stacked), `weight: tensor<N x M x K>`,
+    `bias: tensor<N x M>` -> `tensor<N x ... x M>` (one linear on the
+    concatenated weights)."""
+
+    name = "batch.linear_shared_input"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
+
+    def __init__(
+        self, input: Value, weight: Value, bias: Value | None = None, *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            result_type = _linear_type(
+                self.name, SSAValue.get(input), SSAValue.get(weight),
+                None if bias is None else SSAValue.get(bias), shared_input=True,
+            )
+        super().__init__(operands=[input, weight, bias], result_types=[result_type])
+
+    @property
+    def member_count(self) -> int:
+        return self.weight.type.get_shape()[0]  # type: ignore[union-attr]
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [_linear_type(self.name, self.input, self.weight, self.bias, shared_input=True)]
+
+
+def _linear_type(
+    op: str, input: SSAValue, weight: SSAValue, bias: SSAValue | None, *, shared_input: bool
+) -> TensorType:
+    w = _stacked(op, weight, "weight")
+    n = w.get_shape()[0]
+    x = input.type
+    if not isinstance(x, TensorType):
+        raise _fail(op, f"input must be a tensor, got {x}")
+    if not shared_input:
+        x = member_type(_stacked(op, input, "input", n))
+    b = None if bias is None else member_type(_stacked(op, bias, "bias", n))
+    try:
+        out = T.infer_linear_type(x, member_type(w), b)
+    except VerifyException as error:
+        raise _fail(op, f"members: {error}") from None
+    return stacked_type(n, out)
+
+
+@irdl_op_definition
+class LayerNormOp(BatchOp):
+    """N layer_norms with per-member affine: member i is
+    `layer_norm(input[i], normalized_shape, weight[i], bias[i], eps)`."""
+
+    name = "batch.layer_norm"
+    input = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    normalized_shape = prop_def(ArrayAttr)
+    eps = prop_def(FloatAttr, default_value=float_literal(1e-5))
+    result = result_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[T.Format] = (
+        ("normalized_shape", "value"),
+        ("weight", "operand"),
+        ("bias", "operand"),
+        ("eps", "value"),
+    )
+
+    def __init__(
+        self, input: Value, normalized_shape: Sequence[int], weight: Value | None = None,
+        bias: Value | None = None, *, eps: float | FloatAttr = 1e-5,
+        result_type: Attribute | None = None,
+    ) -> None:
+        shape = T.ints_attr(normalized_shape)
+        if result_type is None:
+            result_type = SSAValue.get(input).type
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[result_type],
+            properties={
+                "normalized_shape": shape,
+                "eps": eps if isinstance(eps, FloatAttr) else float_literal(eps),
+            },
+        )
+
+    @property
+    def member_count(self) -> int:
+        return self.input.type.get_shape()[0]  # type: ignore[union-attr]
+
+    def expected_types(self) -> Sequence[TensorType]:
+        x = _stacked(self.name, self.input, "input")
+        n = x.get_shape()[0]
+        w = None if self.weight is None else member_type(_stacked(self.name, self.weight, "weight", n))
+        b = None if self.bias is None else member_type(_stacked(self.name, self.bias, "bias", n))
+        try:
+            out = T.infer_layer_norm_type(member_type(x), T.ints(self.normalized_shape), w, b)
+        except VerifyException as error:
+            raise _fail(self.name, f"members: {error}") from None
+        return [stacked_type(n, out)]
+
+
+@irdl_op_definition
+class PointwiseOp(BatchOp):
+    """N applications of one pointwise torch op (`fn`, with all its
+    properties `fn_properties`): member i is `fn(operand_0[i] or operand_0,
+    ...)`, where an operand is indexed when `stacked` says so and shared
+    (broadcast to every member) otherwise. At least one operand is stacked."""
+
+    name = "batch.pointwise"
+    inputs = var_operand_def(TensorType)
+    fn = prop_def(StringAttr)
+    stacked = prop_def(ArrayAttr)
+    fn_properties = prop_def(DictValueAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    FORMAT: ClassVar[T.Format] = (("fn", "value"), ("stacked", "value"), ("fn_properties", "value"))
+
+    def __init__(
+        self, fn: str, operands: Sequence[Value], stacked: Sequence[bool],
+        fn_properties: Mapping[str, Attribute], *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        props = properties_literal(fn_properties)
+        flags = ArrayAttr([bool_literal(bool(s)) for s in stacked])
+        values = [SSAValue.get(v) for v in operands]
+        if result_type is None:
+            result_type = _pointwise_type(self.name, fn, values, [bool(s) for s in stacked], props)
+        super().__init__(
+            operands=[values],
+            result_types=[result_type],
+            properties={"fn": _str(fn), "stacked": flags, "fn_properties": props},
+        )
+
+    @property
+    def member_count(self) -> int:
+        return self.result.type.get_shape()[0]  # type: ignore[union-attr]
+
+    @property
+    def stacked_flags(self) -> list[bool]:
+        """Per operand: whether it is stacked (else shared)."""
+        return [T.flag(f) for f in self.stacked.data]
+
+    def member_properties(self) -> dict[str, Attribute]:
+        """The properties every member op has (`fn_properties` as a dict)."""
+        return {k.data: v for k, v in self.fn_properties.items()}  # type: ignore[attr-defined]
+
+    def fn_class(self) -> type[T.TorchOp]:
+        """The torch op class each member applies."""
+        return pointwise_op_class(self.fn.data)
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [
+            _pointwise_type(
+                self.name, self.fn.data, list(self.inputs), self.stacked_flags, self.fn_properties
+            )
+        ]
+
+
+@lru_cache(maxsize=None)
+def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
+    return {cls.name: cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS)}
+
+
+def pointwise_op_class(name: str) -> type[T.TorchOp]:
+    """The unary or binary pointwise torch op class called `name`."""
+    cls = _pointwise_classes().get(name)
+    if cls is None:
+        raise VerifyException(f"'batch.pointwise': '{name}' is not a pointwise torch op")
+    return cls
+
+
+def properties_literal(properties: Mapping[str, Attribute]) -> DictValueAttr:
+    """`properties` as the dict literal `batch.pointwise` keeps them in
+    (keys in sorted order, so equal properties give equal attributes)."""
+    keys = sorted(properties)
+    return DictValueAttr([_str(k) for k in keys], [properties[k] for k in keys])
+
+
+def _pointwise_type(
+    op: str, fn: str, operands: Sequence[SSAValue], stacked: Sequence[bool], props: DictValueAttr
+) -> TensorType:
+    cls = pointwise_op_class(fn)
+    if len(stacked) != len(operands):
+        raise _fail(op, f"has {len(operands)} operands but {len(stacked)} stacked flags")
+    if not any(stacked):
+        raise _fail(op, "needs at least one stacked operand")
+    counts = {value.type.get_shape()[0] for value, s in zip(operands, stacked) if s}  # type: ignore[union-attr]
+    if len(counts) != 1:
+        raise _fail(op, f"stacked operands have different member counts {sorted(counts)}")
+    n = counts.pop()
+    members = [
+        member_type(_stacked(op, value, f"operand {i}", n)) if s else value.type
+        for i, (value, s) in enumerate(zip(operands, stacked))
+    ]
+    fields = {k.data: v for k, v in props.items()}  # type: ignore[attr-defined]
+    try:
+        if issubclass(cls, T.UnaryPointwiseOp):
+            if len(members) != 1:
+                raise VerifyException(f"'{fn}' takes one operand, got {len(members)}")
+            out = T.infer_unary_type(fn, members[0], fields.get("min"), fields.get("max"))  # type: ignore[arg-type]
+        else:
+            rhs = members[1] if len(members) > 1 else fields.get("scalar")
+            if rhs is None or len(members) > 2:
+                raise VerifyException(f"'{fn}' needs a tensor or scalar right-hand side")
+            mode = fields.get("rounding_mode")
+            out = T.infer_binary_type(
+                fn, members[0], rhs, fields.get("alpha"),  # type: ignore[arg-type]
+                mode.data if isinstance(mode, StringAttr) else "none",
+            )
+    except VerifyException as error:
+        raise _fail(op, f"members: {error}") from None
+    return stacked_type(n, out)
+
+
+BATCH_OPS: tuple[type[BatchOp], ...] = (
+    PackOp, UnpackOp, LinearOp, LinearSharedInputOp, LayerNormOp, PointwiseOp,
+)
+
+BATCH = Dialect("batch", list(BATCH_OPS), [])
+
+__all__ = [
+    "BATCH",
+    "BATCH_OPS",
+    "BatchOp",
+    "LayerNormOp",
+    "LinearOp",
+    "LinearSharedInputOp",
+    "PackOp",
+    "PointwiseOp",
+    "UnpackOp",
+    "member_type",
+    "pointwise_op_class",
+    "properties_literal",
+    "stacked_type",
+]

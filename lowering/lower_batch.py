@@ -1,0 +1,404 @@
+"""`lower-batch`: batch ops -> torch operator ops that run on any device.
+
+The CPU (and generic) lowering of `dialects/batch.py`. Layout is decided
+here, where it is known which members already lie together:
+
+    batch.pack       a view when the members are equal, regularly spaced
+                     pieces of one tensor (the pieces of one split:
+                     `slice -> unflatten -> [slice] -> movedim`), a strided
+                     slice of a stack when they are every k-th member of one
+                     unpacked stack, `stack + flatten` (one copy) when they
+                     interleave m stacks periodically, else `torch.stack`
+    batch.unpack     torch.unbind(stack, 0) (views)
+    batch.linear     torch.baddbmm(bias[:, None], x, weight.transpose(1, 2))
+                     (torch.bmm without bias; member batch dims flattened)
+    batch.linear_shared_input
+                     one torch.linear on the concatenated weights, viewed
+                     as [N, ..., M]
+    batch.layer_norm one torch.layer_norm without affine over all members,
+                     then `* weight[:, None]` and `+ bias[:, None]`
+    batch.pointwise  the member op itself on the stacked operands (stacked
+                     operands of lower rank get unit dims after dim 0)
+
+A `torch.cat` of members taken from stacks in member order (all of one
+stack, or m stacks interleaved periodically) becomes one `stack` of the
+stacks moved to the cat's layout, flattened: one copy instead of N slices
+and a cat.
+
+Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
+values: the exported module computes them once and caches them
+(`optimus_ir.param_cache`).
+
+A Triton lowering (another pass, same ops) replaces this one on GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.dialects import batch as B
+from optimus_ir.dialects import torch as T
+from optimus_ir.passes.batch_fusion import regular_pieces
+from optimus_ir.passes.canonicalization_patterns.batch import (
+    BATCH_PATTERNS,
+    unpacked_members,
+)
+from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
+# ---------------------------------------------------------------------------
+# Members in order: one stack, or m stacks interleaved
+# ---------------------------------------------------------------------------
+
+
+def interleaved_stacks(values: Sequence[SSAValue]) -> list[SSAValue] | None:
+    """The stacks S_0..S_{m-1} (m >= 1) when `values[p]` is member `p // m`
+    of `S_{p % m}`, each `S_j` unpacked whole (n members, n * m values)."""
+    if not values or not all(isinstance(v, OpResult) and isinstance(v.owner, B.UnpackOp) for v in values):
+        return None
+    first = values[0].owner
+    m = 1
+    while m < len(values) and values[m].owner is not first:
+        m += 1
+    if len(values) % m:
+        return None
+    n = len(values) // m
+    stacks: list[SSAValue] = []
+    for j in range(m):
+        unpack = values[j].owner
+        assert isinstance(unpack, B.UnpackOp)
+        if unpack.member_count != n or unpack.input in stacks:
+            return None
+        for k in range(n):
+            v = values[k * m + j]
+            if v.owner is not unpack or v.index != k:  # type: ignore[attr-defined]
+                return None
+        stacks.append(unpack.input)
+    return stacks
+
+
+def _member_order_value(
+    rewriter: PatternRewriter, stacks: list[SSAValue], dim: int
+) -> SSAValue:
+    """The cat along member dim `dim` of all members of `stacks`
+    interleaved (member k of stack j at position k*m + j): one
+    `torch.stack` of the stacks moved to `[..., n, member_dim, ...]` (a
+    fresh copy, like the cat), flattened (a view of it)."""
+    moved = [T.MovedimOp(s, [0], [dim]) for s in stacks]
+    joined = T.StackOp(moved, dim + 1)
+    flat = T.FlattenOp(joined, dim, dim + 2)
+    for new in (*moved, joined, flat):
+        rewriter.insert(new)
+    return flat.result
+
+
+class CatOfMembers(RewritePattern):
+    """`torch.cat` of a run of members that are the whole of one stack in
+    order, or m stacks interleaved periodically -> one `stack + flatten` of
+    the (moved) stacks in place of the run."""
+
+    name = "cat-of-members"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, T.CatOp):
+            return
+        inputs = list(op.inputs)
+        dim = op.dim.data
+        out: list[SSAValue] = []
+        changed = False
+        i = 0
+        while i < len(inputs):
+            v = inputs[i]
+            owner = v.owner
+            if isinstance(owner, B.UnpackOp):
+                best = None
+                # the longest run starting at i that is whole interleaved stacks
+                for m in range(1, 9):
+                    stacks_first = []
+                    j = i
+                    while j < len(inputs) and len(stacks_first) < m:
+                        stacks_first.append(inputs[j])
+                        j += 1
+                    if len(stacks_first) < m:
+                        break
+                    owners = [s.owner for s in stacks_first]
+                    if not all(isinstance(o, B.UnpackOp) for o in owners) or len(set(owners)) != m:
+                        continue
+                    n = owners[0].member_count  # type: ignore[union-attr]
+                    run = inputs[i : i + n * m]
+                    if len(run) == n * m and interleaved_stacks(run) is not None:
+                        best = (run, interleaved_stacks(run))
+                        break
+                if best is not None and len(best[0]) >= 2:
+                    out.append(_member_order_value(rewriter, best[1], dim))  # type: ignore[arg-type]
+                    i += len(best[0])
+                    changed = True
+                    continue
+            out.append(v)
+            i += 1
+        if not changed:
+            return
+        if len(out) == 1:  # a fresh copy already (a view of a new stack)
+            rewriter.replace(op, [], out)
+        else:
+            rewriter.replace(op, [T.CatOp(out, dim, result_type=op.result.type)])
+
+
+# ---------------------------------------------------------------------------
+# Conversions
+# ---------------------------------------------------------------------------
+
+
+class LowerPack(RewritePattern):
+    """`batch.pack` -> a view of the members' common base, a slice of a
+    stack, one stack+flatten of interleaved stacks, or `torch.stack`."""
+
+    name = "lower-pack"
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.PackOp):
+            return
+        members = list(op.members)
+        n = len(members)
+        aliases = self.aliases
+        fresh_needed = aliases is None or aliases.is_mutated(op.result) or aliases.reaches_output(op.result)
+        if not fresh_needed:
+            found = unpacked_members(members)
+            if found is not None and not aliases.is_mutated(found[0].input):  # type: ignore[union-attr]
+                unpack, first, step = found
+                end = first + (n - 1) * step + 1
+                rewriter.replace(op, [T.SliceOp(unpack.input, 0, first, end, step, result_type=op.result.type)])
+                return
+            pieces = regular_pieces(members)
+            if pieces is not None and not aliases.is_mutated(pieces[0]):  # type: ignore[union-attr]
+                view = _pieces_view(rewriter, pieces, n)
+                if view is not None:
+                    rewriter.replace(op, [], [view])
+                    return
+        stacks = interleaved_stacks(members)
+        if stacks is not None and len(stacks) > 1:
+            joined = T.StackOp(stacks, 1)
+            flat = T.FlattenOp(joined, 0, 1, result_type=op.result.type)
+            rewriter.replace(op, [joined, flat], [flat.result])
+            return
+        rewriter.replace(op, [T.StackOp(members, 0, result_type=op.result.type)])
+
+
+def _pieces_view(
+    rewriter: PatternRewriter, pieces: tuple[SSAValue, int, int, int, int], n: int
+) -> SSAValue | None:
+    """Members `base[..., first + k*stride : first + k*stride + size, ...]`
+    (along `dim`) as one view `[n, ...]`, or None if the pieces do not fit
+    a whole number of strides inside `base`."""
+    base, dim, first, stride, size = pieces
+    length = _shape(base)[dim]
+    shift = min(first, stride - size)
+    start = first - shift
+    if start + n * stride > length:
+        return None
+    ops: list[Operation] = []
+    value = base
+    if start != 0 or n * stride != length:
+        ops.append(T.SliceOp(value, dim, start, start + n * stride))
+        value = ops[-1].results[0]
+    ops.append(T.UnflattenOp(value, dim, [n, stride]))
+    value = ops[-1].results[0]
+    if stride != size:
+        ops.append(T.SliceOp(value, dim + 1, shift, shift + size))
+        value = ops[-1].results[0]
+    if dim != 0:
+        ops.append(T.MovedimOp(value, [dim], [0]))
+        value = ops[-1].results[0]
+    for new in ops:
+        rewriter.insert(new)
+    return value
+
+
+class LowerUnpack(RewritePattern):
+    """`batch.unpack` -> `torch.unbind(stack, 0)`."""
+
+    name = "lower-unpack"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, B.UnpackOp):
+            rewriter.replace(op, [T.UnbindOp(op.input, 0, result_types=[r.type for r in op.outputs])])
+
+
+# ---------------------------------------------------------------------------
+# Compute
+# ---------------------------------------------------------------------------
+
+
+class LowerLinear(RewritePattern):
+    """`batch.linear` -> `baddbmm(bias[:, None], x, w.transpose(1, 2))`
+    (bmm without bias); member inputs of rank != 2 are flattened to
+    [N, P, K] and the result viewed back."""
+
+    name = "lower-linear"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.LinearOp):
+            return
+        ops: list[Operation] = []
+        x = op.input
+        x_shape = _shape(x)
+        if len(x_shape) == 2:  # members are vectors [K]
+            ops.append(T.UnsqueezeOp(x, 1))
+            x = ops[-1].results[0]
+        elif len(x_shape) > 3:
+            ops.append(T.FlattenOp(x, 1, len(x_shape) - 2))
+            x = ops[-1].results[0]
+        ops.append(T.TransposeOp(op.weight, 1, 2))
+        wt = ops[-1].results[0]
+        if op.bias is not None:
+            ops.append(T.UnsqueezeOp(op.bias, 1))
+            ops.append(T.BaddbmmOp(ops[-1].results[0], x, wt))
+        else:
+            ops.append(T.BmmOp(x, wt))
+        out = ops[-1].results[0]
+        out_shape = _shape(op.result)
+        if _shape(out) != out_shape:
+            ops.append(T.ReshapeOp(out, list(out_shape), result_type=op.result.type))
+            out = ops[-1].results[0]
+        rewriter.replace(op, ops, [out])
+
+
+class LowerLinearSharedInput(RewritePattern):
+    """`batch.linear_shared_input` -> `linear(x, w.flatten(0, 1), b.flatten())`
+    viewed as [..., N, M] and moved to [N, ..., M]."""
+
+    name = "lower-linear-shared-input"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.LinearSharedInputOp):
+            return
+        n, m, _ = _shape(op.weight)
+        ops: list[Operation] = [T.FlattenOp(op.weight, 0, 1)]
+        w = ops[-1].results[0]
+        b = None
+        if op.bias is not None:
+            ops.append(T.FlattenOp(op.bias, 0, 1))
+            b = ops[-1].results[0]
+        ops.append(T.LinearOp(op.input, w, b))
+        y = ops[-1].results[0]
+        rank = len(_shape(y))
+        ops.append(T.UnflattenOp(y, rank - 1, [n, m]))
+        ops.append(T.MovedimOp(ops[-1].results[0], [rank - 1], [0], result_type=op.result.type))
+        rewriter.replace(op, ops, [ops[-1].results[0]])
+
+
+def _broadcast_member(value: SSAValue, rank: int, ops: list[Operation]) -> SSAValue:
+    """A stacked `[N, *s]` viewed as `[N, 1, ..., 1, *s]` of rank `rank`
+    (members broadcast like the member op broadcasts them)."""
+    shape = _shape(value)
+    if len(shape) >= rank:
+        return value
+    ops.append(T.ReshapeOp(value, [shape[0], *([1] * (rank - len(shape))), *shape[1:]]))
+    return ops[-1].results[0]
+
+
+class LowerLayerNorm(RewritePattern):
+    """`batch.layer_norm` -> one `layer_norm` without affine over the
+    stacked members, then the per-member `* weight` and `+ bias`."""
+
+    name = "lower-layer-norm"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.LayerNormOp):
+            return
+        rank = len(_shape(op.input))
+        ops: list[Operation] = [
+            T.LayerNormOp(op.input, T.ints(op.normalized_shape), eps=op.eps)
+        ]
+        y = ops[-1].results[0]
+        if op.weight is not None:
+            w = _broadcast_member(op.weight, rank, ops)
+            ops.append(T.MulOp(y, w))
+            y = ops[-1].results[0]
+        if op.bias is not None:
+            b = _broadcast_member(op.bias, rank, ops)
+            ops.append(T.AddOp(y, b))
+            y = ops[-1].results[0]
+        rewriter.replace(op, ops, [y])
+
+
+class LowerPointwise(RewritePattern):
+    """`batch.pointwise` -> the member op on the stacked operands, with
+    every property of the members."""
+
+    name = "lower-pointwise"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.PointwiseOp):
+            return
+        rank = len(_shape(op.result))
+        ops: list[Operation] = []
+        operands: list[SSAValue] = []
+        for value, stacked in zip(op.inputs, op.stacked_flags):
+            operands.append(_broadcast_member(value, rank, ops) if stacked else value)
+        cls = op.fn_class()
+        groups: list = list(operands)
+        definition = cls.get_irdl_definition()
+        while len(groups) < len(definition.operands):
+            groups.append([])
+        ops.append(
+            cls.build(
+                operands=groups,
+                result_types=[op.result.type],
+                properties=op.member_properties(),
+            )
+        )
+        rewriter.replace(op, ops, [ops[-1].results[0]])
+
+
+@dataclass(frozen=True)
+class LowerBatch(ModulePass):
+    """Lower every batch op to torch operator ops (see the module docstring):
+    first the conversions that cancel, then cats of members in order, then
+    the compute ops, then packs (now that it is known where members lie)
+    and unpacks."""
+
+    name = "lower-batch"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        aliases = AliasAnalysis(op)
+        canonical = [type(p)(aliases) if hasattr(p, "aliases") else p for p in BATCH_PATTERNS]
+        config = RewriteConfig()
+        listeners = [aliases.listener()]
+        GreedyRewriteDriver([*canonical, CatOfMembers()], config, name=self.name, listeners=listeners).rewrite(op)
+        GreedyRewriteDriver(
+            [LowerLinear(), LowerLinearSharedInput(), LowerLayerNorm(), LowerPointwise()],
+            config, name=self.name, listeners=listeners,
+        ).rewrite(op)
+        GreedyRewriteDriver([LowerPack(aliases)], config, name=self.name, listeners=listeners).rewrite(op)
+        GreedyRewriteDriver([LowerUnpack()], config, name=self.name, listeners=listeners).rewrite(op)
+
+
+__all__ = [
+    "CatOfMembers",
+    "LowerBatch",
+    "LowerLayerNorm",
+    "LowerLinear",
+    "LowerLinearSharedInput",
+    "LowerPack",
+    "LowerPointwise",
+    "LowerUnpack",
+    "interleaved_stacks",
+]

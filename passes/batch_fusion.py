@@ -1,0 +1,624 @@
+"""`batch-fusion`: N independent same-kind ops become one `batch` op.
+
+The horizontal fusion of Optimus. For every candidate op (linear,
+layer_norm, unary and binary pointwise of the `torch` dialect) the pass
+computes a *grouping key* -- everything that changes what the op computes:
+its kind, the shape, dtype and device of every operand, every property
+(eps, alpha, clamp bounds, nan_to_num replacements, gelu's approximation,
+...), and the barrier-free segment of the block it lies in. The search
+(`optimus_ir.analysis.independent_sets`) picks, per key, sets of members no
+two of which depend on each other, over the whole graph, such that fusing
+all the sets at once leaves the graph acyclic. A cost model
+(`optimus_ir.cost_model`) then decides per group whether fusing pays on
+the device: the ops and launches saved against the bytes any remaining
+copy moves. Every group is fused or left alone with a remark saying why
+(`optimus-opt --remarks`, `OptimizeReport.remarks`).
+
+A fused group becomes `batch.pack` of each member operand that differs
+between members, the batch op, and `batch.unpack` of its result; the
+conversions between two fused groups cancel (`batch.unpack` -> `batch.pack`
+of the same members in the same order is the stack itself), so a batched
+linear feeds a batched layer_norm without restacking. Members regroup freely
+from one level to the next: towers of input widths 16/32/64 form three
+linear groups, while their layer_norms (all of one width) form one.
+
+Safety
+    * Ops whose operands or results are in an alias class that anything
+      writes in place are not candidates (remark "mutation").
+    * Members lie in one barrier-free segment (no op with side effects
+      between them): fusing moves a member's computation to the position
+      of the group's last member, which must not cross a write or a call
+      with unknown effects.
+    * Random ops (dropout in training mode) are not candidates.
+    * Batched matmuls and normalizations may reorder arithmetic: results
+      are equal within the dtype's tolerance, not bit for bit (the
+      numerical tests say which tolerance).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.analysis.independent_sets import block_dag, find_independent_groups
+from optimus_ir.diagnostics import emit_remark, location_of
+from optimus_ir.dialects import batch as B
+from optimus_ir.dialects import fx
+from optimus_ir.dialects import torch as T
+from optimus_ir.statistics import current_pass_context
+from optimus_ir.traits import is_removable
+from optimus_ir.types import device_of
+
+# ---------------------------------------------------------------------------
+# Grouping keys
+# ---------------------------------------------------------------------------
+
+_POINTWISE = tuple(
+    cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS) if cls is not T.DetachOp
+)
+_KIND_OF_POINTWISE = {cls: "pointwise" for cls in _POINTWISE}
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """What members of one group must agree on: the fusion kind and named
+    fields (compared field by field to explain a mismatch)."""
+
+    kind: str
+    op_name: str
+    fields: tuple[tuple[str, Hashable], ...]
+
+    def differences(self, other: GroupKey) -> list[str]:
+        """The fields in which `other` differs, as `name (mine vs other's)`."""
+        theirs = dict(other.fields)
+        out = []
+        for name, value in self.fields:
+            if name == "segment":
+                if theirs.get(name) != value:
+                    out.append("segment (an op with side effects lies between them)")
+                continue
+            if theirs.get(name, _MISSING) != value:
+                out.append(f"{name} ({_show(value)} vs {_show(theirs.get(name))})")
+        return out
+
+
+_MISSING = object()
+
+
+def _show(value: object) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def _tensor_fields(name: str, ty: Attribute | None) -> list[tuple[str, Hashable]]:
+    if not isinstance(ty, TensorType):
+        return [(name, None)]
+    return [
+        (f"{name} shape", tuple(ty.get_shape())),
+        (f"{name} dtype", ty.element_type),
+        (f"{name} device", device_of(ty)),
+    ]
+
+
+def _static(ty: Attribute) -> bool:
+    return isinstance(ty, TensorType) and all(d >= 0 for d in ty.get_shape())
+
+
+def candidate_key(op: Operation, segment: int, shared_inputs: set[tuple]) -> GroupKey | None:
+    """The grouping key of `op`, or None when it is not a fusion candidate
+    kind (the caller checks mutation and effects)."""
+    fields: list[tuple[str, Hashable]]
+    if isinstance(op, T.LinearOp):
+        bias = op.bias.type if op.bias is not None else None
+        shared = (op.input, op.weight.type, bias)
+        fields = [*_tensor_fields("weight", op.weight.type), *_tensor_fields("bias", bias)]
+        if shared in shared_inputs:
+            kind = "linear-shared-input"
+            fields.insert(0, ("input", f"%{op.input.name_hint or 'value'}"))
+            fields.append(("input value", id(op.input)))
+        else:
+            kind = "linear"
+            fields = [*_tensor_fields("input", op.input.type), *fields]
+    elif isinstance(op, T.LayerNormOp):
+        kind = "layer_norm"
+        fields = [
+            *_tensor_fields("input", op.input.type),
+            ("normalized_shape", T.ints(op.normalized_shape)),
+            ("eps", T.number_value(op.eps)),
+            *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
+            *_tensor_fields("bias", op.bias.type if op.bias is not None else None),
+        ]
+    elif type(op) in _KIND_OF_POINTWISE:
+        kind = "pointwise"
+        fields = []
+        for i, operand in enumerate(op.operands):
+            fields.extend(_tensor_fields(f"operand {i}", operand.type))
+        for name in sorted(op.properties):
+            fields.append((name, _literal_value(op.properties[name])))
+    else:
+        return None
+    fields.append(("segment", segment))
+    return GroupKey(kind, op.name, tuple(fields))
+
+
+def _literal_value(attr: Attribute) -> Hashable:
+    try:
+        return T.number_value(attr)
+    except Exception:  # strings, none, other literals: the attribute itself
+        data = getattr(attr, "data", None)
+        return data if isinstance(data, Hashable) and data is not None else attr
+
+
+# ---------------------------------------------------------------------------
+# Where member values come from (for the cost estimate)
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Provenance:
+    """What the pass knows about values produced by fused groups: value ->
+    (stack id, index, stack size)."""
+
+    members: dict[SSAValue, tuple[int, int, int]] = field(default_factory=dict)
+    next_id: int = 0
+
+    def record(self, results: Sequence[SSAValue]) -> None:
+        stack = self.next_id
+        self.next_id += 1
+        for i, value in enumerate(results):
+            self.members[value] = (stack, i, len(results))
+
+
+def _is_parameter(value: SSAValue) -> bool:
+    """A parameter or buffer, or a pure function of them only: stacked once
+    and cached by the exported module (`optimus_ir.param_cache`)."""
+    owner = value.owner
+    return isinstance(owner, fx.GetAttrOp)
+
+
+def _piece_of(value: SSAValue) -> tuple[SSAValue, int, int, int] | None:
+    """(base, dim, offset, size) when `value` is a step-1 piece of `base`
+    (a split result or a slice)."""
+    owner = value.owner
+    if isinstance(owner, T.SplitOp) and isinstance(value.type, TensorType):
+        index = value.index  # type: ignore[attr-defined]
+        sections = T.ints(owner.sections)
+        dim = owner.dim.data
+        return owner.input, dim, sum(sections[:index]), sections[index]
+    if isinstance(owner, T.SliceOp) and owner.step.data == 1:
+        ty = owner.input.type
+        if not isinstance(ty, TensorType):
+            return None
+        dim = owner.dim.data
+        size = ty.get_shape()[dim]
+        start = owner.start.data if owner.start is not None else 0  # type: ignore[union-attr]
+        result_size = value.type.get_shape()[dim]  # type: ignore[union-attr]
+        if start < 0 or size < 0 or result_size < 0:
+            return None
+        return owner.input, dim, start, result_size
+    return None
+
+
+def regular_pieces(values: Sequence[SSAValue]) -> tuple[SSAValue, int, int, int, int] | None:
+    """(base, dim, first offset, stride, size) when `values` are equal-sized
+    step-1 pieces of one base along one dim at offsets in arithmetic
+    progression with a stride of at least their size: one strided view."""
+    pieces = [_piece_of(v) for v in values]
+    if any(p is None for p in pieces) or len(pieces) < 2:
+        return None
+    base, dim, first, size = pieces[0]  # type: ignore[misc]
+    stride = pieces[1][2] - first  # type: ignore[index]
+    if stride < size:
+        return None
+    for k, piece in enumerate(pieces):
+        b, d, offset, s = piece  # type: ignore[misc]
+        if b is not base or d != dim or s != size or offset != first + k * stride:
+            return None
+    return base, dim, first, stride, size
+
+
+def _bytes(ty: Attribute) -> int:
+    if not isinstance(ty, TensorType):
+        return 0
+    count = 1
+    for d in ty.get_shape():
+        count *= max(d, 0)
+    width = getattr(ty.element_type, "bitwidth", 32)
+    return count * max(int(width) // 8, 1)
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    kind: str
+    members: list[Operation]
+
+
+@dataclass(frozen=True)
+class BatchFusion(ModulePass):
+    """Fuse groups of independent same-kind ops (linear, layer_norm,
+    pointwise) into `batch` ops, where the cost model says it pays.
+
+    Options:
+        min_size / max_size: bounds on a group's size.
+        cost_model: "calibrated" (measured once on this machine and cached),
+            "default" (documented constants) or "none" (fuse every group the
+            search finds). The environment variable OPTIMUS_COST_MODEL
+            overrides "calibrated".
+        kinds: comma-separated fusion kinds to consider ("all", or some of
+            linear, layer_norm, pointwise).
+    """
+
+    name = "batch-fusion"
+
+    min_size: int = 2
+    max_size: int = 4096
+    cost_model: str = "calibrated"
+    kinds: str = "all"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.min_size < 1 or self.max_size < self.min_size:
+            raise ValueError(f"batch-fusion: need 1 <= min-size <= max-size, got {self.min_size}, {self.max_size}")
+        if self.cost_model not in ("calibrated", "default", "none"):
+            raise ValueError(f"batch-fusion: cost-model must be calibrated, default or none, got '{self.cost_model}'")
+        model = self._cost_model()
+        for graph in list(op.ops):
+            if isinstance(graph, fx.GraphOp):
+                fuse_block(graph.block, self, model)
+        from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
+        from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
+
+        aliases = AliasAnalysis(op)
+        patterns = [type(p)(aliases) if hasattr(p, "aliases") else p for p in BATCH_PATTERNS]
+        GreedyRewriteDriver(
+            patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
+        ).rewrite(op)
+
+    def _cost_model(self):
+        if self.cost_model == "none":
+            return None
+        from optimus_ir import cost_model as cm
+
+        if self.cost_model == "default":
+            return cm.default_cost_model("cpu")
+        return cm.calibrated_cost_model("cpu")
+
+    def enabled(self, kind: str) -> bool:
+        if self.kinds == "all":
+            return True
+        wanted = {k.strip() for k in self.kinds.split(",")}
+        return kind in wanted or (kind == "linear-shared-input" and "linear" in wanted)
+
+
+def fuse_block(block: Block, options: BatchFusion, model) -> int:
+    """Find, decide and fuse the groups of `block`; the number fused."""
+    context = current_pass_context(options.name)
+    ops = list(block.ops)
+    aliases = AliasAnalysis(block)
+
+    # Linears sharing one input (and weight/bias types) fuse on the shared input.
+    shared_count: dict[tuple, int] = {}
+    for op in ops:
+        if isinstance(op, T.LinearOp):
+            k = (op.input, op.weight.type, op.bias.type if op.bias is not None else None)
+            shared_count[k] = shared_count.get(k, 0) + 1
+    shared = {k for k, n in shared_count.items() if n >= options.min_size}
+
+    keys: list[GroupKey | None] = []
+    segment = 0
+    for op in ops:
+        key = None
+        if not is_removable(op):
+            segment += 1
+        else:
+            key = candidate_key(op, segment, shared)
+            if key is not None and not options.enabled(key.kind):
+                key = None
+            if key is not None:
+                reason = _exclusion(op, aliases)
+                if reason is not None:
+                    emit_remark(op, f"batch-fusion: {_name(op)} not fused: {reason}")
+                    key = None
+        keys.append(key)
+
+    result = find_independent_groups(
+        block_dag(ops), keys, min_size=options.min_size, max_size=options.max_size
+    )
+    _explain_rejections(ops, keys, result, options)
+
+    provenance = _Provenance()
+    fused = 0
+    touched = False
+    for group_ids in result.groups:
+        members = [ops[i] for i in group_ids]
+        key = keys[group_ids[0]]
+        assert key is not None
+        if context.budget.exhausted:
+            break
+        plan = _plan(key.kind, members, provenance)
+        estimate = None
+        if model is not None:
+            estimate = model.estimate(
+                ops_before=len(members),
+                ops_after=plan.ops_after,
+                views_after=plan.views_after,
+                bytes_copied=plan.bytes_copied,
+            )
+            if not estimate.profitable:
+                emit_remark(
+                    members[0],
+                    f"batch-fusion: {len(members)} {key.op_name}{_names(members)} not fused: unprofitable: "
+                    f"{estimate.describe()}",
+                )
+                continue
+        results = _fuse(key.kind, members)
+        provenance.record(results)
+        context.budget.record(options.name, f"fuse-{key.kind}", members[0], None)
+        context.record.pattern(f"fuse-{key.kind}").rewrites += 1
+        fused += 1
+        touched = True
+        why = f" ({estimate.describe()})" if estimate is not None else ""
+        emit_remark(
+            members[0],
+            f"batch-fusion: fused {len(members)} {key.op_name}{_names(members)} into {_BATCH_OP[key.kind]}{why}",
+        )
+    if touched:
+        restore_dominance(block)
+    context.record.bump("groups fused", fused)
+    return fused
+
+
+_BATCH_OP = {
+    "linear": "batch.linear",
+    "linear-shared-input": "batch.linear_shared_input",
+    "layer_norm": "batch.layer_norm",
+    "pointwise": "batch.pointwise",
+}
+
+
+def _name(op: Operation) -> str:
+    """`torch.linear %linear.3`: the op and its result (the FX node's name)."""
+    hint = op.results[0].name_hint if op.results else None
+    return f"{op.name} %{hint}" if hint else op.name
+
+
+def _names(ops: Sequence[Operation]) -> str:
+    hints = [f"%{o.results[0].name_hint}" for o in ops[:3] if o.results and o.results[0].name_hint]
+    more = ", ..." if len(ops) > 3 else ""
+    return f" ({', '.join(hints)}{more})" if hints else ""
+
+
+def _exclusion(op: Operation, aliases: AliasAnalysis) -> str | None:
+    for value in (*op.operands, *op.results):
+        if not _static(value.type):
+            return "dynamic shape"
+    for value in (*op.operands, *op.results):
+        if aliases.is_mutated(value):
+            return f"mutation: %{value.name_hint or 'value'} (or a tensor it may alias) is written in place"
+    return None
+
+
+def _explain_rejections(ops, keys, result, options: BatchFusion) -> None:
+    """Remarks for the candidates in no group: the key fields that kept them
+    apart from the largest group of the same op (or from the first such
+    candidate when that op formed no group), else too small or dependent."""
+    reference: dict[str, tuple[GroupKey, str]] = {}
+    sizes: dict[str, int] = {}
+    for group in result.groups:
+        key = keys[group[0]]
+        if len(group) > sizes.get(key.op_name, 0):
+            sizes[key.op_name] = len(group)
+            first = ops[group[0]]
+            where = location_of(first)
+            reference[key.op_name] = (key, f"the {len(group)}-member group at {where or _name(first)}")
+    for index in sorted(result.rejected):
+        key = keys[index]
+        if key is not None and key.op_name not in reference:
+            where = location_of(ops[index])
+            reference[key.op_name] = (key, f"{_name(ops[index])}" + (f" at {where}" if where else ""))
+    grouped_keys = {keys[g[0]] for g in result.groups}
+    for index, reason in sorted(result.rejected.items()):
+        op, key = ops[index], keys[index]
+        other = reference.get(key.op_name) if key is not None else None
+        if other is not None and other[0] != key and key not in grouped_keys:
+            emit_remark(
+                op,
+                f"batch-fusion: {_name(op)} not fused with {other[1]}: key differs in "
+                + ", ".join(key.differences(other[0])),
+            )
+        elif reason == "dependent":
+            emit_remark(op, f"batch-fusion: {_name(op)} not fused: it depends on, or is needed by, "
+                        "a member of every group it could join")
+        else:
+            emit_remark(op, f"batch-fusion: {_name(op)} not fused: too small "
+                        f"(fewer than min-size {options.min_size} independent members)")
+
+
+# ---------------------------------------------------------------------------
+# Cost estimate inputs
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    ops_after: int = 0
+    views_after: int = 0
+    bytes_copied: int = 0
+
+
+def _operand_slots(kind: str, members: Sequence[Operation]) -> list[list[SSAValue]]:
+    if kind == "linear-shared-input":
+        return [[m.operands[i] for m in members] for i in range(1, len(members[0].operands))]
+    return [[m.operands[i] for m in members] for i in range(len(members[0].operands))]
+
+
+def _plan(kind: str, members: Sequence[Operation], provenance: _Provenance) -> _Plan:
+    """The torch ops and copies the fused group will cost after lowering."""
+    plan = _Plan()
+    for values in _operand_slots(kind, members):
+        if all(v is values[0] for v in values):
+            continue  # shared
+        if all(_is_parameter(v) for v in values):
+            continue  # stacked once, cached
+        sources = [provenance.members.get(v) for v in values]
+        if all(s is not None for s in sources):
+            stacks = {s[0] for s in sources}  # type: ignore[index]
+            if len(stacks) == 1:
+                plan.views_after += 1  # the stack itself, or a strided slice of it
+                continue
+        if regular_pieces(values) is not None:
+            plan.views_after += 3
+            continue
+        plan.ops_after += 1
+        plan.bytes_copied += _bytes(values[0].type) * len(values)
+    if kind == "layer_norm":
+        affine = members[0].weight is not None or members[0].bias is not None  # type: ignore[attr-defined]
+        plan.ops_after += 3 if affine else 1
+    elif kind == "linear-shared-input":
+        plan.ops_after += 1
+        plan.views_after += 2
+    else:
+        plan.ops_after += 1
+    plan.views_after += 1  # unpack
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Rewriting
+# ---------------------------------------------------------------------------
+
+
+def _stack(values: Sequence[SSAValue], before: Operation) -> SSAValue:
+    pack = B.PackOp(values)
+    Rewriter.insert_op(pack, InsertPoint.before(before))
+    pack.result.name_hint = (values[0].name_hint or "member") + "_stacked"
+    return pack.result
+
+
+def _fuse(kind: str, members: Sequence[Operation]) -> list[SSAValue]:
+    """Replace `members` by packs, one batch op and an unpack, inserted
+    before the last member; the unpack's results."""
+    anchor = members[-1]
+    n = len(members)
+
+    def operand(values: list[SSAValue | None]) -> SSAValue | None:
+        if values[0] is None:
+            return None
+        return _stack(values, anchor)  # type: ignore[arg-type]
+
+    if kind == "linear":
+        x = operand([m.input for m in members])  # type: ignore[attr-defined]
+        w = operand([m.weight for m in members])  # type: ignore[attr-defined]
+        b = operand([m.bias for m in members])  # type: ignore[attr-defined]
+        new: Operation = B.LinearOp(x, w, b)  # type: ignore[arg-type]
+    elif kind == "linear-shared-input":
+        w = operand([m.weight for m in members])  # type: ignore[attr-defined]
+        b = operand([m.bias for m in members])  # type: ignore[attr-defined]
+        new = B.LinearSharedInputOp(members[0].input, w, b)  # type: ignore[attr-defined,arg-type]
+    elif kind == "layer_norm":
+        first = members[0]
+        x = operand([m.input for m in members])  # type: ignore[attr-defined]
+        w = operand([m.weight for m in members])  # type: ignore[attr-defined]
+        b = operand([m.bias for m in members])  # type: ignore[attr-defined]
+        new = B.LayerNormOp(x, T.ints(first.normalized_shape), w, b, eps=first.eps)  # type: ignore[attr-defined,arg-type]
+    else:
+        first = members[0]
+        values: list[SSAValue] = []
+        stacked: list[bool] = []
+        for i in range(len(first.operands)):
+            column = [m.operands[i] for m in members]
+            if all(v is column[0] for v in column):
+                values.append(column[0])
+                stacked.append(False)
+            else:
+                values.append(_stack(column, anchor))
+                stacked.append(True)
+        if not any(stacked):  # every member computes the same value: cse's job, but stay correct
+            values[0] = _stack([first.operands[0]] * n, anchor)
+            stacked[0] = True
+        new = B.PointwiseOp(first.name, values, stacked, dict(first.properties))
+    Rewriter.insert_op(new, InsertPoint.before(anchor))
+    new.results[0].name_hint = (members[0].results[0].name_hint or "fused") + "_batch"
+    unpack = B.UnpackOp(new.results[0])
+    Rewriter.insert_op(unpack, InsertPoint.before(anchor))
+    for member, result in zip(members, unpack.outputs):
+        result.name_hint = member.results[0].name_hint
+        member.results[0].replace_all_uses_with(result)
+    for member in members:
+        Rewriter.erase_op(member)
+    return list(unpack.outputs)
+
+
+def restore_dominance(block: Block) -> None:
+    """Reorder `block` so that every op comes after the ops it uses, moving
+    as little as possible: a stable topological sort (by original position)
+    of each barrier-free segment. Ops with side effects never move, and no
+    op crosses one (fused members all lie in one segment)."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    start = 0
+    while start < len(ops):
+        end = start
+        while end < len(ops) and is_removable(ops[end]):
+            end += 1
+        if end > start:
+            _sort_segment(block, ops[start:end], position)
+        start = end + 1
+
+
+def _sort_segment(block: Block, segment: list[Operation], position: dict[Operation, int]) -> None:
+    inside = set(segment)
+    missing: dict[Operation, int] = {}
+    users: dict[Operation, list[Operation]] = {}
+    out_of_order = False
+    for op in segment:
+        deps = set()
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner in inside:
+                deps.add(owner)
+                if position[owner] > position[op]:
+                    out_of_order = True
+        missing[op] = len(deps)
+        for dep in deps:
+            users.setdefault(dep, []).append(op)
+    if not out_of_order:
+        return
+    ready = [(position[op], op) for op in segment if missing[op] == 0]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for user in users.get(op, ()):
+            missing[user] -= 1
+            if missing[user] == 0:
+                heapq.heappush(ready, (position[user], user))
+    if len(order) != len(segment):
+        raise AssertionError("batch-fusion: fused groups formed a cycle (a bug in the search)")
+    anchor = segment[-1].next_op
+    for op in order:
+        op.detach()
+        if anchor is None:
+            block.add_op(op)
+        else:
+            block.insert_op_before(op, anchor)
+
+
+__all__ = ["BatchFusion", "GroupKey", "candidate_key", "fuse_block", "regular_pieces", "restore_dominance"]

@@ -253,9 +253,10 @@ def format_flops(count: int) -> str:
 
 # --- defaults and options ----------------------------------------------------------------
 
-# CPU: the medians of three `python -m optimus_ir.cost_model --recalibrate
+# CPU: the medians of 16 `python -m optimus_ir.cost_model --recalibrate
 # --threads 1` runs on the project's reference machine (a 2-core Intel Xeon VM
-# with AVX-512, torch 2.13 CPU build), rounded. CUDA: not measured (no GPU
+# with AVX-512 shared with other work, torch 2.13 CPU build), rounded; single
+# runs ranged over 1.4-6.3 us per op, 0.9-4.7 GB/s, 63-139 GFLOP/s. CUDA: not measured (no GPU
 # was at hand); assumed typical of a recent data-centre GPU driven from eager
 # PyTorch, launch-bound (a few microseconds per kernel, copies of a few
 # hundred KB limited by kernel latency rather than bandwidth, fp32 matmuls
@@ -263,9 +264,9 @@ def format_flops(count: int) -> str:
 # and a CUDA request on a machine without a GPU use them.
 _DEFAULTS: dict[str, dict[str, float]] = {
     "cpu": {
-        "op_overhead_s": 1.5e-6,
-        "view_overhead_s": 1.3e-6,
-        "copy_bytes_per_s": 4.0e9,
+        "op_overhead_s": 2.7e-6,
+        "view_overhead_s": 2.2e-6,
+        "copy_bytes_per_s": 3.3e9,
         "flops_per_s": 1.0e11,
     },
     "cuda": {
@@ -337,15 +338,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int, repeats: int = _REPEATS) -> float:
-    """Median over `repeats` of the mean time of one of `calls` back-to-back
+def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) -> float:
+    """Median over `_REPEATS` repeats of the mean time of one of `calls` back-to-back
     calls, after a warm-up (the first calls pay for allocator and code-cache
     misses that an inference loop does not)."""
     for _ in range(_WARMUP):
         fn()
     _sync(device)
     samples = []
-    for _ in range(repeats):
+    for _ in range(_REPEATS):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -354,7 +355,10 @@ def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int, 
     return statistics.median(samples)
 
 
-def _chain_module(ops: Sequence[Callable[[torch.fx.Graph, torch.fx.Node, torch.fx.Node], torch.fx.Node]], count: int) -> torch.fx.GraphModule:
+NodeBuilder = Callable[[torch.fx.Graph, torch.fx.Node, torch.fx.Node], torch.fx.Node]
+
+
+def _chain_module(ops: Sequence[NodeBuilder], count: int) -> torch.fx.GraphModule:
     """A GraphModule whose forward applies `count` ops, cycling through `ops`
     (each builds one node from the previous value and the input)."""
     graph = torch.fx.Graph()
@@ -366,13 +370,13 @@ def _chain_module(ops: Sequence[Callable[[torch.fx.Graph, torch.fx.Node, torch.f
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-_TINY_OPS = (
+_TINY_OPS: tuple[NodeBuilder, ...] = (
     lambda g, v, x: g.call_function(torch.relu, (v,)),
     lambda g, v, x: g.call_function(torch.add, (v, x)),
 )
 # A cycle that ends where it started (16 elements, contiguous), so the chain
 # can repeat it: view, two transposes (a permutation and its inverse), view.
-_VIEW_OPS = (
+_VIEW_OPS: tuple[NodeBuilder, ...] = (
     lambda g, v, x: g.call_method("view", (v, 4, 4)),
     lambda g, v, x: g.call_function(torch.transpose, (v, 0, 1)),
     lambda g, v, x: g.call_function(torch.transpose, (v, 0, 1)),
@@ -380,7 +384,7 @@ _VIEW_OPS = (
 )
 
 
-def _per_op_seconds(ops: Sequence[Any], x: torch.Tensor, device: torch.device) -> float:
+def _per_op_seconds(ops: Sequence[NodeBuilder], x: torch.Tensor, device: torch.device) -> float:
     """Seconds per op of a generated module: the median over repeats of
     (K chained ops - empty module) / K, the two timed back to back in each
     repeat so that load from other processes hits both alike."""
@@ -507,7 +511,8 @@ def cache_path(device: str = "cpu", cache_dir_override: str | os.PathLike[str] |
 
 def _cache_file(key: dict[str, Any], directory: str | os.PathLike[str] | None) -> Path:
     machine = hashlib.sha1(f"{key['cpu']}|{key.get('gpu', '')}".encode()).hexdigest()[:10]
-    name = f"cost-model-v{key['schema']}-{key['device']}-torch{_slug(key['torch'])}-{key['threads']}t-{machine}.json"
+    torch_version = _slug(key["torch"])
+    name = f"cost-model-v{key['schema']}-{key['device']}-torch{torch_version}-{key['threads']}t-{machine}.json"
     return cache_directory(directory) / name
 
 
@@ -607,8 +612,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m optimus_ir.cost_model", description=main.__doc__)
     parser.add_argument("--device", default="cpu", help="device to calibrate (cpu, cuda, cuda:1)")
     parser.add_argument("--recalibrate", action="store_true", help="measure again and rewrite the cache")
-    parser.add_argument("--cache-dir", default=None, help=f"cache directory (default: ${CACHE_DIR_ENV} or ~/.cache/optimus-ir)")
-    parser.add_argument("--threads", type=int, default=None, help="torch thread count to calibrate for (default: the current one)")
+    parser.add_argument(
+        "--cache-dir", default=None, help=f"cache directory (default: ${CACHE_DIR_ENV} or ~/.cache/optimus-ir)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch thread count to calibrate for (default: the current one)"
+    )
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)

@@ -1,0 +1,650 @@
+"""The cost model of horizontal (batch) fusion: does fusing a group pay here?
+
+`batch-fusion` asks it once per candidate group. The pass counts what the
+group costs as the exported module runs it, before fusion (N member ops) and
+after (the batched op plus the pack/unpack/reshape ops its lowering emits),
+the bytes the remaining copies write, and the arithmetic the two versions do;
+`CostModel.estimate` turns the counts into seconds:
+
+    model = calibrated_cost_model("cpu")
+    estimate = model.estimate(ops_before=16, ops_after=3, bytes_copied=256 << 10)
+    if estimate.profitable: ...
+    remark(estimate.describe())  # "saves 13 ops (~41.6 us), copies 256 KiB (~21.0 us): gain ~20.6 us"
+
+The constants are measured, not guessed: `calibrated_cost_model` runs a small
+microbenchmark (well under a second) the first time it is asked on a machine
+and caches the result as JSON in `$OPTIMUS_CACHE_DIR` or
+`~/.cache/optimus-ir/`, one file per device, torch version, processor and torch
+thread count. What it measures, each as the median of repeats after a warm-up,
+on the current torch thread count (which the cache key records):
+
+* `op_overhead_s`: the cost of one tiny op (relu / add on 16 elements) called
+  from the `forward` of a generated `torch.fx.GraphModule`, the form of the
+  modules `optimize()` exports: a module of K chained ops minus an empty one,
+  divided by K. Python, dispatcher, allocation and (on a GPU) the launch.
+* `view_overhead_s`: the same for view ops (view / transpose).
+* `copy_bytes_per_s`: bytes written per second by a copy kernel, net of its
+  op overhead: `torch.stack` of 64 tensors of 4 KiB and `.contiguous()` of a
+  transposed 1 MiB tensor; the slower of the two, so a copy is never
+  underestimated.
+* `flops_per_s`: fp32 `mm` (256^3) and `bmm` (32 x 128x64x64) rate, net of the
+  op overhead; the slower of the two.
+
+`OPTIMUS_COST_MODEL=default` makes `calibrated_cost_model` return
+`default_cost_model` (documented constants, no measurement): tests use it for
+determinism. `cost_model_from_options` builds a model from explicit numbers
+(pass options in lit tests). A corrupt or stale cache file is measured again
+and rewritten, never an error; an unwritable cache directory makes the
+measurement happen in memory once per process, with one warning.
+
+Run `python -m optimus_ir.cost_model [--recalibrate] [--device cpu]` to see the
+constants and the cache file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+COST_MODEL_ENV = "OPTIMUS_COST_MODEL"
+"""`default`: `calibrated_cost_model` returns `default_cost_model` (no
+measurement, no cache); unset or `calibrated`: measure once and cache."""
+
+CACHE_DIR_ENV = "OPTIMUS_CACHE_DIR"
+"""Directory of the calibration cache; `~/.cache/optimus-ir` when unset."""
+
+CACHE_SCHEMA = 1
+"""Version of the cache file's content; a file of another version is stale."""
+
+SOURCES = ("calibrated", "cached", "default", "options")
+
+_CONSTANTS = ("op_overhead_s", "view_overhead_s", "copy_bytes_per_s", "flops_per_s")
+
+
+@dataclass(frozen=True)
+class FusionEstimate:
+    """What fusing one group is expected to save and to cost, in seconds per
+    call of the exported module, with the counts it was computed from (for
+    `describe`)."""
+
+    saved_s: float
+    cost_s: float
+    ops_saved: int = 0
+    """Op calls removed (negative: added), views not included."""
+    ops_s: float = 0.0
+    views_saved: int = 0
+    views_s: float = 0.0
+    bytes_copied: int = 0
+    copy_s: float = 0.0
+    extra_flops: int = 0
+    """Arithmetic added by the fused version (negative: removed)."""
+    flops_s: float = 0.0
+
+    @property
+    def gain_s(self) -> float:
+        """Expected time saved per call: `saved_s - cost_s`."""
+        return self.saved_s - self.cost_s
+
+    @property
+    def profitable(self) -> bool:
+        """Whether fusing is expected to make the module faster."""
+        return self.gain_s > 0
+
+    def describe(self) -> str:
+        """One line for remarks, e.g.
+        `saves 12 ops (~38.4 us), copies 256 KiB (~21.0 us): gain ~17.4 us`."""
+        parts = [_count_clause(self.ops_saved, "op", self.ops_s)]
+        if self.views_saved:
+            parts.append(_count_clause(self.views_saved, "view", self.views_s))
+        if self.bytes_copied:
+            parts.append(f"copies {format_bytes(self.bytes_copied)} (~{_us(self.copy_s)})")
+        else:
+            parts.append("copies nothing")
+        if self.extra_flops:
+            verb = "adds" if self.extra_flops > 0 else "saves"
+            parts.append(f"{verb} {format_flops(abs(self.extra_flops))} (~{_us(self.flops_s)})")
+        return f"{', '.join(parts)}: gain ~{_us(self.gain_s)}"
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-device constants that price the ops, copies and arithmetic of a
+    fused group against its members (see the module docstring for how each is
+    measured)."""
+
+    device: str
+    """Device type: `cpu`, `cuda`."""
+    op_overhead_s: float
+    """Fixed cost of one torch op call from an exported FX module (Python +
+    dispatcher + allocation + launch)."""
+    view_overhead_s: float
+    """The same for a view op (view, reshape as a view, permute, slice,
+    unbind, movedim)."""
+    copy_bytes_per_s: float
+    """Bytes written per second by a copy kernel (stack/cat/contiguous) on
+    tensors of a few hundred KB, net of the op's fixed cost."""
+    flops_per_s: float
+    """Sustained rate of mid-sized fp32 mm/bmm (for estimates of reordered or
+    padded arithmetic)."""
+    source: str
+    """Where the constants come from: `calibrated` (measured now), `cached`
+    (measured earlier on this machine), `default` or `options`."""
+
+    def __post_init__(self) -> None:
+        for name in _CONSTANTS:
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"cost model {name} must be a positive finite number, got {value!r}")
+        if self.source not in SOURCES:
+            raise ValueError(f"cost model source must be one of {SOURCES}, got {self.source!r}")
+
+    def estimate(
+        self,
+        *,
+        ops_before: int,
+        ops_after: int,
+        views_before: int = 0,
+        views_after: int = 0,
+        bytes_copied: int = 0,
+        extra_flops: int = 0,
+    ) -> FusionEstimate:
+        """Price a fusion: `ops_*` count the non-view op calls of the group
+        before and after fusion (members; batched op plus its pack/unpack
+        ops), `views_*` the view ops, `bytes_copied` the bytes written by the
+        copies the fused version adds (stacks of inputs that are not one
+        strided view, reshapes that copy), `extra_flops` the arithmetic it
+        does beyond the members' (negative when it does less).
+
+        Whatever goes down is saved, whatever goes up is cost."""
+        for name, count in (
+            ("ops_before", ops_before),
+            ("ops_after", ops_after),
+            ("views_before", views_before),
+            ("views_after", views_after),
+            ("bytes_copied", bytes_copied),
+        ):
+            if count < 0:
+                raise ValueError(f"estimate: {name} must not be negative, got {count}")
+        ops_saved = ops_before - ops_after
+        views_saved = views_before - views_after
+        ops_s = abs(ops_saved) * self.op_overhead_s
+        views_s = abs(views_saved) * self.view_overhead_s
+        copy_s = bytes_copied / self.copy_bytes_per_s
+        flops_s = abs(extra_flops) / self.flops_per_s
+        saved = cost = 0.0
+        for delta, seconds in ((ops_saved, ops_s), (views_saved, views_s), (-extra_flops, flops_s)):
+            if delta > 0:
+                saved += seconds
+            else:
+                cost += seconds
+        cost += copy_s
+        return FusionEstimate(
+            saved_s=saved,
+            cost_s=cost,
+            ops_saved=ops_saved,
+            ops_s=ops_s,
+            views_saved=views_saved,
+            views_s=views_s,
+            bytes_copied=bytes_copied,
+            copy_s=copy_s,
+            extra_flops=extra_flops,
+            flops_s=flops_s,
+        )
+
+    def describe(self) -> str:
+        """The constants in readable units, one line."""
+        return (
+            f"{self.device} ({self.source}): op {_us(self.op_overhead_s)}, view {_us(self.view_overhead_s)}, "
+            f"copy {self.copy_bytes_per_s / 1e9:.2f} GB/s, mm {self.flops_per_s / 1e9:.1f} GFLOP/s"
+        )
+
+
+# --- formatting --------------------------------------------------------------------------
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
+
+
+def _count_clause(delta: int, noun: str, seconds: float) -> str:
+    verb = "saves" if delta >= 0 else "adds"
+    count = abs(delta)
+    return f"{verb} {count} {noun}{'' if count == 1 else 's'} (~{_us(seconds)})"
+
+
+def _scaled(value: float, base: float, units: Sequence[str]) -> str:
+    unit = units[0]
+    for unit in units[:-1]:
+        if value < base:
+            break
+        value /= base
+    else:
+        unit = units[-1]
+    return f"{int(value)} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+
+
+def format_bytes(count: int) -> str:
+    """`256 KiB`, `1.5 MiB`, `100 B` (binary units, one decimal unless exact)."""
+    return _scaled(float(count), 1024.0, ("B", "KiB", "MiB", "GiB", "TiB"))
+
+
+def format_flops(count: int) -> str:
+    """`1.5 MFLOP` (decimal units, one decimal unless exact)."""
+    return _scaled(float(count), 1000.0, ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"))
+
+
+# --- defaults and options ----------------------------------------------------------------
+
+# CPU: the medians of 16 `python -m optimus_ir.cost_model --recalibrate
+# --threads 1` runs on the project's reference machine (a 2-core Intel Xeon VM
+# with AVX-512 shared with other work, torch 2.13 CPU build), rounded; single
+# runs ranged over 1.4-6.3 us per op, 0.9-4.7 GB/s, 63-139 GFLOP/s. CUDA: not measured (no GPU
+# was at hand); assumed typical of a recent data-centre GPU driven from eager
+# PyTorch, launch-bound (a few microseconds per kernel, copies of a few
+# hundred KB limited by kernel latency rather than bandwidth, fp32 matmuls
+# without TF32). Only tests, hand-written IR, `OPTIMUS_COST_MODEL=default`
+# and a CUDA request on a machine without a GPU use them.
+_DEFAULTS: dict[str, dict[str, float]] = {
+    "cpu": {
+        "op_overhead_s": 2.7e-6,
+        "view_overhead_s": 2.2e-6,
+        "copy_bytes_per_s": 3.3e9,
+        "flops_per_s": 1.0e11,
+    },
+    "cuda": {
+        "op_overhead_s": 8.0e-6,
+        "view_overhead_s": 3.0e-6,
+        "copy_bytes_per_s": 1.0e11,
+        "flops_per_s": 1.0e13,
+    },
+}
+
+
+def device_type(device: str | torch.device) -> str:
+    """`cpu`, `cuda` from any spelling torch accepts (`cuda:1`); other device
+    types are a `ValueError` (no constants for them)."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"cost model: not a device: {device!r}") from error
+    if kind not in _DEFAULTS:
+        raise ValueError(f"cost model: no constants for device type {kind!r} (known: {', '.join(_DEFAULTS)})")
+    return kind
+
+
+def default_cost_model(device: str = "cpu") -> CostModel:
+    """The documented constants of `device`, without measuring anything (tests,
+    hand-written IR, `OPTIMUS_COST_MODEL=default`, a CUDA request without a GPU)."""
+    kind = device_type(device)
+    return CostModel(device=kind, source="default", **_DEFAULTS[kind])
+
+
+def cost_model_from_options(
+    op_overhead_us: float,
+    copy_gb_per_s: float,
+    *,
+    view_overhead_us: float | None = None,
+    gflops_per_s: float | None = None,
+    device: str = "cpu",
+) -> CostModel:
+    """A model from explicit numbers (pass options): microseconds per op and
+    per view (default: the device default's view/op ratio times
+    `op_overhead_us`), copy bandwidth in GB/s (10^9 bytes written per second)
+    and matmul rate in GFLOP/s (default: the device default)."""
+    kind = device_type(device)
+    defaults = _DEFAULTS[kind]
+    if view_overhead_us is None:
+        view_overhead_us = op_overhead_us * defaults["view_overhead_s"] / defaults["op_overhead_s"]
+    flops = defaults["flops_per_s"] if gflops_per_s is None else gflops_per_s * 1e9
+    return CostModel(
+        device=kind,
+        op_overhead_s=op_overhead_us * 1e-6,
+        view_overhead_s=view_overhead_us * 1e-6,
+        copy_bytes_per_s=copy_gb_per_s * 1e9,
+        flops_per_s=flops,
+        source="options",
+    )
+
+
+# --- the microbenchmark ------------------------------------------------------------------
+
+_CHAIN = 64
+"""Ops per generated module; large enough that the module call's own cost is
+small beside it, small enough that the whole calibration stays fast."""
+_REPEATS = 15
+_WARMUP = 3
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) -> float:
+    """Median over `_REPEATS` repeats of the mean time of one of `calls` back-to-back
+    calls, after a warm-up (the first calls pay for allocator and code-cache
+    misses that an inference loop does not)."""
+    for _ in range(_WARMUP):
+        fn()
+    _sync(device)
+    samples = []
+    for _ in range(_REPEATS):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        _sync(device)
+        samples.append((time.perf_counter() - start) / calls)
+    return statistics.median(samples)
+
+
+NodeBuilder = Callable[[torch.fx.Graph, torch.fx.Node, torch.fx.Node], torch.fx.Node]
+
+
+def _chain_module(ops: Sequence[NodeBuilder], count: int) -> torch.fx.GraphModule:
+    """A GraphModule whose forward applies `count` ops, cycling through `ops`
+    (each builds one node from the previous value and the input)."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    value = x
+    for i in range(count):
+        value = ops[i % len(ops)](graph, value, x)
+    graph.output(value)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+_TINY_OPS: tuple[NodeBuilder, ...] = (
+    lambda g, v, x: g.call_function(torch.relu, (v,)),
+    lambda g, v, x: g.call_function(torch.add, (v, x)),
+)
+# A cycle that ends where it started (16 elements, contiguous), so the chain
+# can repeat it: view, two transposes (a permutation and its inverse), view.
+_VIEW_OPS: tuple[NodeBuilder, ...] = (
+    lambda g, v, x: g.call_method("view", (v, 4, 4)),
+    lambda g, v, x: g.call_function(torch.transpose, (v, 0, 1)),
+    lambda g, v, x: g.call_function(torch.transpose, (v, 0, 1)),
+    lambda g, v, x: g.call_method("view", (v, 16)),
+)
+
+
+def _per_op_seconds(ops: Sequence[NodeBuilder], x: torch.Tensor, device: torch.device) -> float:
+    """Seconds per op of a generated module: the median over repeats of
+    (K chained ops - empty module) / K, the two timed back to back in each
+    repeat so that load from other processes hits both alike."""
+    chain = _chain_module(ops, _CHAIN)
+    empty = _chain_module(ops, 0)
+    calls = 20
+    for _ in range(_WARMUP):
+        chain(x)
+        empty(x)
+    _sync(device)
+    diffs, fulls = [], []
+    for _ in range(_REPEATS):
+        start = time.perf_counter()
+        for _ in range(calls):
+            chain(x)
+        _sync(device)
+        middle = time.perf_counter()
+        for _ in range(calls):
+            empty(x)
+        _sync(device)
+        end = time.perf_counter()
+        fulls.append((middle - start) / calls)
+        diffs.append(((middle - start) - (end - middle)) / calls)
+    full = statistics.median(fulls)
+    # Noise on a shared machine can make the difference tiny or negative; a
+    # tenth of the full per-op time is a floor that keeps the constant sane.
+    return max(statistics.median(diffs), 0.1 * full) / _CHAIN
+
+
+def _net(seconds: float, overhead: float) -> float:
+    """Kernel time without the op's fixed cost (at least half the measurement)."""
+    return max(seconds - overhead, 0.5 * seconds)
+
+
+def measure(device: str = "cpu") -> dict[str, float]:
+    """Run the calibration microbenchmark on `device` (a type torch can
+    allocate on) with the current torch thread count and return the four
+    constants plus what they were derived from (all in seconds, bytes/s,
+    FLOP/s). Takes a fraction of a second on a CPU."""
+    dev = torch.device(device)
+    started = time.perf_counter()
+    # no_grad, as inference runs: no autograd bookkeeping in any op.
+    with torch.no_grad():
+        tiny = torch.randn(16, device=dev)
+        op = _per_op_seconds(_TINY_OPS, tiny, dev)
+        view = _per_op_seconds(_VIEW_OPS, tiny, dev)
+
+        pieces = [torch.randn(1024, device=dev) for _ in range(64)]  # 64 x 4 KiB
+        stack_s = _median_seconds(lambda: torch.stack(pieces), dev, calls=10)
+        stack_bw = 64 * 1024 * 4 / _net(stack_s, op)
+        transposed = torch.randn(512, 512, device=dev).t()  # 1 MiB, column-major
+        contiguous_s = _median_seconds(lambda: transposed.contiguous(), dev, calls=5)
+        contiguous_bw = 512 * 512 * 4 / _net(contiguous_s, op)
+
+        a, b = torch.randn(256, 256, device=dev), torch.randn(256, 256, device=dev)
+        mm_s = _median_seconds(lambda: torch.mm(a, b), dev, calls=3)
+        mm_rate = 2 * 256**3 / _net(mm_s, op)
+        p, q = torch.randn(32, 128, 64, device=dev), torch.randn(32, 64, 64, device=dev)
+        bmm_s = _median_seconds(lambda: torch.bmm(p, q), dev, calls=3)
+        bmm_rate = 2 * 32 * 128 * 64 * 64 / _net(bmm_s, op)
+    return {
+        "op_overhead_s": op,
+        "view_overhead_s": view,
+        "copy_bytes_per_s": min(stack_bw, contiguous_bw),
+        "flops_per_s": min(mm_rate, bmm_rate),
+        "stack_bytes_per_s": stack_bw,
+        "contiguous_bytes_per_s": contiguous_bw,
+        "mm_flops_per_s": mm_rate,
+        "bmm_flops_per_s": bmm_rate,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+# --- the cache ---------------------------------------------------------------------------
+
+
+@functools.cache
+def _processor_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def calibration_key(device: str = "cpu") -> dict[str, Any]:
+    """What the constants depend on: device type (and GPU name), torch
+    version, processor, torch thread count, cache schema."""
+    kind = device_type(device)
+    key: dict[str, Any] = {
+        "schema": CACHE_SCHEMA,
+        "device": kind,
+        "torch": torch.__version__,
+        "cpu": _processor_name(),
+        "threads": torch.get_num_threads(),
+    }
+    if kind == "cuda" and torch.cuda.is_available():
+        key["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return key
+
+
+def cache_directory(override: str | os.PathLike[str] | None = None) -> Path:
+    """`override`, else `$OPTIMUS_CACHE_DIR`, else `~/.cache/optimus-ir`."""
+    if override is not None:
+        return Path(override)
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env)
+    return Path.home() / ".cache" / "optimus-ir"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")
+
+
+def cache_path(device: str = "cpu", cache_dir_override: str | os.PathLike[str] | None = None) -> Path:
+    """The cache file of `device` on this machine: the readable parts of the
+    key in the name, the processor (and GPU) name as a short hash."""
+    return _cache_file(calibration_key(device), cache_dir_override)
+
+
+def _cache_file(key: dict[str, Any], directory: str | os.PathLike[str] | None) -> Path:
+    machine = hashlib.sha1(f"{key['cpu']}|{key.get('gpu', '')}".encode()).hexdigest()[:10]
+    torch_version = _slug(key["torch"])
+    name = f"cost-model-v{key['schema']}-{key['device']}-torch{torch_version}-{key['threads']}t-{machine}.json"
+    return cache_directory(directory) / name
+
+
+def _read_cache(path: Path, key: dict[str, Any], device: str) -> CostModel | None:
+    """The cached model, or None when the file is missing, unreadable,
+    corrupt, or measured under another key."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        constants = data["constants"]
+        return CostModel(device=device, source="cached", **{name: float(constants[name]) for name in _CONSTANTS})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cache(path: Path, key: dict[str, Any], measured: dict[str, float]) -> None:
+    """Write atomically (a rename), so a concurrent reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "key": key,
+        "constants": {name: measured[name] for name in _CONSTANTS},
+        "measurements": {name: value for name, value in measured.items() if name not in _CONSTANTS},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2, sort_keys=True)
+            out.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+_WARNED_MODES: set[str] = set()
+_IN_MEMORY: dict[Path, CostModel] = {}
+"""Models measured where the cache could not be written: measured once per
+process and path, warned about once."""
+
+
+def calibrated_cost_model(
+    device: str = "cpu",
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    recalibrate: bool = False,
+) -> CostModel:
+    """The measured constants of `device` on this machine: read from the cache
+    (`source="cached"`), or measured now and cached (`source="calibrated"`;
+    always when `recalibrate`). `OPTIMUS_COST_MODEL=default`, or a CUDA
+    device without a GPU, gives `default_cost_model(device)`. Never raises
+    for a cache problem: a corrupt or stale file is measured again, an
+    unwritable directory is warned about once and the measurement kept in
+    memory."""
+    kind = device_type(device)
+    mode = os.environ.get(COST_MODEL_ENV, "").strip().lower()
+    if mode == "default":
+        return default_cost_model(kind)
+    if mode not in ("", "calibrated") and mode not in _WARNED_MODES:
+        _WARNED_MODES.add(mode)
+        warnings.warn(f"{COST_MODEL_ENV}={mode!r} is not 'default' or 'calibrated'; calibrating", stacklevel=2)
+    if kind == "cuda" and not torch.cuda.is_available():
+        return default_cost_model(kind)
+    key = calibration_key(device)
+    path = _cache_file(key, cache_dir)
+    if not recalibrate:
+        if path in _IN_MEMORY:
+            return _IN_MEMORY[path]
+        cached = _read_cache(path, key, kind)
+        if cached is not None:
+            return cached
+    measured = measure(device)
+    model = CostModel(device=kind, source="calibrated", **{name: measured[name] for name in _CONSTANTS})
+    try:
+        _write_cache(path, key, measured)
+        _IN_MEMORY.pop(path, None)
+    except OSError as error:
+        if path not in _IN_MEMORY:
+            warnings.warn(
+                f"cost model: cannot write the calibration cache {path} ({error}); "
+                "using constants measured in memory for this process",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        _IN_MEMORY[path] = model
+    return model
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m optimus_ir.cost_model [--recalibrate] [--device cpu]
+    [--threads N] [--cache-dir DIR]`: print the constants and the cache file."""
+    parser = argparse.ArgumentParser(prog="python -m optimus_ir.cost_model", description=main.__doc__)
+    parser.add_argument("--device", default="cpu", help="device to calibrate (cpu, cuda, cuda:1)")
+    parser.add_argument("--recalibrate", action="store_true", help="measure again and rewrite the cache")
+    parser.add_argument(
+        "--cache-dir", default=None, help=f"cache directory (default: ${CACHE_DIR_ENV} or ~/.cache/optimus-ir)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch thread count to calibrate for (default: the current one)"
+    )
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    model = calibrated_cost_model(args.device, cache_dir=args.cache_dir, recalibrate=args.recalibrate)
+    elapsed = time.perf_counter() - started
+    key = calibration_key(args.device)
+    print(f"device            {model.device}")
+    print(f"source            {model.source}")
+    print(f"op_overhead_s     {model.op_overhead_s:.3e}  ({_us(model.op_overhead_s)})")
+    print(f"view_overhead_s   {model.view_overhead_s:.3e}  ({_us(model.view_overhead_s)})")
+    print(f"copy_bytes_per_s  {model.copy_bytes_per_s:.3e}  ({model.copy_bytes_per_s / 1e9:.2f} GB/s)")
+    print(f"flops_per_s       {model.flops_per_s:.3e}  ({model.flops_per_s / 1e9:.1f} GFLOP/s)")
+    print(f"torch threads     {key['threads']}")
+    print(f"processor         {key['cpu']}")
+    if model.source in ("calibrated", "cached"):
+        path = cache_path(args.device, args.cache_dir)
+        print(f"cache file        {path}")
+        if path.exists():
+            measurements = json.loads(path.read_text(encoding="utf-8")).get("measurements", {})
+            for name, value in sorted(measurements.items()):
+                print(f"  {name:<22} {value:.3e}")
+    else:
+        print("cache file        (none: default constants)")
+    print(f"took              {elapsed:.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench bench-export clean
+.PHONY: demo test pytest lit bench bench-export bench-batch-fusion clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ bench: $(STAMP)
 # the graph Dynamo captured (one thread, batch 64 and 512; a few minutes).
 bench-export: $(STAMP)
 	$(PY) benchmarks/bench_exported_module.py
+
+# Ops and per-call time of ours vs PyTorch's pre-grad Optimus on the recsys
+# variants (8/64/256 towers, uniform and mixed, batch 64 and 512; ~10 minutes).
+bench-batch-fusion: $(STAMP)
+	$(PY) benchmarks/bench_batch_fusion.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -17,6 +17,13 @@ tower outputs are glued back together and fed to an MLP::
       |
     MLP: linear(hidden) -> relu -> linear(1)
 
+Variants (keyword options of `make_recsys_model`): ``tower_width`` may be a
+sequence cycled over the towers (``(16, 32, 64)``: mixed widths, so the input
+has their sum of features), ``tower_hidden`` sets the width the tower linears
+produce, ``activations`` is cycled over the towers (tanh, relu, sigmoid, gelu,
+silu), and ``tower_depth=2`` adds a second linear + activation per tower.
+The defaults give exactly the original model and parameters.
+
 Run as written, such a model launches ~3 small kernels per tower and spends
 its time in launch and framework overhead. Optimus-style batch fusion turns
 the N linears into one batched matmul (and likewise for the layer norms and
@@ -44,73 +51,162 @@ Running this file does exactly that and prints the IR.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-__all__ = ["RecsysModel", "make_recsys_model"]
+__all__ = ["ACTIVATIONS", "RecsysModel", "make_recsys_model"]
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "gelu": F.gelu,
+    "silu": F.silu,
+}
+"""The tower activations by name (what `activations=` accepts)."""
+
+
+def _tower_widths(num_towers: int, tower_width: int | Sequence[int]) -> tuple[int, ...]:
+    """Each tower's input width: an int for all, or a sequence cycled over the towers."""
+    if isinstance(tower_width, int):
+        return (tower_width,) * num_towers
+    widths = tuple(int(w) for w in tower_width)
+    if not widths or any(w <= 0 for w in widths):
+        raise ValueError(f"tower widths must be positive, got {tower_width!r}")
+    return tuple(widths[i % len(widths)] for i in range(num_towers))
 
 
 class RecsysModel(nn.Module):
     """`num_towers` parallel split -> linear -> layernorm -> activation towers,
     concatenated and followed by a two-layer MLP.
 
+    Tower ``i`` reads ``w_i`` input features (``tower_width``: one int for all
+    towers, or a sequence cycled over them: ``(16, 32, 64)`` gives tower ``i``
+    width ``(16, 32, 64)[i % 3]``; the input has ``sum(w_i)`` features) and
+    computes ``Linear(w_i, h) -> LayerNorm(h) -> act_i`` with ``h =
+    tower_hidden`` (default: ``tower_width``, which must then be an int) and
+    ``act_i = activations[i % len(activations)]``. With ``tower_depth=2`` a
+    second ``Linear(h, h) -> act_i`` follows. The defaults give the original
+    model: 16-wide towers, alternating tanh and relu, depth 1.
+
     Attributes:
-        towers: one ``nn.Linear(tower_width, tower_width)`` per tower.
-        norms: one ``nn.LayerNorm(tower_width)`` per tower.
-        mlp: ``Linear(num_towers * tower_width, hidden) -> ReLU -> Linear(hidden, 1)``.
+        towers: one ``nn.Linear(w_i, h)`` per tower.
+        norms: one ``nn.LayerNorm(h)`` per tower.
+        second_towers: with ``tower_depth=2`` only, one ``nn.Linear(h, h)`` per tower.
+        mlp: ``Linear(num_towers * h, hidden) -> ReLU -> Linear(hidden, 1)``.
+        widths: the input width of every tower.
+        activations: the activation name of every tower.
     """
 
-    def __init__(self, num_towers: int = 8, tower_width: int = 16, hidden: int = 64) -> None:
+    def __init__(
+        self,
+        num_towers: int = 8,
+        tower_width: int | Sequence[int] = 16,
+        hidden: int = 64,
+        *,
+        tower_hidden: int | None = None,
+        activations: Sequence[str] = ("tanh", "relu"),
+        tower_depth: int = 1,
+    ) -> None:
         super().__init__()
+        if tower_hidden is None:
+            if not isinstance(tower_width, int):
+                raise ValueError("tower_hidden is required when the tower widths differ")
+            tower_hidden = tower_width
+        if tower_depth not in (1, 2):
+            raise ValueError(f"tower_depth must be 1 or 2, got {tower_depth}")
+        names = tuple(activations)
+        unknown = [name for name in names if name not in ACTIVATIONS]
+        if not names or unknown:
+            raise ValueError(
+                f"unknown activations {unknown or names!r}; choose from {sorted(ACTIVATIONS)}"
+            )
         self.num_towers = num_towers
-        self.tower_width = tower_width
-        self.towers = nn.ModuleList(
-            nn.Linear(tower_width, tower_width) for _ in range(num_towers)
-        )
-        self.norms = nn.ModuleList(nn.LayerNorm(tower_width) for _ in range(num_towers))
+        self.tower_width = tower_width if isinstance(tower_width, int) else tuple(tower_width)
+        self.tower_hidden = tower_hidden
+        self.tower_depth = tower_depth
+        self.widths = _tower_widths(num_towers, tower_width)
+        self.activations = tuple(names[i % len(names)] for i in range(num_towers))
+        # Creation order fixes the seeded parameters: towers, norms, (second
+        # linears,) mlp -- the defaults must reproduce the original model.
+        self.towers = nn.ModuleList(nn.Linear(w, tower_hidden) for w in self.widths)
+        self.norms = nn.ModuleList(nn.LayerNorm(tower_hidden) for _ in range(num_towers))
+        if tower_depth == 2:
+            self.second_towers = nn.ModuleList(
+                nn.Linear(tower_hidden, tower_hidden) for _ in range(num_towers)
+            )
         self.mlp = nn.Sequential(
-            nn.Linear(num_towers * tower_width, hidden),
+            nn.Linear(num_towers * tower_hidden, hidden),
             nn.ReLU(),
             nn.Linear(hidden, 1),
         )
+        self._acts = [ACTIVATIONS[name] for name in self.activations]
+
+    @property
+    def in_features(self) -> int:
+        """The width of the model's input (the sum of the tower widths)."""
+        return sum(self.widths)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pieces = torch.split(x, self.tower_width, dim=1)
+        # Uniform widths split by one size, as the original model does (same graph).
+        sizes = self.tower_width if isinstance(self.tower_width, int) else list(self.widths)
+        pieces = torch.split(x, sizes, dim=1)
         outputs = []
         # A Python loop over the pieces of a split: fine for Dynamo, fatal for
         # symbolic_trace (a Proxy cannot be iterated).
         for i, piece in enumerate(pieces):
-            y = self.norms[i](self.towers[i](piece))
-            y = torch.tanh(y) if i % 2 == 0 else torch.relu(y)
+            act = self._acts[i]
+            y = act(self.norms[i](self.towers[i](piece)))
+            if self.tower_depth == 2:
+                y = act(self.second_towers[i](y))
             outputs.append(y)
         return self.mlp(torch.cat(outputs, dim=1))
 
 
 def make_recsys_model(
     num_towers: int = 8,
-    tower_width: int = 16,
+    tower_width: int | Sequence[int] = 16,
     hidden: int = 64,
     batch: int = 32,
     seed: int = 0,
+    *,
+    tower_hidden: int | None = None,
+    activations: Sequence[str] = ("tanh", "relu"),
+    tower_depth: int = 1,
 ) -> tuple[RecsysModel, tuple[torch.Tensor]]:
     """Build a seeded `RecsysModel` in eval mode and an example input.
 
     Args:
         num_towers: number of parallel towers (the width Optimus fuses over).
-        tower_width: features per tower (the split size and linear width).
+        tower_width: features per tower (the split size and linear input
+            width): one int, or a sequence cycled over the towers.
         hidden: width of the MLP's hidden layer.
         batch: batch size of the example input.
         seed: seeds both the parameters and the example input, so two calls
             with the same arguments give identical models and inputs.
+        tower_hidden: output width of every tower's linear (and layer norm);
+            None means `tower_width`, which must then be an int.
+        activations: activation names cycled over the towers (`ACTIVATIONS`).
+        tower_depth: 1, or 2 for a second linear + activation per tower.
 
     Returns:
-        ``(model, (x,))`` with ``x`` of shape ``[batch, num_towers * tower_width]``.
+        ``(model, (x,))`` with ``x`` of shape ``[batch, model.in_features]``.
     """
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
-        model = RecsysModel(num_towers, tower_width, hidden).eval()
-        x = torch.randn(batch, num_towers * tower_width)
+        model = RecsysModel(
+            num_towers,
+            tower_width,
+            hidden,
+            tower_hidden=tower_hidden,
+            activations=activations,
+            tower_depth=tower_depth,
+        ).eval()
+        x = torch.randn(batch, model.in_features)
     finally:
         torch.random.set_rng_state(generator_state)
     return model, (x,)

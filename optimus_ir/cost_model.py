@@ -71,7 +71,7 @@ measurement, no cache); unset or `calibrated`: measure once and cache."""
 CACHE_DIR_ENV = "OPTIMUS_CACHE_DIR"
 """Directory of the calibration cache; `~/.cache/optimus-ir` when unset."""
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
 """Version of the cache file's content; a file of another version is stale."""
 
 SOURCES = ("calibrated", "cached", "default", "options")
@@ -147,8 +147,38 @@ class CostModel:
     source: str
     """Where the constants come from: `calibrated` (measured now), `cached`
     (measured earlier on this machine), `default` or `options`."""
+    kernels: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
+    """Measured whole-call times of the op kinds batch fusion trades against
+    each other, per kind a curve of (size, seconds) points (size: elements,
+    bytes for `stack`, FLOPs for `linear`/`bmm`); see `KERNEL_KINDS`. Empty
+    for the default and options models, which then price every op at
+    `op_overhead_s` plus its arithmetic or bytes."""
+
+    def kernel_seconds(self, kind: str, size: float) -> float:
+        """The time of one call of a `kind` op of `size`: interpolated
+        log-log on the measured curve (proportional beyond its largest point,
+        constant below its smallest); without a curve, the op overhead plus
+        the bytes (4 per element) or FLOPs at the model's rates."""
+        size = max(float(size), 1.0)
+        curve = dict(self.kernels).get(kind)
+        if not curve:
+            if kind in ("linear", "bmm"):
+                return self.op_overhead_s + size / self.flops_per_s
+            per_element = 1.0 if kind == "stack" else 4.0
+            return self.op_overhead_s + size * per_element / self.copy_bytes_per_s
+        if size <= curve[0][0]:
+            return curve[0][1]
+        for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+            if size <= x1:
+                t = (math.log(size) - math.log(x0)) / (math.log(x1) - math.log(x0))
+                return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
+        x_last, y_last = curve[-1]
+        return y_last * size / x_last
 
     def __post_init__(self) -> None:
+        for kind, curve in self.kernels:
+            if not curve or any(not (x > 0 and y > 0) for x, y in curve):
+                raise ValueError(f"cost model kernel curve {kind!r} needs positive points, got {curve!r}")
         for name in _CONSTANTS:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -419,6 +449,51 @@ def _net(seconds: float, overhead: float) -> float:
     return max(seconds - overhead, 0.5 * seconds)
 
 
+KERNEL_KINDS: dict[str, str] = {
+    "linear": "F.linear of [R, 32] by [32, 32] (+bias); size = FLOPs",
+    "bmm": "torch.baddbmm of 16 members [R/16, 32] by [32, 32]; size = FLOPs",
+    "layer_norm": "F.layer_norm over the last 32 of [R, 32] with affine; size = elements",
+    "pointwise": "torch.relu (cheap pointwise: relu, add, mul, clamp, ...); size = elements",
+    "transcendental": "torch.tanh (tanh, sigmoid, exp, log, gelu, silu); size = elements",
+    "stack": "torch.stack of 16 pieces; size = bytes written",
+}
+"""The op kinds whose call time `measure_kernels` records, and how."""
+
+_KERNEL_ROWS = (64, 512, 4096, 32768)
+
+
+def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]:
+    """Time one call of each of `KERNEL_KINDS` at four sizes (rows 64 to 32768
+    of width 32): the curves `CostModel.kernel_seconds` interpolates."""
+    dev = torch.device(device)
+    nn_f = torch.nn.functional
+    curves: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KERNEL_KINDS}
+    with torch.no_grad():
+        w = torch.randn(32, 32, device=dev)
+        b = torch.randn(32, device=dev)
+        ws = torch.randn(16, 32, 32, device=dev)
+        bs = torch.randn(16, 1, 32, device=dev)
+        for rows in _KERNEL_ROWS:
+            calls = max(2, 4096 // rows)
+            x = torch.randn(rows, 32, device=dev)
+            flops = 2.0 * rows * 32 * 32
+            curves["linear"].append((flops, _median_seconds(lambda: nn_f.linear(x, w, b), dev, calls=calls)))
+            xs = x.view(16, rows // 16, 32)
+            curves["bmm"].append((flops, _median_seconds(lambda: torch.baddbmm(bs, xs, ws), dev, calls=calls)))
+            elements = float(rows * 32)
+            curves["layer_norm"].append(
+                (elements, _median_seconds(lambda: nn_f.layer_norm(x, [32], b, b), dev, calls=calls))
+            )
+            curves["pointwise"].append((elements, _median_seconds(lambda: torch.relu(x), dev, calls=calls)))
+            curves["transcendental"].append((elements, _median_seconds(lambda: torch.tanh(x), dev, calls=calls)))
+            pieces = list(xs)
+            curves["stack"].append((elements * 4, _median_seconds(lambda: torch.stack(pieces), dev, calls=calls)))
+    for kind, curve in curves.items():  # monotone: noise must not make a bigger op cheaper
+        for i in range(1, len(curve)):
+            curve[i] = (curve[i][0], max(curve[i][1], curve[i - 1][1]))
+    return curves
+
+
 def measure(device: str = "cpu") -> dict[str, float]:
     """Run the calibration microbenchmark on `device` (a type torch can
     allocate on) with the current torch thread count and return the four
@@ -524,18 +599,32 @@ def _read_cache(path: Path, key: dict[str, Any], device: str) -> CostModel | Non
         if not isinstance(data, dict) or data.get("key") != key:
             return None
         constants = data["constants"]
-        return CostModel(device=device, source="cached", **{name: float(constants[name]) for name in _CONSTANTS})
+        kernels = _kernels_tuple(data["kernels"])
+        return CostModel(
+            device=device, source="cached", kernels=kernels,
+            **{name: float(constants[name]) for name in _CONSTANTS},
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _write_cache(path: Path, key: dict[str, Any], measured: dict[str, float]) -> None:
+def _kernels_tuple(kernels: Any) -> tuple[tuple[str, tuple[tuple[float, float], ...]], ...]:
+    return tuple(
+        (str(kind), tuple((float(x), float(y)) for x, y in points))
+        for kind, points in sorted(dict(kernels).items())
+    )
+
+
+def _write_cache(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> None:
     """Write atomically (a rename), so a concurrent reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "key": key,
         "constants": {name: measured[name] for name in _CONSTANTS},
-        "measurements": {name: value for name, value in measured.items() if name not in _CONSTANTS},
+        "kernels": measured.get("kernels", {}),
+        "measurements": {
+            name: value for name, value in measured.items() if name not in _CONSTANTS and name != "kernels"
+        },
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
@@ -586,8 +675,12 @@ def calibrated_cost_model(
         cached = _read_cache(path, key, kind)
         if cached is not None:
             return cached
-    measured = measure(device)
-    model = CostModel(device=kind, source="calibrated", **{name: measured[name] for name in _CONSTANTS})
+    measured: dict[str, Any] = dict(measure(device))
+    measured["kernels"] = measure_kernels(device)
+    model = CostModel(
+        device=kind, source="calibrated", kernels=_kernels_tuple(measured["kernels"]),
+        **{name: measured[name] for name in _CONSTANTS},
+    )
     try:
         _write_cache(path, key, measured)
         _IN_MEMORY.pop(path, None)

@@ -38,7 +38,6 @@ Safety
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -349,39 +348,50 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
         members = [ops[i] for i in group_ids]
         key = keys[group_ids[0]]
         assert key is not None
-        if context.budget.exhausted:
-            break
-        plan = _plan(key.kind, members, provenance)
-        estimate = None
-        if model is not None:
-            estimate = model.estimate(
-                ops_before=len(members),
-                ops_after=plan.ops_after,
-                views_after=plan.views_after,
-                bytes_copied=plan.bytes_copied,
-            )
-            if not estimate.profitable:
+        for part, estimate in _choose_parts(model, key, members, provenance, options):
+            if context.budget.exhausted:
+                break
+            if estimate is not None and not estimate.profitable:
                 emit_remark(
-                    members[0],
-                    f"batch-fusion: {len(members)} {key.op_name}{_names(members)} not fused: unprofitable: "
+                    part[0],
+                    f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: unprofitable: "
                     f"{estimate.describe()}",
                 )
                 continue
-        results = _fuse(key.kind, members)
-        provenance.record(results)
-        context.budget.record(options.name, f"fuse-{key.kind}", members[0], None)
-        context.record.pattern(f"fuse-{key.kind}").rewrites += 1
-        fused += 1
-        touched = True
-        why = f" ({estimate.describe()})" if estimate is not None else ""
-        emit_remark(
-            members[0],
-            f"batch-fusion: fused {len(members)} {key.op_name}{_names(members)} into {_BATCH_OP[key.kind]}{why}",
-        )
+            results = _fuse(key.kind, part)
+            provenance.record(results)
+            context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
+            context.record.pattern(f"fuse-{key.kind}").rewrites += 1
+            fused += 1
+            touched = True
+            why = f" ({estimate.describe()})" if estimate is not None else ""
+            emit_remark(
+                part[0],
+                f"batch-fusion: fused {len(part)} {key.op_name}{_names(part)} into {_BATCH_OP[key.kind]}{why}",
+            )
     if touched:
         restore_dominance(block)
     context.record.bump("groups fused", fused)
     return fused
+
+
+def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusion):
+    """The group as the search found it, or split by the earlier stacks its
+    members come from when the cost model prefers several copy-free groups
+    to one that restacks (regrouping from one level to the next); each part
+    with its estimate (None without a cost model)."""
+    if model is None:
+        return [(members, None)]
+    whole = estimate_group(model, key.kind, members, provenance)
+    parts = split_by_source(key.kind, members, provenance)
+    if parts is None or len(parts) < 2:
+        return [(members, whole)]
+    fusable = [p for p in parts if len(p) >= options.min_size]
+    estimates = [estimate_group(model, key.kind, p, provenance) for p in fusable]
+    gain = sum(max(e.gain_s, 0.0) for e in estimates)
+    if gain > whole.gain_s:
+        return list(zip(fusable, estimates))
+    return [(members, whole)]
 
 
 _BATCH_OP = {
@@ -455,48 +465,138 @@ def _explain_rejections(ops, keys, result, options: BatchFusion) -> None:
 # ---------------------------------------------------------------------------
 
 
+_TRANSCENDENTAL = frozenset(
+    {"torch.tanh", "torch.sigmoid", "torch.exp", "torch.log", "torch.gelu", "torch.silu"}
+)
+
+
+def _elements(value: SSAValue) -> int:
+    ty = value.type
+    count = 1
+    if isinstance(ty, TensorType):
+        for d in ty.get_shape():
+            count *= max(d, 1)
+    return count
+
+
+def _member_kernel(kind: str, op: Operation) -> tuple[str, float]:
+    """The measured kernel kind and size of one member op."""
+    if kind in ("linear", "linear-shared-input"):
+        x, w = op.operands[0], op.operands[1]
+        k = x.type.get_shape()[-1]  # type: ignore[union-attr]
+        return "linear", 2.0 * _elements(x) * _elements(w) / max(k, 1)
+    if kind == "layer_norm":
+        return "layer_norm", float(_elements(op.operands[0]))
+    name = "transcendental" if op.name in _TRANSCENDENTAL else "pointwise"
+    return name, float(_elements(op.results[0]))
+
+
 @dataclass
-class _Plan:
-    ops_after: int = 0
-    views_after: int = 0
+class GroupEstimate:
+    """The cost model's view of one group: the members' time against the
+    fused op's, its copies and views (seconds per call)."""
+
+    members_s: float
+    fused_s: float
+    copies_s: float = 0.0
     bytes_copied: int = 0
+    views: int = 0
+    views_s: float = 0.0
+
+    @property
+    def after_s(self) -> float:
+        return self.fused_s + self.copies_s + self.views_s
+
+    @property
+    def gain_s(self) -> float:
+        return self.members_s - self.after_s
+
+    @property
+    def profitable(self) -> bool:
+        return self.gain_s > 0
+
+    def describe(self) -> str:
+        copies = (
+            f", copies {self.bytes_copied / 1024:.0f} KiB (~{self.copies_s * 1e6:.1f} us)"
+            if self.bytes_copied else ", copies nothing"
+        )
+        return (
+            f"members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
+            f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
+        )
 
 
 def _operand_slots(kind: str, members: Sequence[Operation]) -> list[list[SSAValue]]:
-    if kind == "linear-shared-input":
-        return [[m.operands[i] for m in members] for i in range(1, len(members[0].operands))]
-    return [[m.operands[i] for m in members] for i in range(len(members[0].operands))]
+    first = 1 if kind == "linear-shared-input" else 0
+    return [[m.operands[i] for m in members] for i in range(first, len(members[0].operands))]
 
 
-def _plan(kind: str, members: Sequence[Operation], provenance: _Provenance) -> _Plan:
-    """The torch ops and copies the fused group will cost after lowering."""
-    plan = _Plan()
-    for values in _operand_slots(kind, members):
-        if all(v is values[0] for v in values):
-            continue  # shared
-        if all(_is_parameter(v) for v in values):
-            continue  # stacked once, cached
-        sources = [provenance.members.get(v) for v in values]
-        if all(s is not None for s in sources):
-            stacks = {s[0] for s in sources}  # type: ignore[index]
-            if len(stacks) == 1:
-                plan.views_after += 1  # the stack itself, or a strided slice of it
-                continue
-        if regular_pieces(values) is not None:
-            plan.views_after += 3
-            continue
-        plan.ops_after += 1
-        plan.bytes_copied += _bytes(values[0].type) * len(values)
-    if kind == "layer_norm":
-        affine = members[0].weight is not None or members[0].bias is not None  # type: ignore[attr-defined]
-        plan.ops_after += 3 if affine else 1
+def _slot_source(values: Sequence[SSAValue], provenance: _Provenance) -> str:
+    """How a stacked operand's members lie: "shared", "parameters",
+    "stack" (one earlier stack), "stacks" (several), "pieces" (one strided
+    view of a tensor) or "copy"."""
+    if all(v is values[0] for v in values):
+        return "shared"
+    if all(_is_parameter(v) for v in values):
+        return "parameters"
+    sources = [provenance.members.get(v) for v in values]
+    if all(s is not None for s in sources):
+        return "stack" if len({s[0] for s in sources}) == 1 else "stacks"  # type: ignore[index]
+    if regular_pieces(values) is not None:
+        return "pieces"
+    return "copy"
+
+
+def estimate_group(
+    model, kind: str, members: Sequence[Operation], provenance: _Provenance
+) -> GroupEstimate:
+    """What fusing `members` is expected to save on the model's device."""
+    n = len(members)
+    member_kind, size = _member_kernel(kind, members[0])
+    estimate = GroupEstimate(members_s=n * model.kernel_seconds(member_kind, size), fused_s=0.0)
+    if kind == "linear":
+        estimate.fused_s = model.kernel_seconds("bmm", n * size)
+        estimate.views += 2  # weight transpose, bias unsqueeze
     elif kind == "linear-shared-input":
-        plan.ops_after += 1
-        plan.views_after += 2
+        estimate.fused_s = model.kernel_seconds("linear", n * size)
+        estimate.views += 3
+    elif kind == "layer_norm":
+        estimate.fused_s = model.kernel_seconds("layer_norm", n * size)
+        first = members[0]
+        affine = sum(v is not None for v in (first.weight, first.bias))  # type: ignore[attr-defined]
+        estimate.fused_s += affine * model.kernel_seconds("pointwise", n * size)
+        estimate.views += affine
     else:
-        plan.ops_after += 1
-    plan.views_after += 1  # unpack
-    return plan
+        estimate.fused_s = model.kernel_seconds(member_kind, n * size)
+    for values in _operand_slots(kind, members):
+        source = _slot_source(values, provenance)
+        if source in ("shared", "parameters"):
+            continue
+        if source in ("stack", "pieces"):
+            estimate.views += 1 if source == "stack" else 3
+            continue
+        copied = _bytes(values[0].type) * n
+        estimate.bytes_copied += copied
+        estimate.copies_s += model.kernel_seconds("stack", copied)
+    estimate.views += 1  # the unpack
+    estimate.views_s = estimate.views * model.view_overhead_s
+    return estimate
+
+
+def split_by_source(
+    kind: str, members: Sequence[Operation], provenance: _Provenance
+) -> list[list[Operation]] | None:
+    """The members partitioned by the earlier stack their first stacked
+    operand comes from, when it comes from several (each part then reads its
+    stack without a copy); None otherwise."""
+    for values in _operand_slots(kind, members):
+        if _slot_source(values, provenance) != "stacks":
+            continue
+        parts: dict[int, list[Operation]] = {}
+        for member, value in zip(members, values):
+            parts.setdefault(provenance.members[value][0], []).append(member)
+        return list(parts.values())
+    return None
 
 
 # ---------------------------------------------------------------------------

@@ -332,6 +332,10 @@ _CHAIN = 64
 small beside it, small enough that the whole calibration stays fast."""
 _REPEATS = 5
 """Timed repeats of each measurement per round."""
+_BUDGET_S = 0.04
+"""A kernel measurement stops repeating after this long (three repeats at
+least): with several threads on a loaded machine one 256^3 mm took 15 ms,
+and the calibration must stay short."""
 _ROUNDS = 3
 """The whole set of measurements runs this many times, one after the other,
 and each constant is the median over the rounds: a burst of load from other
@@ -349,16 +353,25 @@ def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) 
     """Median over `_REPEATS` repeats of the mean time of one of `calls`
     back-to-back calls, after a warm-up (the first calls pay for allocator and code-cache
     misses that an inference loop does not)."""
-    for _ in range(_WARMUP):
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    if (time.perf_counter() - start) * calls > _BUDGET_S / 3:
+        calls = 1  # a slow kernel: one call per repeat is long enough to time
+    for _ in range(_WARMUP - 1):
         fn()
     _sync(device)
-    samples = []
+    samples: list[float] = []
+    deadline = time.perf_counter() + _BUDGET_S
     for _ in range(_REPEATS):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
         _sync(device)
-        samples.append((time.perf_counter() - start) / calls)
+        end = time.perf_counter()
+        samples.append((end - start) / calls)
+        if len(samples) >= 3 and end > deadline:
+            break
     return statistics.median(samples)
 
 

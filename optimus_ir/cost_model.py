@@ -15,8 +15,9 @@ The constants are measured, not guessed: `calibrated_cost_model` runs a small
 microbenchmark (well under a second) the first time it is asked on a machine
 and caches the result as JSON in `$OPTIMUS_CACHE_DIR` or
 `~/.cache/optimus-ir/`, one file per device, torch version, processor and torch
-thread count. What it measures, each as the median of repeats after a warm-up,
-on the current torch thread count (which the cache key records):
+thread count. What it measures, each as the median of repeats after a warm-up
+and then the median over three rounds of the whole set, on the current torch
+thread count (which the cache key records):
 
 * `op_overhead_s`: the cost of one tiny op (relu / add on 16 elements) called
   from the `forward` of a generated `torch.fx.GraphModule`, the form of the
@@ -359,7 +360,17 @@ def cost_model_from_options(
 _CHAIN = 64
 """Ops per generated module; large enough that the module call's own cost is
 small beside it, small enough that the whole calibration stays fast."""
-_REPEATS = 15
+_REPEATS = 5
+"""Timed repeats of each measurement per round."""
+_BUDGET_S = 0.04
+"""A kernel measurement stops repeating after this long (three repeats at
+least): with several threads on a loaded machine one 256^3 mm took 15 ms,
+and the calibration must stay short."""
+_ROUNDS = 3
+"""The whole set of measurements runs this many times, one after the other,
+and each constant is the median over the rounds: a burst of load from other
+processes then spoils one round of every constant instead of all repeats of
+one constant."""
 _WARMUP = 3
 
 
@@ -369,19 +380,28 @@ def _sync(device: torch.device) -> None:
 
 
 def _median_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) -> float:
-    """Median over `_REPEATS` repeats of the mean time of one of `calls` back-to-back
-    calls, after a warm-up (the first calls pay for allocator and code-cache
+    """Median over `_REPEATS` repeats of the mean time of one of `calls`
+    back-to-back calls, after a warm-up (the first calls pay for allocator and code-cache
     misses that an inference loop does not)."""
-    for _ in range(_WARMUP):
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    if (time.perf_counter() - start) * calls > _BUDGET_S / 3:
+        calls = 1  # a slow kernel: one call per repeat is long enough to time
+    for _ in range(_WARMUP - 1):
         fn()
     _sync(device)
-    samples = []
+    samples: list[float] = []
+    deadline = time.perf_counter() + _BUDGET_S
     for _ in range(_REPEATS):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
         _sync(device)
-        samples.append((time.perf_counter() - start) / calls)
+        end = time.perf_counter()
+        samples.append((end - start) / calls)
+        if len(samples) >= 3 and end > deadline:
+            break
     return statistics.median(samples)
 
 
@@ -494,13 +514,8 @@ def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]
     return curves
 
 
-def measure(device: str = "cpu") -> dict[str, float]:
-    """Run the calibration microbenchmark on `device` (a type torch can
-    allocate on) with the current torch thread count and return the four
-    constants plus what they were derived from (all in seconds, bytes/s,
-    FLOP/s). Takes a fraction of a second on a CPU."""
-    dev = torch.device(device)
-    started = time.perf_counter()
+def _measure_round(dev: torch.device) -> dict[str, float]:
+    """One round of every measurement (see `measure`)."""
     # no_grad, as inference runs: no autograd bookkeeping in any op.
     with torch.no_grad():
         tiny = torch.randn(16, device=dev)
@@ -509,28 +524,36 @@ def measure(device: str = "cpu") -> dict[str, float]:
 
         pieces = [torch.randn(1024, device=dev) for _ in range(64)]  # 64 x 4 KiB
         stack_s = _median_seconds(lambda: torch.stack(pieces), dev, calls=10)
-        stack_bw = 64 * 1024 * 4 / _net(stack_s, op)
         transposed = torch.randn(512, 512, device=dev).t()  # 1 MiB, column-major
         contiguous_s = _median_seconds(lambda: transposed.contiguous(), dev, calls=5)
-        contiguous_bw = 512 * 512 * 4 / _net(contiguous_s, op)
 
         a, b = torch.randn(256, 256, device=dev), torch.randn(256, 256, device=dev)
         mm_s = _median_seconds(lambda: torch.mm(a, b), dev, calls=3)
-        mm_rate = 2 * 256**3 / _net(mm_s, op)
         p, q = torch.randn(32, 128, 64, device=dev), torch.randn(32, 64, 64, device=dev)
         bmm_s = _median_seconds(lambda: torch.bmm(p, q), dev, calls=3)
-        bmm_rate = 2 * 32 * 128 * 64 * 64 / _net(bmm_s, op)
     return {
         "op_overhead_s": op,
         "view_overhead_s": view,
-        "copy_bytes_per_s": min(stack_bw, contiguous_bw),
-        "flops_per_s": min(mm_rate, bmm_rate),
-        "stack_bytes_per_s": stack_bw,
-        "contiguous_bytes_per_s": contiguous_bw,
-        "mm_flops_per_s": mm_rate,
-        "bmm_flops_per_s": bmm_rate,
-        "seconds": time.perf_counter() - started,
+        "stack_bytes_per_s": 64 * 1024 * 4 / _net(stack_s, op),
+        "contiguous_bytes_per_s": 512 * 512 * 4 / _net(contiguous_s, op),
+        "mm_flops_per_s": 2 * 256**3 / _net(mm_s, op),
+        "bmm_flops_per_s": 2 * 32 * 128 * 64 * 64 / _net(bmm_s, op),
     }
+
+
+def measure(device: str = "cpu") -> dict[str, float]:
+    """Run the calibration microbenchmark on `device` (a type torch can
+    allocate on) with the current torch thread count and return the four
+    constants plus what they were derived from (all in seconds, bytes/s,
+    FLOP/s) and how long it took. A fraction of a second on a CPU."""
+    dev = torch.device(device)
+    started = time.perf_counter()
+    rounds = [_measure_round(dev) for _ in range(_ROUNDS)]
+    result = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
+    result["copy_bytes_per_s"] = min(result["stack_bytes_per_s"], result["contiguous_bytes_per_s"])
+    result["flops_per_s"] = min(result["mm_flops_per_s"], result["bmm_flops_per_s"])
+    result["seconds"] = time.perf_counter() - started
+    return result
 
 
 # --- the cache ---------------------------------------------------------------------------

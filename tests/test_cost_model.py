@@ -56,6 +56,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return dict(FAKE)
 
     monkeypatch.setattr(cm, "measure", fake_measure)
+    monkeypatch.setattr(cm, "measure_kernels", lambda device="cpu": {"pointwise": [(1.0, 1e-6), (1e6, 1e-4)]})
     return calls
 
 
@@ -64,6 +65,7 @@ def _forbid_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the cost model measured again")
 
     monkeypatch.setattr(cm, "measure", fail)
+    monkeypatch.setattr(cm, "measure_kernels", fail)
 
 
 # --- estimate ------------------------------------------------------------------------------
@@ -327,3 +329,27 @@ def test_unknown_environment_mode_warns_once_and_calibrates(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert calibrated_cost_model(cache_dir=tmp_path).source == "cached"
+
+
+# --- kernel curves -------------------------------------------------------------------------
+
+
+def test_kernel_seconds_interpolates_log_log_and_extrapolates() -> None:
+    model = cm.CostModel(
+        device="cpu", op_overhead_s=1e-6, view_overhead_s=1e-6, copy_bytes_per_s=1e9,
+        flops_per_s=1e10, source="options",
+        kernels=(("pointwise", ((1e3, 2e-6), (1e5, 2e-4))),),
+    )
+    assert model.kernel_seconds("pointwise", 10) == pytest.approx(2e-6)  # below: the smallest point
+    assert model.kernel_seconds("pointwise", 1e4) == pytest.approx(2e-5)  # log-log midpoint
+    assert model.kernel_seconds("pointwise", 1e6) == pytest.approx(2e-3)  # proportional above
+    # no curve: the op overhead plus the bytes at the copy bandwidth (4 per element)
+    assert model.kernel_seconds("layer_norm", 1e3) == pytest.approx(1e-6 + 4e3 / 1e9)
+
+
+def test_kernel_curves_survive_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, measured) -> None:
+    first = calibrated_cost_model("cpu", cache_dir=tmp_path)
+    assert dict(first.kernels)["pointwise"] == ((1.0, 1e-6), (1e6, 1e-4))
+    _forbid_measuring(monkeypatch)
+    again = calibrated_cost_model("cpu", cache_dir=tmp_path)
+    assert again.source == "cached" and again.kernels == first.kernels

@@ -65,40 +65,73 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------
 
 
-def interleaved_stacks(values: Sequence[SSAValue]) -> list[SSAValue] | None:
-    """The stacks S_0..S_{m-1} (m >= 1) when `values[p]` is member `p // m`
-    of `S_{p % m}`, each `S_j` unpacked whole (n members, n * m values)."""
-    if not values or not all(isinstance(v, OpResult) and isinstance(v.owner, B.UnpackOp) for v in values):
+def periodic_run(values: Sequence[SSAValue]) -> tuple[list[SSAValue], int] | None:
+    """`(stacks, n)` when `values` begins with `n` whole periods of m >= 1
+    unpacked stacks interleaved: `values[k*m + j]` is member `k` of stack
+    `S_j` for all `k < n`, `j < m` (`n * m >= 2`). The stacks may hold more
+    members than `n` (the tail of the run is then left to the caller)."""
+    if not values or not isinstance(values[0], OpResult) or not isinstance(values[0].owner, B.UnpackOp):
         return None
-    first = values[0].owner
-    m = 1
-    while m < len(values) and values[m].owner is not first:
-        m += 1
-    if len(values) % m:
+    owners: list[B.UnpackOp] = []
+    for v in values:
+        owner = v.owner
+        if not isinstance(v, OpResult) or not isinstance(owner, B.UnpackOp) or owner in owners:
+            break
+        if v.index != 0:
+            break
+        owners.append(owner)
+    m = len(owners)
+    if m == 0:
         return None
-    n = len(values) // m
-    stacks: list[SSAValue] = []
-    for j in range(m):
-        unpack = values[j].owner
-        assert isinstance(unpack, B.UnpackOp)
-        if unpack.member_count != n or unpack.input in stacks:
+    n = 0
+    while True:
+        period = values[n * m : (n + 1) * m]
+        if len(period) < m or any(
+            v.owner is not owners[j] or v.index != n for j, v in enumerate(period)  # type: ignore[attr-defined]
+        ):
+            break
+        n += 1
+    if n * m < 2:
+        return None
+    return [o.input for o in owners], n
+
+
+def consecutive_runs(values: Sequence[SSAValue]) -> list[tuple[SSAValue, int, int]] | None:
+    """`[(stack, start, end), ...]` when `values` are, in order, the members
+    `start..end-1` of unpacked stacks (a run per stack); None when some value
+    is not an unpacked member."""
+    runs: list[tuple[SSAValue, int, int]] = []
+    owner_of_run = None
+    for v in values:
+        owner = v.owner
+        if not isinstance(v, OpResult) or not isinstance(owner, B.UnpackOp):
             return None
-        for k in range(n):
-            v = values[k * m + j]
-            if v.owner is not unpack or v.index != k:  # type: ignore[attr-defined]
-                return None
-        stacks.append(unpack.input)
-    return stacks
+        if owner is owner_of_run and v.index == runs[-1][2]:
+            stack, start, end = runs[-1]
+            runs[-1] = (stack, start, end + 1)
+        else:
+            runs.append((owner.input, v.index, v.index + 1))
+            owner_of_run = owner
+    return runs
+
+
+def _first_members(rewriter: PatternRewriter, stack: SSAValue, n: int) -> SSAValue:
+    """`stack[:n]` (the stack itself when it holds n members)."""
+    if _shape(stack)[0] == n:
+        return stack
+    piece = T.SliceOp(stack, 0, 0, n)
+    rewriter.insert(piece)
+    return piece.result
 
 
 def _member_order_value(
-    rewriter: PatternRewriter, stacks: list[SSAValue], dim: int
+    rewriter: PatternRewriter, stacks: list[SSAValue], n: int, dim: int
 ) -> SSAValue:
-    """The cat along member dim `dim` of all members of `stacks`
+    """The cat along member dim `dim` of the first `n` members of `stacks`
     interleaved (member k of stack j at position k*m + j): one
     `torch.stack` of the stacks moved to `[..., n, member_dim, ...]` (a
     fresh copy, like the cat), flattened (a view of it)."""
-    moved = [T.MovedimOp(s, [0], [dim]) for s in stacks]
+    moved = [T.MovedimOp(_first_members(rewriter, s, n), [0], [dim]) for s in stacks]
     joined = T.StackOp(moved, dim + 1)
     flat = T.FlattenOp(joined, dim, dim + 2)
     for new in (*moved, joined, flat):
@@ -122,34 +155,15 @@ class CatOfMembers(RewritePattern):
         changed = False
         i = 0
         while i < len(inputs):
-            v = inputs[i]
-            owner = v.owner
-            if isinstance(owner, B.UnpackOp):
-                best = None
-                # the longest run starting at i that is whole interleaved stacks
-                for m in range(1, 9):
-                    stacks_first = []
-                    j = i
-                    while j < len(inputs) and len(stacks_first) < m:
-                        stacks_first.append(inputs[j])
-                        j += 1
-                    if len(stacks_first) < m:
-                        break
-                    owners = [s.owner for s in stacks_first]
-                    if not all(isinstance(o, B.UnpackOp) for o in owners) or len(set(owners)) != m:
-                        continue
-                    n = owners[0].member_count  # type: ignore[union-attr]
-                    run = inputs[i : i + n * m]
-                    if len(run) == n * m and interleaved_stacks(run) is not None:
-                        best = (run, interleaved_stacks(run))
-                        break
-                if best is not None and len(best[0]) >= 2:
-                    out.append(_member_order_value(rewriter, best[1], dim))  # type: ignore[arg-type]
-                    i += len(best[0])
-                    changed = True
-                    continue
-            out.append(v)
-            i += 1
+            run = periodic_run(inputs[i:])
+            if run is None:
+                out.append(inputs[i])
+                i += 1
+                continue
+            stacks, n = run
+            out.append(_member_order_value(rewriter, stacks, n, dim))
+            i += n * len(stacks)
+            changed = True
         if not changed:
             return
         if len(out) == 1:  # a fresh copy already (a view of a new stack)
@@ -192,8 +206,21 @@ class LowerPack(RewritePattern):
                 if view is not None:
                     rewriter.replace(op, [], [view])
                     return
-        stacks = interleaved_stacks(members)
-        if stacks is not None and len(stacks) > 1:
+        runs = consecutive_runs(members)
+        if runs is not None and len(runs) > 1:
+            pieces: list[Operation] = []
+            values: list[SSAValue] = []
+            for stack, start, end in runs:
+                if start == 0 and end == _shape(stack)[0]:
+                    values.append(stack)
+                else:
+                    pieces.append(T.SliceOp(stack, 0, start, end))
+                    values.append(pieces[-1].results[0])
+            rewriter.replace(op, [*pieces, T.CatOp(values, 0, result_type=op.result.type)])
+            return
+        run = periodic_run(members)
+        if run is not None and len(run[0]) > 1 and run[1] * len(run[0]) == n:
+            stacks = [_first_members(rewriter, s, run[1]) for s in run[0]]
             joined = T.StackOp(stacks, 1)
             flat = T.FlattenOp(joined, 0, 1, result_type=op.result.type)
             rewriter.replace(op, [joined, flat], [flat.result])
@@ -400,5 +427,6 @@ __all__ = [
     "LowerPack",
     "LowerPointwise",
     "LowerUnpack",
-    "interleaved_stacks",
+    "consecutive_runs",
+    "periodic_run",
 ]

@@ -344,7 +344,7 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
     provenance = _Provenance()
     fused = 0
     touched = False
-    for group_ids in result.groups:
+    for group_ids in producers_first(result.groups, ops):
         members = [ops[i] for i in group_ids]
         key = keys[group_ids[0]]
         assert key is not None
@@ -358,6 +358,7 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
                     f"{estimate.describe()}",
                 )
                 continue
+            part = reorder_by_source(key.kind, part, provenance)
             results = _fuse(key.kind, part)
             provenance.record(results)
             context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
@@ -373,6 +374,41 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
         restore_dominance(block)
     context.record.bump("groups fused", fused)
     return fused
+
+
+def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -> list[Sequence[int]]:
+    """`groups` ordered so that a group comes after every group whose members
+    produce its members' operands (ties by first member): deciding a group
+    then knows where all its fused operands lie."""
+    group_of: dict[Operation, int] = {}
+    for g, members in enumerate(groups):
+        for i in members:
+            group_of[ops[i]] = g
+    needs: list[set[int]] = [set() for _ in groups]
+    for g, members in enumerate(groups):
+        for i in members:
+            for operand in ops[i].operands:
+                producer = group_of.get(operand.owner)  # type: ignore[arg-type]
+                if producer is not None and producer != g:
+                    needs[g].add(producer)
+    users: list[list[int]] = [[] for _ in groups]
+    for g, deps in enumerate(needs):
+        for d in deps:
+            users[d].append(g)
+    waiting = [len(deps) for deps in needs]
+    ready = [g for g in range(len(groups)) if waiting[g] == 0]
+    heapq.heapify(ready)
+    order: list[Sequence[int]] = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(groups[g])
+        for u in users[g]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(groups):
+        raise AssertionError("batch-fusion: the groups depend on each other in a cycle (a bug in the search)")
+    return order
 
 
 def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusion):
@@ -581,6 +617,23 @@ def estimate_group(
     estimate.views += 1  # the unpack
     estimate.views_s = estimate.views * model.view_overhead_s
     return estimate
+
+
+def reorder_by_source(
+    kind: str, members: Sequence[Operation], provenance: _Provenance
+) -> list[Operation]:
+    """`members` in the order their first stacked operand lies in earlier
+    stacks (stack by stack, member by member): a member's position in a
+    batch op is free, and in this order that operand is a few contiguous
+    slices of the stacks (one cat) instead of an interleaving (an unbind and
+    a stack), and the results come out grouped like their sources."""
+    for values in _operand_slots(kind, members):
+        source = _slot_source(values, provenance)
+        if source not in ("stack", "stacks"):
+            continue
+        order = sorted(range(len(members)), key=lambda i: provenance.members[values[i]][:2])
+        return [members[i] for i in order]
+    return list(members)
 
 
 def split_by_source(

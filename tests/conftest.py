@@ -1,5 +1,6 @@
 """Shared pytest setup: make tests/ (models.py) and examples/ importable, and
-verify the IR after every pass in every pipeline the tests run.
+verify the IR after every pass in every pipeline the tests run, and price
+batch fusion with the cost model's fixed default constants.
 
 `OPTIMUS_VERIFY_EACH=1` makes `optimize()`, the torch.compile backend and
 `run_pipeline` verify the whole module after every pass (production runs
@@ -21,5 +22,9 @@ for path in (_TESTS, _TESTS.parent / "examples"):
         sys.path.insert(0, str(path))
 
 os.environ["OPTIMUS_VERIFY_EACH"] = "1"
+# Fusion decisions must not depend on how loaded the test machine is: the
+# cost model's documented constants, not a calibration (tests that want the
+# calibrated model delete the variable).
+os.environ.setdefault("OPTIMUS_COST_MODEL", "default")
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -9,7 +9,9 @@ def test_demo_reports_and_matches(capsys) -> None:
     assert demo.main(["--towers", "4"]) == 0
     out = capsys.readouterr().out
     assert out.count("result: OK (outputs match the original model)") == 2
-    assert "pipeline: raise-fx,split-cat-simplify,dce,cse,lower-to-fx" in out
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+
+    assert f"pipeline: {DEFAULT_PIPELINE}" in out
     plumbing = out.split("== split/cat plumbing model")[1]
     before, after = next(
         line.split()[1:] for line in plumbing.splitlines() if line.startswith("total ")

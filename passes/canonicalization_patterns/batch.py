@@ -12,12 +12,14 @@ them:
 
 Both replace a fresh tensor (a pack) by a view of another value, or views
 of a fresh tensor (an unpack's results) by other values; they apply only
-where nothing in the alias classes involved is written in place and the
-replaced value does not reach the graph's output (which must stay a
-distinct tensor with its own layout).
+where nothing in the alias classes involved is written in place and no
+replaced value reaches the graph's output (which must stay a distinct
+tensor with its own layout).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -41,10 +43,14 @@ class _AliasAware(RewritePattern):
             return AliasAnalysis(root)
         return self.aliases
 
-    def safe(self, op: Operation, *values: SSAValue) -> bool:
-        """Nothing in the classes of `values` is written, nor returned."""
+    def safe(self, op: Operation, replaced: Sequence[SSAValue], sources: Sequence[SSAValue]) -> bool:
+        """Nothing in the classes of `replaced` and `sources` is written, and
+        no replaced value (or a view of it) is returned: the graph's outputs
+        keep their identity."""
         aliases = self._analysis(op)
-        return not any(aliases.is_mutated(v) or aliases.reaches_output(v) for v in values)
+        if any(aliases.is_mutated(v) for v in (*replaced, *sources)):
+            return False
+        return not any(aliases.reaches_output(v) for v in replaced)
 
 
 def unpacked_members(values: list[SSAValue]) -> tuple[B.UnpackOp, int, int] | None:
@@ -78,7 +84,7 @@ class PackOfUnpackedMembers(_AliasAware):
             return
         unpack, first, step = found
         source = unpack.input
-        if not self.safe(op, op.result, source):
+        if not self.safe(op, [op.result], [source]):
             return
         n = len(op.members)
         if first == 0 and step == 1 and n == unpack.member_count:
@@ -99,7 +105,7 @@ class UnpackOfPack(_AliasAware):
         pack = op.input.owner
         if not isinstance(pack, B.PackOp):
             return
-        if not self.safe(op, *op.outputs, *pack.members):
+        if not self.safe(op, list(op.outputs), list(pack.members)):
             return
         rewriter.replace(op, [], list(pack.members))
 

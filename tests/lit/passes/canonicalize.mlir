@@ -75,3 +75,34 @@ fx.graph @leave_alone {
   %t = torch.transpose %a dim0 0 dim1 1 : tensor<4x6xf32> -> tensor<6x4xf32>
   fx.output (%j, %c1, %k, %h, %f, %t)
 }
+
+// -----
+
+// The batch dialect's conversions cancel: an unpack of a pack is the packed
+// values, a pack of all members of an unpack in order is the stack, a pack
+// of every other member a strided slice. Values returned by the graph keep
+// their identity (the unpack feeding the output stays).
+// CHECK-LABEL: fx.graph @batch_conversions
+// CHECK:         %s = batch.pack %x, %y
+// CHECK-NEXT:    %n = torch.neg %x
+// CHECK-NEXT:    %t = batch.pointwise %s fn "torch.tanh"
+// CHECK-NEXT:    %m0, %m1, %m2 = batch.unpack %t
+// CHECK-NEXT:    %u = batch.pointwise %t fn "torch.relu"
+// CHECK-NEXT:    %e = torch.slice %t dim 0 start 0 end 3 step 2
+// CHECK-NEXT:    %v = batch.pointwise %e fn "torch.exp"
+// CHECK-NEXT:    fx.output (%n, %u, %v, %m1)
+fx.graph @batch_conversions {
+  %x = fx.placeholder "x" : tensor<4xf32>
+  %y = fx.placeholder "y" : tensor<4xf32>
+  %z = fx.placeholder "z" : tensor<4xf32>
+  %s = batch.pack %x, %y, %z : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  %a, %b, %c = batch.unpack %s : tensor<3x4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %n = torch.neg %a : tensor<4xf32> -> tensor<4xf32>
+  %t = batch.pointwise %s fn "torch.tanh" stacked [true] fn_properties {} : tensor<3x4xf32> -> tensor<3x4xf32>
+  %m0, %m1, %m2 = batch.unpack %t : tensor<3x4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %back = batch.pack %m0, %m1, %m2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  %u = batch.pointwise %back fn "torch.relu" stacked [true] fn_properties {} : tensor<3x4xf32> -> tensor<3x4xf32>
+  %e = batch.pack %m0, %m2 : tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %v = batch.pointwise %e fn "torch.exp" stacked [true] fn_properties {} : tensor<2x4xf32> -> tensor<2x4xf32>
+  fx.output (%n, %u, %v, %m1)
+}

@@ -1,0 +1,89 @@
+// RUN: optimus-opt %s -p lower-batch --split-input-file | filecheck %s
+
+// A pack of the equal, consecutive pieces of one split is a view of the
+// split's input; a cat of all members in order is one stack + flatten.
+// CHECK-LABEL: fx.graph @pieces
+// CHECK:         %[[U:.*]] = torch.unflatten %x dim 1 sizes [3, 16]
+// CHECK-NEXT:    %s = torch.movedim %[[U]] source [1] destination [0]
+// CHECK-NEXT:    %t = torch.clamp %s min -1.0 max 2.0
+// CHECK-NEXT:    %[[M:.*]] = torch.movedim %t source [0] destination [1]
+// CHECK-NEXT:    %[[S:.*]] = torch.stack %[[M]] dim 2
+// CHECK-NEXT:    %r = torch.flatten %[[S]] start_dim 1 end_dim 3
+// CHECK-NOT:     torch.cat
+fx.graph @pieces {
+  %x = fx.placeholder "x" : tensor<4x48xf32>
+  %p0, %p1, %p2 = torch.split %x sections [16, 16, 16] dim 1 : tensor<4x48xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %s = batch.pack %p0, %p1, %p2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<3x4x16xf32>
+  %t = batch.pointwise %s fn "torch.clamp" stacked [true] fn_properties {"max": 2.0, "min": -1.0} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %r = torch.cat %a, %b, %c dim 1 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x48xf32>
+  fx.output %r
+}
+
+// -----
+
+// Regularly spaced pieces (every other one) are a view too; no bias: bmm.
+// CHECK-LABEL: fx.graph @strided_pieces
+// CHECK:         %[[U:.*]] = torch.unflatten %x dim 1 sizes [2, 48]
+// CHECK-NEXT:    %[[P:.*]] = torch.slice %[[U]] dim 2 start 16 end 48
+// CHECK-NEXT:    %s = torch.movedim %[[P]] source [1] destination [0]
+// CHECK:         %[[T:.*]] = torch.transpose %w dim0 1 dim1 2
+// CHECK-NEXT:    torch.bmm %s, %[[T]]
+// CHECK-NOT:     torch.stack
+fx.graph @strided_pieces {
+  %x = fx.placeholder "x" : tensor<4x96xf32>
+  %p0, %q0, %p1, %q1 = torch.split %x sections [16, 32, 16, 32] dim 1 : tensor<4x96xf32> -> tensor<4x16xf32>, tensor<4x32xf32>, tensor<4x16xf32>, tensor<4x32xf32>
+  %s = batch.pack %q0, %q1 : tensor<4x32xf32>, tensor<4x32xf32> -> tensor<2x4x32xf32>
+  %w = fx.get_attr "w" : tensor<2x8x32xf32>
+  %y = batch.linear %s, %w : tensor<2x4x32xf32>, tensor<2x8x32xf32> -> tensor<2x4x8xf32>
+  fx.output %y
+}
+
+// -----
+
+// layer_norm without affine, then the per-member weight and bias; every
+// other member of a stack is a strided slice; members that are runs of
+// stacks are one cat; an interleaving cat is one stack + flatten.
+// CHECK-LABEL: fx.graph @layer_norm_and_regrouping
+// CHECK:         %n = torch.layer_norm %x normalized_shape [8] :
+// CHECK-NEXT:    %[[G:.*]] = torch.reshape %g shape [4, 1, 8]
+// CHECK-NEXT:    %[[MUL:.*]] = torch.mul %n, %[[G]]
+// CHECK-NEXT:    %[[B:.*]] = torch.reshape %b shape [4, 1, 8]
+// CHECK-NEXT:    %[[N:.*]] = torch.add %[[MUL]], %[[B]]
+// CHECK-NEXT:    %even = torch.slice %[[N]] dim 0 start 0 end 3 step 2
+// CHECK-NEXT:    %t = torch.tanh %even
+// CHECK-NEXT:    %odd = torch.slice %[[N]] dim 0 start 1 end 4 step 2
+// CHECK-NEXT:    %u = torch.relu %odd
+// CHECK:         %all = torch.cat %t, %u dim 0
+// CHECK:         torch.stack %{{.*}}, %{{.*}} dim 2 : tensor<4x2x8xf32>, tensor<4x2x8xf32> -> tensor<4x2x2x8xf32>
+// CHECK-NEXT:    %c = torch.flatten
+fx.graph @layer_norm_and_regrouping {
+  %x = fx.placeholder "x" : tensor<4x4x8xf32>
+  %g = fx.get_attr "g" : tensor<4x8xf32>
+  %b = fx.get_attr "b" : tensor<4x8xf32>
+  %n = batch.layer_norm %x normalized_shape [8] weight %g bias %b : tensor<4x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x4x8xf32>
+  %m0, %m1, %m2, %m3 = batch.unpack %n : tensor<4x4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  %even = batch.pack %m0, %m2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %t = batch.pointwise %even fn "torch.tanh" stacked [true] fn_properties {} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %odd = batch.pack %m1, %m3 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %u = batch.pointwise %odd fn "torch.relu" stacked [true] fn_properties {} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %t0, %t1 = batch.unpack %t : tensor<2x4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  %u0, %u1 = batch.unpack %u : tensor<2x4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  %all = batch.pack %t0, %t1, %u0, %u1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x4x8xf32>
+  %c = torch.cat %t0, %u0, %t1, %u1 dim 1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x32xf32>
+  fx.output (%all, %c)
+}
+
+// -----
+
+// A pack that is written in place stays a fresh copy (a view would write x).
+// CHECK-LABEL: fx.graph @written_pack_stays_a_copy
+// CHECK:         %s = torch.stack %p0, %p1 dim 0
+// CHECK-NOT:     torch.unflatten
+fx.graph @written_pack_stays_a_copy {
+  %x = fx.placeholder "x" : tensor<4x32xf32>
+  %p0, %p1 = torch.split %x sections [16, 16] dim 1 : tensor<4x32xf32> -> tensor<4x16xf32>, tensor<4x16xf32>
+  %s = batch.pack %p0, %p1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<2x4x16xf32>
+  %w = fx.call_method "add_"(%s, 1) : tensor<2x4x16xf32>
+  fx.output %s
+}

@@ -395,3 +395,25 @@ def test_inductor_traces_the_cache() -> None:
     assert getattr(gm, CACHE_ATTRIBUTE)._state is not None
     compiled_backend = torch.compile(model, backend="optimus")
     torch.testing.assert_close(compiled_backend(x), model(x))
+
+
+def test_benchmark_smoke_run(tmp_path) -> None:
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_param_cache.py"
+    spec = importlib.util.spec_from_file_location("bench_param_cache", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        results = bench.main(
+            ["--towers", "4", "--width", "8", "--rounds", "2", "--sample-ms", "1", "--json", str(tmp_path / "out.json")]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    assert set(results) == {"4x8"}
+    assert set(json.loads((tmp_path / "out.json").read_text())["4x8"]) == {
+        "check", "stack", "no cache", "cache", "freeze", "cache, grad"
+    }

@@ -103,6 +103,16 @@ EXTRA_ALIASING_NAMES: frozenset[str] = frozenset(
 """Pure ops that may return (a view of) an operand, beyond
 `FX_ALIASING_NAMES`."""
 
+IN_PLACE_OPERATOR_NAMES: frozenset[str] = frozenset(
+    """
+    setitem __setitem__ iadd isub imul itruediv ifloordiv imod ipow imatmul
+    iand ior ixor ilshift irshift __iadd__ __isub__ __imul__ __itruediv__
+    __ifloordiv__ __imod__ __ipow__ __imatmul__ __iand__ __ior__ __ixor__
+    __ilshift__ __irshift__
+    """.split()
+)
+"""Python operators that write their first operand (and nothing else)."""
+
 _PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 _VERSION = operator.attrgetter("_version")
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
@@ -288,8 +298,12 @@ class _Classifier:
             args = node.args
             return [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.fx.Node)], False
         in_place = name.endswith("_") and not name.startswith("_") and "out" not in node.kwargs
-        if in_place and node.args and isinstance(node.args[0], torch.fx.Node):
-            if node.op == "call_method" or self.qualified(node.target)[0].startswith("torch."):
+        if node.args and isinstance(node.args[0], torch.fx.Node):
+            if name in IN_PLACE_OPERATOR_NAMES and (
+                node.op == "call_method" or self.qualified(node.target)[0].startswith("_operator.")
+            ):
+                return [node.args[0]], False  # `x[i] = v`, `x += y`
+            if in_place and (node.op == "call_method" or self.qualified(node.target)[0].startswith("torch.")):
                 return [node.args[0]], False  # an in-place torch op writes `self`
         return list(node.all_input_nodes), True
 

@@ -169,6 +169,44 @@ def test_no_grad_and_inference_mode_calls() -> None:
     _assert_identical(gm(x), expected)
 
 
+def test_autocast_and_parameters_without_grad() -> None:
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    cache = getattr(gm, CACHE_ATTRIBUTE)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _assert_identical(gm(x), model(x))
+    model.requires_grad_(False)  # no version change: read on every call
+    state = cache._state
+    out = gm(x)  # grad mode, but nothing requires grad: the cached values
+    assert cache._state is state and not out.requires_grad
+    _assert_identical(out, model(x))
+    model.w1.requires_grad_(True)
+    out = gm(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert model.w1.grad is not None and model.w2.grad is None
+
+
+def test_write_to_a_fresh_tensor_does_not_stop_hoisting() -> None:
+    class WritesFresh(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w1 = nn.Parameter(torch.randn(4))
+            self.w2 = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * 2
+            y[0] = 0.0
+            return y + torch.stack([self.w1, self.w2])
+
+    model = WritesFresh()
+    x = torch.randn(2, 4)
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 1
+    _assert_identical(gm(x), model(x))
+
+
 def test_optimize_leaves_the_model_unchanged() -> None:
     model = Stacked()
     state = {k: v.clone() for k, v in model.state_dict().items()}

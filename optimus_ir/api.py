@@ -63,6 +63,9 @@ class OptimizeReport:
     remarks: list[Any] = field(default_factory=list)
     """The passes' remarks (`optimus_ir.diagnostics.Diagnostic`), e.g. why each
     batch-fusion candidate group was or was not fused."""
+    cached_parameter_values: int = 0
+    """Values computed from parameters alone that the module computes once
+    (`optimus_ir.param_cache`), or freezes with `freeze=True`."""
 
     def format(self) -> str:
         lines = [f"pipeline: {self.pipeline}"]
@@ -79,6 +82,8 @@ class OptimizeReport:
         )
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
+        if self.cached_parameter_values:
+            lines.append(f"cached parameter values: {self.cached_parameter_values}")
         lines.append(
             "time: "
             + ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in self.phase_seconds.items())
@@ -248,6 +253,7 @@ def optimize(
     statistics: Any = None,
     example_kwargs: Mapping[str, Any] | None = None,
     verify_each: bool | None = None,
+    freeze: bool = False,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
@@ -263,6 +269,17 @@ def optimize(
     The model is never changed. The result is specialized for the strides
     of the example inputs and falls back to the captured graph (not
     optimized) when called with tensors of other strides.
+
+    Values the graph computes from parameters and buffers alone (the
+    stacked weights of a batched linear) are computed once and reused while
+    the parameters are unchanged: the module checks on every call that each
+    source is the same tensor with the same storage and version, so
+    in-place updates, `load_state_dict` and reassigned parameters are
+    followed; with autograd on (a parameter that requires grad) they are
+    computed at run time, so gradients reach the parameters. `freeze=True`
+    computes them once, now, and stores them as buffers without any check:
+    later changes of the parameters are then not followed (like Inductor's
+    freezing). See `optimus_ir.param_cache`.
     """
     return _optimize(
         model,
@@ -273,6 +290,7 @@ def optimize(
         example_kwargs=example_kwargs,
         verify_each=verify_each,
         guard_strides=True,
+        freeze=freeze,
     )
 
 
@@ -286,9 +304,12 @@ def _optimize(
     example_kwargs: Mapping[str, Any] | None,
     verify_each: bool | None,
     guard_strides: bool,
+    freeze: bool = False,
+    cache_parameters: bool = True,
 ) -> torch.fx.GraphModule:
     """`optimize`; `guard_strides=False` leaves out the call-time stride
-    check (the torch.compile backend: Dynamo guards on strides itself)."""
+    check (the torch.compile backend: Dynamo guards on strides itself);
+    `cache_parameters=False` leaves parameter-only values where they are."""
     from optimus_ir.passes.registry import DEFAULT_PIPELINE
     from optimus_ir.pipeline import default_verify_each, parse_pipeline, run_pipeline
 
@@ -339,13 +360,25 @@ def _optimize(
     result = export_graph(program, fallback=gm if guard_strides and layout_specialized else None)
     phases["export"] = time.perf_counter() - start
 
+    # Counted before the parameter cache: the ops the pipeline made (the
+    # cache's own plumbing is one call and a getitem per value).
+    ops_after = count_fx_ops(result)
+    cached = 0
+    if cache_parameters:
+        from optimus_ir.param_cache import cache_parameter_expressions
+
+        start = time.perf_counter()
+        cached = cache_parameter_expressions(result, freeze=freeze)
+        phases["parameter cache"] = time.perf_counter() - start
+
     report = OptimizeReport(
         ops_before=count_fx_ops(gm),
-        ops_after=count_fx_ops(result),
+        ops_after=ops_after,
         pipeline=text,
         phase_seconds=phases,
         statistics=stats,
         remarks=remarks,
+        cached_parameter_values=cached,
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     return result

@@ -12,7 +12,9 @@ Options come through `torch.compile(..., options={...})`:
   last pass, unless `OPTIMUS_VERIFY_EACH=1`).
 
 Dynamo guards on the strides of the inputs itself, so the backend's graph
-carries no stride check of its own (`optimize()`'s result does).
+carries no stride check of its own (`optimize()`'s result does). Values
+computed from parameters alone are cached (`optimus_ir.param_cache`) only
+with `inner="eager"`: Inductor traces the module and folds constants itself.
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ def optimus_backend(
         example_kwargs=None,
         verify_each=verify_each,
         guard_strides=False,
+        # Inductor traces the module with fake tensors (the cache would only
+        # compute its values inline) and folds constants itself; with
+        # Dynamo's default of lifting parameters to graph inputs there are no
+        # parameter-only values to cache anyway.
+        cache_parameters=inner == "eager",
     )
     if inner == "eager":
         return optimized.forward

@@ -1,0 +1,457 @@
+"""Values computed from parameters alone, cached once (`optimus_ir.param_cache`):
+they follow in-place updates, `load_state_dict`, `.data` and reassigned
+parameters; `freeze=True` does not; gradients reach the parameters; graphs
+that write a parameter or buffer in place are not hoisted across; results
+are bit-identical to the captured graph."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+import torch
+import torch.fx
+from torch import nn
+
+import optimus_ir
+from optimus_ir.api import _optimize, capture
+from optimus_ir.param_cache import CACHE_ATTRIBUTE, ParameterCache, cache_parameter_expressions
+
+
+def _assert_identical(actual, expected) -> None:
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+class Stacked(nn.Module):
+    """Three same-shaped linears written as one batched matmul over stacked
+    weights and biases (what batch fusion emits)."""
+
+    def __init__(self, d: int = 8, h: int = 4, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        for i in range(1, 4):
+            setattr(self, f"w{i}", nn.Parameter(torch.randn(h, d, generator=g)))
+            setattr(self, f"b{i}", nn.Parameter(torch.randn(h, generator=g)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = torch.stack([self.w1, self.w2, self.w3]).transpose(1, 2)
+        b = torch.stack([self.b1, self.b2, self.b3]).unsqueeze(1)
+        return torch.baddbmm(b, x, w)
+
+
+def _x(batch: int = 5, d: int = 8) -> torch.Tensor:
+    return torch.randn(3, batch, d, generator=torch.Generator().manual_seed(1))
+
+
+def _param_name(gm: torch.fx.GraphModule, suffix: str) -> str:
+    return next(n for n, _ in gm.named_parameters() if n.endswith(suffix))
+
+
+@pytest.fixture
+def stacked():
+    model = Stacked()
+    x = _x()
+    return model, x, optimus_ir.optimize(model, (x,))
+
+
+def test_stacks_are_hoisted_and_results_identical_to_the_captured_graph(stacked) -> None:
+    model, x, gm = stacked
+    assert gm.optimus_report.cached_parameter_values == 2
+    assert "cached parameter values: 2" in gm.optimus_report.format()
+    code = gm.code
+    assert "torch.stack" not in code and "transpose" not in code
+    assert "parameter_cache.current_values(" in code
+    assert isinstance(getattr(gm, CACHE_ATTRIBUTE), ParameterCache)
+    captured = capture(Stacked(), (x,))
+    _assert_identical(gm(x), captured(x))
+    _assert_identical(gm(x), model(x))
+    # the cached values are ordinary tensors, computed without autograd
+    state = getattr(gm, CACHE_ATTRIBUTE)._state
+    assert all(not v.requires_grad and not v.is_inference() for v in state.values)
+
+
+def test_in_place_update_is_followed(stacked) -> None:
+    model, x, gm = stacked
+    gm(x)
+    with torch.no_grad():
+        model.w1.add_(1)
+        model.b3.mul_(-2)
+    _assert_identical(gm(x), model(x))
+
+
+def test_load_state_dict_is_followed(stacked) -> None:
+    model, x, gm = stacked
+    gm(x)
+    other = Stacked(seed=5)
+    model.load_state_dict(other.state_dict())
+    _assert_identical(gm(x), other(x))
+
+
+def test_reassigned_parameter_and_replaced_data_are_followed(stacked) -> None:
+    model, x, gm = stacked
+    gm(x)
+    new = nn.Parameter(torch.full((4, 8), 0.5))
+    setattr(gm, _param_name(gm, "w2"), new)
+    model.w2 = new
+    _assert_identical(gm(x), model(x))
+    # `.data =` keeps the tensor and its version; its storage is new
+    model.w3.data = torch.full((4, 8), -1.0)
+    _assert_identical(gm(x), model(x))
+    model.double()  # `.to()` replaces every parameter's data
+    _assert_identical(gm(x.double()), model(x.double()))
+
+
+def test_unchanged_parameters_reuse_the_cached_values(stacked) -> None:
+    _, x, gm = stacked
+    cache = getattr(gm, CACHE_ATTRIBUTE)
+    with torch.no_grad():
+        gm(x)
+        state = cache._state
+        gm(x)
+    assert cache._state is state
+    with torch.inference_mode():
+        out = gm(x)
+    assert cache._state is state
+    _assert_identical(out, gm(x))
+
+
+def test_freeze_does_not_follow_and_has_no_checks() -> None:
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
+    assert gm.optimus_report.cached_parameter_values == 2
+    assert CACHE_ATTRIBUTE not in gm._modules
+    code = gm.code
+    assert "current_values" not in code and "torch.stack" not in code
+    assert "_buffers['frozen_" in code
+    assert set(gm.state_dict()) == {f"L__self___{n}" for n in model.state_dict()}
+    before = model(x)
+    _assert_identical(gm(x), before)
+    with torch.no_grad():
+        model.w1.add_(1)
+    _assert_identical(gm(x), before)  # frozen: the update is not seen
+    assert not torch.equal(model(x), before)
+
+
+def test_backward_pass_equals_the_unoptimized_model(stacked) -> None:
+    model, x, gm = stacked
+    reference = copy.deepcopy(model)
+    out = gm(x)
+    assert out.requires_grad
+    out.square().sum().backward()
+    reference(x).square().sum().backward()
+    for (name, ours), (_, theirs) in zip(model.named_parameters(), reference.named_parameters()):
+        assert ours.grad is not None, name
+        _assert_identical(ours.grad, theirs.grad)
+    # and after a training step (an in-place update under no_grad) the
+    # values follow in inference
+    with torch.no_grad():
+        for p in model.parameters():
+            p.sub_(0.1 * p.grad)
+        _assert_identical(gm(x), model(x))
+
+
+def test_no_grad_and_inference_mode_calls() -> None:
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    expected = model(x).detach()
+    with torch.no_grad():
+        _assert_identical(gm(x), expected)
+    with torch.inference_mode():
+        _assert_identical(gm(x), expected)
+        with torch.no_grad():
+            model.w1.add_(1)  # a normal tensor, updated in inference mode
+    expected = model(x).detach()
+    with torch.inference_mode():
+        _assert_identical(gm(x), expected)
+    _assert_identical(gm(x), expected)
+
+
+def test_autocast_and_parameters_without_grad() -> None:
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    cache = getattr(gm, CACHE_ATTRIBUTE)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _assert_identical(gm(x), model(x))
+    model.requires_grad_(False)  # no version change: read on every call
+    state = cache._state
+    out = gm(x)  # grad mode, but nothing requires grad: the cached values
+    assert cache._state is state and not out.requires_grad
+    _assert_identical(out, model(x))
+    model.w1.requires_grad_(True)
+    out = gm(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert model.w1.grad is not None and model.w2.grad is None
+
+
+def test_write_to_a_fresh_tensor_does_not_stop_hoisting() -> None:
+    class WritesFresh(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w1 = nn.Parameter(torch.randn(4))
+            self.w2 = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * 2
+            y[0] = 0.0
+            return y + torch.stack([self.w1, self.w2])
+
+    model = WritesFresh()
+    x = torch.randn(2, 4)
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 1
+    _assert_identical(gm(x), model(x))
+
+
+def test_optimize_leaves_the_model_unchanged() -> None:
+    model = Stacked()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    params = dict(model.named_parameters())
+    attrs = set(model.__dict__)
+    gm = optimus_ir.optimize(model, (_x(),))
+    gm(_x())
+    assert set(model.__dict__) == attrs
+    assert dict(model.named_parameters()) == params
+    assert [name for name, _ in model.named_modules()] == [""]
+    for key, value in model.state_dict().items():
+        _assert_identical(value, state[key])
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_model_without_parameter_expressions_is_unchanged() -> None:
+    from recsys import make_recsys_model
+
+    model, inputs = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
+    gm = optimus_ir.optimize(model, inputs)
+    assert gm.optimus_report.cached_parameter_values == 0
+    assert CACHE_ATTRIBUTE not in gm._modules
+    plain = _optimize(
+        model,
+        inputs,
+        None,
+        validate=False,
+        statistics=None,
+        example_kwargs=None,
+        verify_each=None,
+        guard_strides=True,
+        cache_parameters=False,
+    )
+    assert gm.code == plain.code
+
+
+class WritesBuffer(nn.Module):
+    """A stack of a buffer the graph writes in place, beside one it does not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.zeros(4))
+        self.register_buffer("other", torch.ones(4))
+        self.a = nn.Parameter(torch.randn(4))
+        self.b = nn.Parameter(torch.randn(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.count.add_(1)
+        written = torch.stack([self.count, self.other])
+        untouched = torch.stack([self.a, self.b])
+        return x * written + x * untouched
+
+
+def test_written_buffer_is_not_hoisted_across() -> None:
+    model = WritesBuffer()
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 4)
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 1
+    assert gm.code.count("torch.stack") == 1  # the written buffer's stack stays
+    with torch.no_grad():
+        for _ in range(3):
+            _assert_identical(gm(x), reference(x))
+    _assert_identical(model.count, reference.count)
+
+
+class BatchNormTraining(nn.Module):
+    """Training-mode batch_norm writes its running statistics (a function
+    `optimus_ir.effects` counts as pure by its name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+        self.o = nn.Parameter(torch.randn(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn(x)
+        stats = torch.stack([self.bn.running_mean, self.o]).unsqueeze(1)
+        return y.unsqueeze(0) + stats
+
+
+def test_running_statistics_are_not_hoisted_across() -> None:
+    model = BatchNormTraining()
+    reference = copy.deepcopy(model)
+    x = torch.randn(6, 4)
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 0
+    with torch.no_grad():
+        for _ in range(2):
+            _assert_identical(gm(x), reference(x))
+
+
+class Escapes(nn.Module):
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+        self.w1 = nn.Parameter(torch.randn(4, 4))
+        self.w2 = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor):
+        w = torch.stack([self.w1, self.w2]).flatten(1)
+        if self.mode == "returned":
+            return x @ w.view(2, 4, 4)[0], w.view(2, 4, 4)
+        if self.mode == "written":
+            w.mul_(2)
+        return x @ w.view(2, 4, 4)[1]
+
+
+@pytest.mark.parametrize("mode", ["returned", "written"])
+def test_value_that_escapes_or_is_written_is_not_hoisted(mode: str) -> None:
+    model = Escapes(mode)
+    x = torch.randn(3, 4)
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 0
+    _assert_identical(gm(x), model(x))
+
+
+def test_graph_that_writes_its_input_hoists_nothing() -> None:
+    class WritesInput(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w1 = nn.Parameter(torch.randn(4))
+            self.w2 = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x.add_(1)  # the caller may pass a parameter as x
+            return torch.stack([self.w1, self.w2]) * 2 + x
+
+    model = WritesInput()
+    reference = copy.deepcopy(model)
+    gm = optimus_ir.optimize(model, (torch.randn(4),))
+    assert gm.optimus_report.cached_parameter_values == 0
+    with torch.no_grad():
+        _assert_identical(gm(model.w1), reference(reference.w1))
+
+
+class SplitAndStack(Stacked):
+    """A rewrite the stride guard depends on, beside the stacked weights."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.cat(torch.split(x, 4, dim=2), dim=2)
+        return super().forward(x)
+
+
+def test_stride_guard_fallback_keeps_working() -> None:
+    model = SplitAndStack()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    assert gm.optimus_report.cached_parameter_values == 2
+    assert "_optimus_fallback" in gm.code
+    assert "torch.stack" in gm._optimus_fallback.code  # the captured graph is untouched
+    strided = x.transpose(1, 2).contiguous().transpose(1, 2)
+    _assert_identical(gm(strided), model(strided))
+    _assert_identical(gm(x), model(x))
+
+
+def test_copies_and_pickling_recompute() -> None:
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    gm(x)
+    clone = copy.deepcopy(gm)
+    with torch.no_grad():
+        next(clone.parameters()).add_(1)  # the copy's own parameters
+    _assert_identical(gm(x), model(x))
+    assert not torch.equal(clone(x), model(x))
+    restored = pickle.loads(pickle.dumps(gm))
+    _assert_identical(restored(x), model(x))
+
+
+def test_direct_call_counts_and_is_idempotent() -> None:
+    model = Stacked()
+    gm = capture(model, (_x(),))
+    expected = gm(_x())
+    assert cache_parameter_expressions(gm) == 2
+    assert cache_parameter_expressions(gm) == 0
+    _assert_identical(gm(_x()), expected)
+
+
+def test_views_of_one_parameter_are_not_cached() -> None:
+    class Views(nn.Module):
+        def __init__(self, conversion: bool) -> None:
+            super().__init__()
+            self.conversion = conversion
+            self.w = nn.Parameter(torch.randn(4, 6))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            w = self.w.contiguous() if self.conversion else self.w
+            return x @ w.t()[:, 1:3]
+
+    x = torch.randn(2, 6)
+    for conversion in (False, True):
+        # a view chain is left alone; a conversion that returned its input
+        # (contiguous of a contiguous tensor) is computed, seen to share the
+        # parameter's storage, and left alone too
+        model = Views(conversion)
+        gm = capture(model, (x,))
+        code = gm.code
+        assert cache_parameter_expressions(gm) == 0
+        assert gm.code == code
+
+
+def test_torch_compile_backend_and_compiling_the_optimized_module() -> None:
+    model = Stacked()
+    x = _x()
+    compiled = torch.compile(model, backend="optimus", options={"inner": "eager"})
+    _assert_identical(compiled(x), model(x))
+    gm = optimus_ir.optimize(model, (x,))
+    again = torch.compile(gm, backend="eager")  # Dynamo traces the cache: computed inline
+    _assert_identical(again(x), model(x))
+    with torch.no_grad():
+        model.w1.add_(1)
+        _assert_identical(again(x), model(x))
+
+
+def test_inductor_traces_the_cache() -> None:
+    from torch._inductor.compile_fx import compile_fx
+
+    model = Stacked()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    compiled = compile_fx(gm, [x])
+    torch.testing.assert_close(compiled(x), model(x))
+    assert getattr(gm, CACHE_ATTRIBUTE)._state is not None
+    compiled_backend = torch.compile(model, backend="optimus")
+    torch.testing.assert_close(compiled_backend(x), model(x))
+
+
+def test_benchmark_smoke_run(tmp_path) -> None:
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_param_cache.py"
+    spec = importlib.util.spec_from_file_location("bench_param_cache", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        results = bench.main(
+            ["--towers", "4", "--width", "8", "--rounds", "2", "--sample-ms", "1", "--json", str(tmp_path / "out.json")]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    assert set(results) == {"4x8"}
+    assert set(json.loads((tmp_path / "out.json").read_text())["4x8"]) == {
+        "check", "stack", "no cache", "cache", "freeze", "cache, grad"
+    }

@@ -136,6 +136,17 @@ class _CacheState:
     match a tensor it was never computed from)."""
     values: tuple[Any, ...]
 
+    @staticmethod
+    def of(sources: Sequence[torch.Tensor], versions: list[int], values: tuple[Any, ...]) -> _CacheState:
+        """The state for `values` computed from `sources` at `versions`."""
+        return _CacheState(
+            tuple(sources),
+            versions,
+            list(map(_DATA_PTR, sources)),
+            tuple(s.untyped_storage() for s in sources),
+            values,
+        )
+
 
 class ParameterCache(torch.nn.Module):
     """The values of parameter-only expressions, computed once and reused
@@ -193,13 +204,7 @@ class ParameterCache(torch.nn.Module):
             return compute(*sources)
         with torch.inference_mode(False), torch.no_grad():  # this order: inference_mode(False) turns grad mode on
             values = tuple(compute(*sources))
-        self._state = _CacheState(
-            tuple(sources),
-            versions,
-            list(map(_DATA_PTR, sources)),
-            tuple(s.untyped_storage() for s in sources),
-            values,
-        )
+        self._state = _CacheState.of(sources, versions, values)
         return values
 
     def invalidate(self) -> None:
@@ -524,6 +529,7 @@ def cache_parameter_expressions(gm: torch.fx.GraphModule, *, freeze: bool = Fals
     if len(keep) < len(values):
         plan = _cone_of([plan.frontier[i] for i in keep], set(plan.sources))
         compute = _compute_module(plan)
+        sources = _source_values(gm, plan.sources)
         values = tuple(values[i] for i in keep)
 
     graph = gm.graph
@@ -545,13 +551,8 @@ def cache_parameter_expressions(gm: torch.fx.GraphModule, *, freeze: bool = Fals
                 replacements.append(frozen)
         else:
             cache = ParameterCache(compute)
-            cache._state = _CacheState(  # noqa: SLF001 - primed with the values just computed
-                tuple(sources),
-                list(map(_VERSION, sources)),
-                list(map(_DATA_PTR, sources)),
-                tuple(s.untyped_storage() for s in sources),
-                values,
-            ) if _primable(sources) else None
+            if _primable(sources):  # the values just computed are the first call's
+                cache._state = _CacheState.of(sources, list(map(_VERSION, sources)), values)  # noqa: SLF001
             gm.add_module(CACHE_ATTRIBUTE, cache)
             holder = graph.create_node("get_attr", CACHE_ATTRIBUTE, name="parameter_cache")
             holder.meta[ATTR_PATH_META] = (("_modules", CACHE_ATTRIBUTE),)

@@ -409,6 +409,30 @@ def test_views_of_one_parameter_are_not_cached() -> None:
         assert gm.code == code
 
 
+def test_dropped_candidate_leaves_a_consistent_cache() -> None:
+    class Mixed(Stacked):
+        def __init__(self) -> None:
+            super().__init__()
+            self.v = nn.Parameter(torch.randn(4, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x) @ self.v.contiguous().t()
+
+    model = Mixed()
+    x = _x()
+    gm = capture(model, (x,))
+    assert cache_parameter_expressions(gm) == 2  # `v.contiguous()` is `v`: not cached
+    cache = getattr(gm, CACHE_ATTRIBUTE)
+    state = cache._state
+    assert len(state.sources) == 6  # the weights and biases, not v
+    with torch.no_grad():
+        _assert_identical(gm(x), model(x))
+    assert cache._state is state  # the primed values were used
+    with torch.no_grad():
+        model.v.mul_(3)
+        _assert_identical(gm(x), model(x))
+
+
 def test_torch_compile_backend_and_compiling_the_optimized_module() -> None:
     model = Stacked()
     x = _x()

@@ -45,6 +45,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BoolAttr,
     FloatAttr,
     StringAttr,
     TensorType,
@@ -280,6 +281,62 @@ def _linear_type(
 
 
 @irdl_op_definition
+class GroupedLinearOp(BatchOp):
+    """N linears of different shapes: result i is `linear(input_i, weight_i,
+    bias_i)`. The operands are the N inputs, then the N weights, then (with
+    `has_bias`) the N biases; members are not stacked (their shapes differ).
+    A grouped GEMM kernel computes them in one launch; the generic lowering
+    is one torch.linear per member."""
+
+    name = "batch.grouped_linear"
+    members = var_operand_def(TensorType)
+    has_bias = prop_def(BoolAttr, default_value=bool_literal(False))
+    outputs = var_result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[T.Format] = (("has_bias", "flag"),)
+
+    def __init__(
+        self, inputs: Sequence[Value], weights: Sequence[Value],
+        biases: Sequence[Value] | None = None, *,
+        result_types: Sequence[Attribute] | None = None,
+    ) -> None:
+        values = [SSAValue.get(v) for v in (*inputs, *weights, *(biases or ()))]
+        if result_types is None:
+            result_types = _grouped_types(self.name, values, len(inputs), bool(biases))
+        super().__init__(
+            operands=[values],
+            result_types=[list(result_types)],
+            properties={"has_bias": bool_literal(bool(biases))},
+        )
+
+    @property
+    def member_count(self) -> int:
+        return len(self.outputs)
+
+    def member_operands(self, i: int) -> tuple[SSAValue, SSAValue, SSAValue | None]:
+        """(input, weight, bias or None) of member `i`."""
+        n = self.member_count
+        ops = self.members
+        return ops[i], ops[n + i], (ops[2 * n + i] if T.flag(self.has_bias) else None)
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return _grouped_types(self.name, list(self.members), len(self.outputs), T.flag(self.has_bias))
+
+
+def _grouped_types(op: str, values: Sequence[SSAValue], n: int, has_bias: bool) -> list[TensorType]:
+    if n < 1 or len(values) != n * (3 if has_bias else 2):
+        raise _fail(op, f"needs {3 if has_bias else 2} operands per member, got {len(values)} for {n} members")
+    out = []
+    for i in range(n):
+        bias = values[2 * n + i].type if has_bias else None
+        try:
+            out.append(T.infer_linear_type(values[i].type, values[n + i].type, bias))  # type: ignore[arg-type]
+        except VerifyException as error:
+            raise _fail(op, f"member {i}: {error}") from None
+    return out
+
+
+@irdl_op_definition
 class LayerNormOp(BatchOp):
     """N layer_norms with per-member affine: member i is
     `layer_norm(input[i], normalized_shape, weight[i], bias[i], eps)`."""
@@ -447,7 +504,7 @@ def _pointwise_type(
 
 
 BATCH_OPS: tuple[type[BatchOp], ...] = (
-    PackOp, UnpackOp, LinearOp, LinearSharedInputOp, LayerNormOp, PointwiseOp,
+    PackOp, UnpackOp, LinearOp, LinearSharedInputOp, GroupedLinearOp, LayerNormOp, PointwiseOp,
 )
 
 BATCH = Dialect("batch", list(BATCH_OPS), [])
@@ -456,6 +513,7 @@ __all__ = [
     "BATCH",
     "BATCH_OPS",
     "BatchOp",
+    "GroupedLinearOp",
     "LayerNormOp",
     "LinearOp",
     "LinearSharedInputOp",

@@ -15,6 +15,9 @@ here, where it is known which members already lie together:
     batch.linear_shared_input
                      one torch.linear on the concatenated weights, viewed
                      as [N, ..., M]
+    batch.grouped_linear
+                     one torch.linear per member (a grouped GEMM is a
+                     kernel-level lowering)
     batch.layer_norm one torch.layer_norm without affine over all members,
                      then `* weight[:, None]` and `+ bias[:, None]`
     batch.pointwise  the member op itself on the stacked operands (stacked
@@ -331,6 +334,23 @@ class LowerLinearSharedInput(RewritePattern):
         rewriter.replace(op, ops, [ops[-1].results[0]])
 
 
+class LowerGroupedLinear(RewritePattern):
+    """`batch.grouped_linear` -> one `torch.linear` per member (no grouped
+    GEMM among the torch ops; `batch-fusion` forms these groups only when
+    asked, for a lowering that has one)."""
+
+    name = "lower-grouped-linear"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.GroupedLinearOp):
+            return
+        linears = [
+            T.LinearOp(*op.member_operands(i), result_type=op.outputs[i].type)
+            for i in range(op.member_count)
+        ]
+        rewriter.replace(op, linears, [lin.result for lin in linears])
+
+
 def _broadcast_member(value: SSAValue, rank: int, ops: list[Operation]) -> SSAValue:
     """A stacked `[N, *s]` viewed as `[N, 1, ..., 1, *s]` of rank `rank`
     (members broadcast like the member op broadcasts them)."""
@@ -411,7 +431,7 @@ class LowerBatch(ModulePass):
         listeners = [aliases.listener()]
         GreedyRewriteDriver([*canonical, CatOfMembers()], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver(
-            [LowerLinear(), LowerLinearSharedInput(), LowerLayerNorm(), LowerPointwise()],
+            [LowerLinear(), LowerLinearSharedInput(), LowerGroupedLinear(), LowerLayerNorm(), LowerPointwise()],
             config, name=self.name, listeners=listeners,
         ).rewrite(op)
         GreedyRewriteDriver([LowerPack(aliases)], config, name=self.name, listeners=listeners).rewrite(op)
@@ -421,6 +441,7 @@ class LowerBatch(ModulePass):
 __all__ = [
     "CatOfMembers",
     "LowerBatch",
+    "LowerGroupedLinear",
     "LowerLayerNorm",
     "LowerLinear",
     "LowerLinearSharedInput",

@@ -311,7 +311,7 @@ def _optimize(
     check (the torch.compile backend: Dynamo guards on strides itself);
     `cache_parameters=False` leaves parameter-only values where they are."""
     from optimus_ir.passes.registry import DEFAULT_PIPELINE
-    from optimus_ir.pipeline import default_verify_each, parse_pipeline, run_pipeline
+    from optimus_ir.pipeline import default_verify_each, parse_pipeline
 
     kwargs = dict(example_kwargs or {})
     phases: dict[str, float] = {}

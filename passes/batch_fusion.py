@@ -115,15 +115,27 @@ def _static(ty: Attribute) -> bool:
     return isinstance(ty, TensorType) and all(d >= 0 for d in ty.get_shape())
 
 
-def candidate_key(op: Operation, segment: int, shared_inputs: set[tuple]) -> GroupKey | None:
+def candidate_key(
+    op: Operation, segment: int, shared_inputs: set[tuple], grouped_linear: bool = False
+) -> GroupKey | None:
     """The grouping key of `op`, or None when it is not a fusion candidate
-    kind (the caller checks mutation and effects)."""
+    kind (the caller checks mutation and effects). With `grouped_linear`,
+    linears of different shapes share a key (dtype, device, bias, rank)."""
     fields: list[tuple[str, Hashable]]
     if isinstance(op, T.LinearOp):
         bias = op.bias.type if op.bias is not None else None
         shared = (op.input, op.weight.type, bias)
         fields = [*_tensor_fields("weight", op.weight.type), *_tensor_fields("bias", bias)]
-        if shared in shared_inputs:
+        if grouped_linear and shared not in shared_inputs:
+            x = op.input.type
+            kind = "grouped-linear"
+            fields = [
+                ("input dtype", x.element_type),  # type: ignore[union-attr]
+                ("input device", device_of(x)),  # type: ignore[arg-type]
+                ("input rank", x.get_num_dims()),  # type: ignore[union-attr]
+                ("bias", bias is not None),
+            ]
+        elif shared in shared_inputs:
             kind = "linear-shared-input"
             fields.insert(0, ("input", f"%{op.input.name_hint or 'value'}"))
             fields.append(("input value", id(op.input)))
@@ -262,6 +274,9 @@ class BatchFusion(ModulePass):
             overrides "calibrated".
         kinds: comma-separated fusion kinds to consider ("all", or some of
             linear, layer_norm, pointwise).
+        grouped_linear: group linears of different shapes too
+            (`batch.grouped_linear`), for a lowering with a grouped GEMM;
+            groups whose members turn out equal become `batch.linear`.
     """
 
     name = "batch-fusion"
@@ -270,6 +285,7 @@ class BatchFusion(ModulePass):
     max_size: int = 4096
     cost_model: str = "calibrated"
     kinds: str = "all"
+    grouped_linear: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.min_size < 1 or self.max_size < self.min_size:
@@ -302,7 +318,7 @@ class BatchFusion(ModulePass):
         if self.kinds == "all":
             return True
         wanted = {k.strip() for k in self.kinds.split(",")}
-        return kind in wanted or (kind == "linear-shared-input" and "linear" in wanted)
+        return kind in wanted or (kind in ("linear-shared-input", "grouped-linear") and "linear" in wanted)
 
 
 def fuse_block(block: Block, options: BatchFusion, model) -> int:
@@ -326,7 +342,7 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
         if not is_removable(op):
             segment += 1
         else:
-            key = candidate_key(op, segment, shared)
+            key = candidate_key(op, segment, shared, options.grouped_linear)
             if key is not None and not options.enabled(key.kind):
                 key = None
             if key is not None:
@@ -360,7 +376,8 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
                 continue
             part = reorder_by_source(key.kind, part, provenance)
             results = _fuse(key.kind, part)
-            provenance.record(results)
+            if results:
+                provenance.record(results)
             context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
             context.record.pattern(f"fuse-{key.kind}").rewrites += 1
             fused += 1
@@ -432,6 +449,7 @@ def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusio
 
 _BATCH_OP = {
     "linear": "batch.linear",
+    "grouped-linear": "batch.grouped_linear",
     "linear-shared-input": "batch.linear_shared_input",
     "layer_norm": "batch.layer_norm",
     "pointwise": "batch.pointwise",
@@ -517,7 +535,7 @@ def _elements(value: SSAValue) -> int:
 
 def _member_kernel(kind: str, op: Operation) -> tuple[str, float]:
     """The measured kernel kind and size of one member op."""
-    if kind in ("linear", "linear-shared-input"):
+    if kind in ("linear", "linear-shared-input", "grouped-linear"):
         x, w = op.operands[0], op.operands[1]
         k = x.type.get_shape()[-1]  # type: ignore[union-attr]
         return "linear", 2.0 * _elements(x) * _elements(w) / max(k, 1)
@@ -590,6 +608,9 @@ def estimate_group(
     n = len(members)
     member_kind, size = _member_kernel(kind, members[0])
     estimate = GroupEstimate(members_s=n * model.kernel_seconds(member_kind, size), fused_s=0.0)
+    if kind == "grouped-linear":  # the generic lowering: one linear per member
+        estimate.fused_s = sum(model.kernel_seconds(*_member_kernel(kind, m)) for m in members)
+        return estimate
     if kind == "linear":
         estimate.fused_s = model.kernel_seconds("bmm", n * size)
         estimate.views += 2  # weight transpose, bias unsqueeze
@@ -675,6 +696,22 @@ def _fuse(kind: str, members: Sequence[Operation]) -> list[SSAValue]:
             return None
         return _stack(values, anchor)  # type: ignore[arg-type]
 
+    if kind == "grouped-linear" and len({(m.input.type, m.weight.type) for m in members}) == 1:  # type: ignore[attr-defined]
+        kind = "linear"  # equal shapes after all: one bmm
+    if kind == "grouped-linear":
+        has_bias = members[0].bias is not None  # type: ignore[attr-defined]
+        grouped = B.GroupedLinearOp(
+            [m.input for m in members],  # type: ignore[attr-defined]
+            [m.weight for m in members],  # type: ignore[attr-defined]
+            [m.bias for m in members] if has_bias else None,  # type: ignore[attr-defined]
+        )
+        Rewriter.insert_op(grouped, InsertPoint.before(anchor))
+        for member, result in zip(members, grouped.outputs):
+            result.name_hint = member.results[0].name_hint
+            member.results[0].replace_all_uses_with(result)
+        for member in members:
+            Rewriter.erase_op(member)
+        return []  # members are not stacked: nothing for later groups to read in place
     if kind == "linear":
         x = operand([m.input for m in members])  # type: ignore[attr-defined]
         w = operand([m.weight for m in members])  # type: ignore[attr-defined]

@@ -129,10 +129,12 @@ def random_inputs(module: ModuleOp, seed: int = 0) -> list[Any]:
 
 def _lower_clone(module: ModuleOp) -> ModuleOp:
     clone = module.clone()
-    if any(op.dialect_name() != "fx" for op in graph_of(clone).block.ops):
+    dialects = {op.dialect_name() for op in graph_of(clone).block.ops}
+    if dialects - {"fx"}:
         from optimus_ir.pipeline import run_pipeline
 
-        run_pipeline(clone, "lower-to-fx", verify_each=False)
+        lowering = "lower-batch,lower-to-fx" if "batch" in dialects else "lower-to-fx"
+        run_pipeline(clone, lowering, verify_each=False)
     return clone
 
 

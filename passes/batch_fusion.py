@@ -364,6 +364,13 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
         members = [ops[i] for i in group_ids]
         key = keys[group_ids[0]]
         assert key is not None
+        if all(_slot_source(v, provenance) == "shared" for v in _operand_slots(key.kind, members)):
+            emit_remark(
+                members[0],
+                f"batch-fusion: {len(members)} {key.op_name}{_names(members)} not fused: "
+                "they compute the same value (cse merges them)",
+            )
+            continue
         for part, estimate in _choose_parts(model, key, members, provenance, options):
             if context.budget.exhausted:
                 break
@@ -375,7 +382,8 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
                 )
                 continue
             part = reorder_by_source(key.kind, part, provenance)
-            results = _fuse(key.kind, part)
+            returned = {m for m in part if any(aliases.reaches_output(r) for r in m.results)}
+            results = _fuse(key.kind, part, returned)
             if results:
                 provenance.record(results)
             context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
@@ -685,11 +693,15 @@ def _stack(values: Sequence[SSAValue], before: Operation) -> SSAValue:
     return pack.result
 
 
-def _fuse(kind: str, members: Sequence[Operation]) -> list[SSAValue]:
+def _fuse(
+    kind: str, members: Sequence[Operation], returned: set[Operation] = frozenset()  # type: ignore[assignment]
+) -> list[SSAValue]:
     """Replace `members` by packs, one batch op and an unpack, inserted
-    before the last member; the unpack's results."""
+    before the last member; the unpack's results. The results of the
+    members in `returned` (returned by the graph, or views of such) become
+    copies of the unpacked views: the members of one stack share storage,
+    and distinct outputs must stay distinct tensors."""
     anchor = members[-1]
-    n = len(members)
 
     def operand(values: list[SSAValue | None]) -> SSAValue | None:
         if values[0] is None:
@@ -739,9 +751,7 @@ def _fuse(kind: str, members: Sequence[Operation]) -> list[SSAValue]:
             else:
                 values.append(_stack(column, anchor))
                 stacked.append(True)
-        if not any(stacked):  # every member computes the same value: cse's job, but stay correct
-            values[0] = _stack([first.operands[0]] * n, anchor)
-            stacked[0] = True
+        assert any(stacked), "members computing one value are not fused"
         new = B.PointwiseOp(first.name, values, stacked, dict(first.properties))
     Rewriter.insert_op(new, InsertPoint.before(anchor))
     new.results[0].name_hint = (members[0].results[0].name_hint or "fused") + "_batch"
@@ -749,7 +759,13 @@ def _fuse(kind: str, members: Sequence[Operation]) -> list[SSAValue]:
     Rewriter.insert_op(unpack, InsertPoint.before(anchor))
     for member, result in zip(members, unpack.outputs):
         result.name_hint = member.results[0].name_hint
-        member.results[0].replace_all_uses_with(result)
+        value: SSAValue = result
+        if member in returned:
+            copy = T.CatOp([result], 0)
+            Rewriter.insert_op(copy, InsertPoint.before(anchor))
+            copy.result.name_hint = member.results[0].name_hint
+            value = copy.result
+        member.results[0].replace_all_uses_with(value)
     for member in members:
         Rewriter.erase_op(member)
     return list(unpack.outputs)

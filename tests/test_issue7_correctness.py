@@ -455,7 +455,10 @@ def test_the_environment_variable_turns_verify_each_on(verify_calls, monkeypatch
 
 def test_backend_verifies_once_unless_asked(verify_calls) -> None:
     x = torch.randn(3, 8)
-    for options, expected in (({"inner": "eager"}, 1), ({"inner": "eager", "verify_each": True}, 5)):
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE_STAGES
+
+    every_pass = len(DEFAULT_PIPELINE_STAGES)
+    for options, expected in (({"inner": "eager"}, 1), ({"inner": "eager", "verify_each": True}, every_pass)):
         torch._dynamo.reset()
         verify_calls.clear()
         compiled = torch.compile(SumOfCatOfSplit(), backend="optimus", options=options)

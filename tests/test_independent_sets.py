@@ -309,6 +309,21 @@ def test_deep_chain_and_many_keys_scale() -> None:
     assert result.groups == [[i, i + 1] for i in range(0, n, 2)]
 
 
+def test_backbone_with_many_short_lived_keys() -> None:
+    # Each step hangs two candidates with a key of their own on a backbone;
+    # the backbone's taint drops the dead keys as it goes.
+    preds: list[list[int]] = [[]]
+    keys: list[str | None] = [None]
+    x = 0
+    for step in range(40):
+        preds += [[x], [x], [x, x + 1, x + 2]]
+        keys += [f"k{step}", f"k{step}", None]
+        x += 3
+    result = search(preds, keys)
+    assert result.groups == [[1 + 3 * s, 2 + 3 * s] for s in range(40)]
+    assert (result.groups, result.rejected) == greedy_oracle(preds, keys, 2, None)
+
+
 def test_repeated_predecessors_are_harmless() -> None:
     result = search([[], [0, 0], [0, 0, 0], [1, 1, 2]], [None, "r", "r", "r"])
     assert result.groups == [[1, 2]]
@@ -357,7 +372,9 @@ def test_result_does_not_depend_on_hashes() -> None:
 @st.composite
 def dags(draw: st.DrawFn) -> tuple[list[list[int]], list[str | None], int, int | None]:
     n = draw(st.integers(0, 40))
-    alphabet = draw(st.sampled_from([["a"], ["a", "b"], ["a", "b", "c"]]))
+    # Many keys make the taint dicts large enough to be rebuilt without
+    # their dead keys.
+    alphabet = draw(st.sampled_from([["a"], ["a", "b"], ["a", "b", "c"], [f"k{j}" for j in range(16)]]))
     preds: list[list[int]] = []
     keys: list[str | None] = []
     for i in range(n):

@@ -62,17 +62,20 @@ The taint dicts are kept small and cheap:
   predecessor's dict over and updates it in place when nobody else holds it,
   so a chain costs O(1) per node; otherwise the largest predecessor dict is
   copied (at C speed) and the smaller ones are merged into it;
-* a key whose last candidate has been placed is dropped from the dicts when
-  they are merged, and a node's dict is released once all its users are
-  processed, so wide graphs do not keep one dict per node alive.
+* a key whose last candidate has been placed is dead: its entries are not
+  merged in, and a dict in which they make up most entries (more than twice
+  the number of live keys) is rebuilt without them; the
+  rebuild is paid for by the entries it drops;
+* a node's dict is released once all its users are processed, so wide graphs
+  do not keep one dict per node alive.
 
 The cost is O(n + e) dict operations plus the merges; a merge costs the size
 of the dicts merged into the largest one, plus one C-speed copy of the largest
 one when it is still held elsewhere. A chain of same-key candidates has a
 one-entry dict; many keys with few candidates each have small dicts because
-dead keys are dropped. (An adversarial graph in which one node with many live
-keys feeds many merging nodes copies its dict each time; bitsets would pay the
-same per merge.)
+dead keys are dropped. (A graph with many keys live at once, in which one node
+with all of them in its dict feeds many merging nodes, copies that dict each
+time; bitsets would pay the same per merge.)
 
 The repair phase (property 3)
 -----------------------------
@@ -80,7 +83,9 @@ The repair phase (property 3)
 The greedy groups are pairwise independent inside, but contracting them all
 can make cycles (the example above: ``a2`` waits for ``b1``, ``b2`` for
 ``a1``). Groups below ``min_size`` are dropped first (contracting fewer
-groups only removes cycles). Acyclicity of the contracted graph is checked
+groups only removes cycles). If every group is level-uniform (see below: the
+usual case of parallel towers of one shape) there is no cycle and nothing to
+check. Otherwise acyclicity of the contracted graph is checked
 with Kahn's algorithm on the reversed graph (out-degrees are user counts,
 edges come from ``predecessors``: no successor lists are built). If nodes are
 left over, their strongly connected components are found (iterative Tarjan on
@@ -106,7 +111,8 @@ excludes. (Every non-trivial component holds a mixed group, by the same
 argument, so each round has something to split.)
 
 The repair costs at most three linear checks plus two Tarjan runs, and only
-when a cycle exists; an acyclic greedy result costs one Kahn pass.
+when a cycle exists; an acyclic greedy result costs one Kahn pass, or none
+when its groups are level-uniform.
 
 Rejection reasons (`SearchResult.rejected`)
 -------------------------------------------
@@ -276,7 +282,7 @@ def find_independent_groups(
                 maxes = largest.maxes
                 # Dead keys are dropped whenever they make up most of the
                 # dict: each dropped entry pays for its share of the rebuild.
-                if len(maxes) > 2 * live + 8:
+                if len(maxes) > 2 * live:
                     maxes = {kk: h for kk, h in maxes.items() if last_candidate[kk] >= i}
                 elif largest.holders > 0:
                     maxes = maxes.copy()

@@ -62,17 +62,20 @@ The taint dicts are kept small and cheap:
   predecessor's dict over and updates it in place when nobody else holds it,
   so a chain costs O(1) per node; otherwise the largest predecessor dict is
   copied (at C speed) and the smaller ones are merged into it;
-* a key whose last candidate has been placed is dropped from the dicts when
-  they are merged, and a node's dict is released once all its users are
-  processed, so wide graphs do not keep one dict per node alive.
+* a key whose last candidate has been placed is dead: its entries are not
+  merged in, and a dict in which they make up most entries (more than twice
+  the number of live keys) is rebuilt without them; the
+  rebuild is paid for by the entries it drops;
+* a node's dict is released once all its users are processed, so wide graphs
+  do not keep one dict per node alive.
 
 The cost is O(n + e) dict operations plus the merges; a merge costs the size
 of the dicts merged into the largest one, plus one C-speed copy of the largest
 one when it is still held elsewhere. A chain of same-key candidates has a
 one-entry dict; many keys with few candidates each have small dicts because
-dead keys are dropped. (An adversarial graph in which one node with many live
-keys feeds many merging nodes copies its dict each time; bitsets would pay the
-same per merge.)
+dead keys are dropped. (A graph with many keys live at once, in which one node
+with all of them in its dict feeds many merging nodes, copies that dict each
+time; bitsets would pay the same per merge.)
 
 The repair phase (property 3)
 -----------------------------
@@ -80,7 +83,9 @@ The repair phase (property 3)
 The greedy groups are pairwise independent inside, but contracting them all
 can make cycles (the example above: ``a2`` waits for ``b1``, ``b2`` for
 ``a1``). Groups below ``min_size`` are dropped first (contracting fewer
-groups only removes cycles). Acyclicity of the contracted graph is checked
+groups only removes cycles). If every group is level-uniform (see below: the
+usual case of parallel towers of one shape) there is no cycle and nothing to
+check. Otherwise acyclicity of the contracted graph is checked
 with Kahn's algorithm on the reversed graph (out-degrees are user counts,
 edges come from ``predecessors``: no successor lists are built). If nodes are
 left over, their strongly connected components are found (iterative Tarjan on
@@ -106,7 +111,8 @@ excludes. (Every non-trivial component holds a mixed group, by the same
 argument, so each round has something to split.)
 
 The repair costs at most three linear checks plus two Tarjan runs, and only
-when a cycle exists; an acyclic greedy result costs one Kahn pass.
+when a cycle exists; an acyclic greedy result costs one Kahn pass, or none
+when its groups are level-uniform.
 
 Rejection reasons (`SearchResult.rejected`)
 -------------------------------------------
@@ -194,21 +200,29 @@ def find_independent_groups(
         raise ValueError(f"max_size {max_size} is below min_size {min_size}")
     cap = max_size if max_size is not None else n + 1
 
-    # Keys numbered by first appearance; users counted per occurrence.
+    # Keys numbered by first appearance; users counted per occurrence; the
+    # level (longest-path depth from the sources) of every node.
     key_ids: dict[Hashable, int] = {}
     kid = [-1] * n
+    first_candidate: list[int] = []
     last_candidate: list[int] = []
     users = [0] * n
+    level = [0] * n
     for i in range(n):
+        depth = 0
         for p in predecessors[i]:
             if not 0 <= p < i:
                 raise ValueError(f"node {i} has predecessor {p}, which is not in 0..{i - 1}")
             users[p] += 1
+            if level[p] >= depth:
+                depth = level[p] + 1
+        level[i] = depth
         key = keys[i]
         if key is not None:
             k = key_ids.setdefault(key, len(key_ids))
             kid[i] = k
             if k == len(last_candidate):
+                first_candidate.append(i)
                 last_candidate.append(i)
             else:
                 last_candidate[k] = i
@@ -226,6 +240,7 @@ def find_independent_groups(
     opened_blocked: list[bool] = []  # another open group existed at creation
 
     taint: list[_Taint | None] = [None] * n
+    live = 0  # keys with a candidate placed and one still to come
     for i in range(n):
         preds = predecessors[i]
         k = kid[i]
@@ -259,19 +274,32 @@ def find_independent_groups(
         else:
             mine = None
             if distinct:
-                largest = max(distinct, key=lambda t: len(t.maxes))
-                if largest.holders == 0:
+                largest = distinct[0]
+                if len(distinct) > 1:
+                    for t in distinct:
+                        if len(t.maxes) > len(largest.maxes):
+                            largest = t
+                maxes = largest.maxes
+                # Dead keys are dropped whenever they make up most of the
+                # dict: each dropped entry pays for its share of the rebuild.
+                if len(maxes) > 2 * live:
+                    maxes = {kk: h for kk, h in maxes.items() if last_candidate[kk] >= i}
+                elif largest.holders > 0:
+                    maxes = maxes.copy()
+                if maxes is largest.maxes:
                     mine = largest
                 else:
-                    mine = _Taint(dict(largest.maxes))
-                maxes = mine.maxes
-                for t in distinct:
-                    if t is largest:
-                        continue
-                    for kk, h in t.maxes.items():
-                        if last_candidate[kk] >= i and h > maxes.get(kk, -1):
-                            maxes[kk] = h
+                    mine = _Taint(maxes)
+                if len(distinct) > 1:
+                    for t in distinct:
+                        if t is largest:
+                            continue
+                        for kk, h in t.maxes.items():
+                            if h > maxes.get(kk, -1) and last_candidate[kk] >= i:
+                                maxes[kk] = h
             if k >= 0:
+                if i == first_candidate[k]:
+                    live += 1
                 h = mine.maxes.get(k, -1) if mine is not None else -1
                 if h > highest_query[k]:
                     highest_query[k] = h
@@ -298,11 +326,14 @@ def find_independent_groups(
                     size = 1
                 else:
                     g = local_groups[x]
-                    members[g].append(i)
-                    size = len(members[g])
+                    group = members[g]
+                    group.append(i)
+                    size = len(group)
                 if size >= cap:
                     parent[x] = x + 1
-                if last_candidate[k] > i:
+                if i == last_candidate[k]:
+                    live -= 1
+                else:
                     if mine is None:
                         mine = _Taint({})
                     mine.maxes[k] = x
@@ -313,7 +344,7 @@ def find_independent_groups(
             taint[i] = mine
     del taint
 
-    rejected: dict[int, str] = {}
+    reason: list[str | None] = [None] * n
     groups: list[list[int]] = []
     for g, group in enumerate(members):
         if len(group) >= min_size:
@@ -321,29 +352,36 @@ def find_independent_groups(
             continue
         k = group_key[g]
         blamed = opened_blocked[g] or group_local[g] <= highest_query[k]
-        reason = DEPENDENT if blamed else TOO_SMALL
+        why = DEPENDENT if blamed else TOO_SMALL
         for m in group:
-            rejected[m] = reason
+            reason[m] = why
 
-    level: list[int] | None = None
-    for repair_round in range(3):
-        components = _cyclic_components(predecessors, out_degree, groups)
-        if not components:
-            break
-        assert repair_round < 2, "splitting every cyclic group by level leaves no cycle"
-        if level is None:
-            level = _levels(predecessors)
-        to_split: set[int] = set()
-        for component in components:
-            mixed = [gi for gi in component if len({level[m] for m in groups[gi]}) > 1]
-            if repair_round == 0 and len(mixed) > 1:
-                # First try keeping the largest mixed group of the cycle.
-                keep = min(mixed, key=lambda gi: (-len(groups[gi]), groups[gi][0]))
-                mixed.remove(keep)
-            to_split.update(mixed)
-        groups = _split_by_level(groups, to_split, level, min_size, rejected)
-    groups.sort(key=lambda group: group[0])
-    return SearchResult(groups=groups, rejected=dict(sorted(rejected.items())))
+    # Level-uniform groups cannot close a cycle (see the module docstring):
+    # the usual case, parallel towers of one shape, needs no check at all.
+    if any(_mixed(group, level) for group in groups):
+        for repair_round in range(3):
+            components = _cyclic_components(predecessors, out_degree, groups)
+            if not components:
+                break
+            assert repair_round < 2, "splitting every cyclic group by level leaves no cycle"
+            to_split: set[int] = set()
+            for component in components:
+                mixed = [gi for gi in component if _mixed(groups[gi], level)]
+                if repair_round == 0 and len(mixed) > 1:
+                    # First try keeping the largest mixed group of the cycle.
+                    keep = min(mixed, key=lambda gi: (-len(groups[gi]), groups[gi][0]))
+                    mixed.remove(keep)
+                to_split.update(mixed)
+            groups = _split_by_level(groups, to_split, level, min_size, reason)
+        groups.sort(key=lambda group: group[0])
+    rejected = {i: why for i, why in enumerate(reason) if why is not None}
+    return SearchResult(groups=groups, rejected=rejected)
+
+
+def _mixed(group: list[int], level: list[int]) -> bool:
+    """Whether the members of ``group`` lie on more than one level."""
+    first = level[group[0]]
+    return any(level[m] != first for m in group)
 
 
 def _representatives(n: int, groups: list[list[int]]) -> list[int]:
@@ -450,21 +488,12 @@ def _cyclic_components(
     return components
 
 
-def _levels(predecessors: Sequence[Sequence[int]]) -> list[int]:
-    """Longest-path depth of every node from the sources."""
-    level = [0] * len(predecessors)
-    for i, preds in enumerate(predecessors):
-        if preds:
-            level[i] = 1 + max(level[p] for p in preds)
-    return level
-
-
 def _split_by_level(
     groups: list[list[int]],
     to_split: set[int],
     level: list[int],
     min_size: int,
-    rejected: dict[int, str],
+    reason: list[str | None],
 ) -> list[list[int]]:
     """Split the groups ``to_split`` into one group per level; parts below
     ``min_size`` are rejected as `CYCLE`."""
@@ -481,7 +510,7 @@ def _split_by_level(
                 result.append(part)
             else:
                 for m in part:
-                    rejected[m] = CYCLE
+                    reason[m] = CYCLE
     return result
 
 

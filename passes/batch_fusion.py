@@ -514,6 +514,9 @@ def _explain_rejections(ops, keys, result, options: BatchFusion) -> None:
                 f"batch-fusion: {_name(op)} not fused with {other[1]}: key differs in "
                 + ", ".join(key.differences(other[0])),
             )
+        elif reason == "cycle":
+            emit_remark(op, f"batch-fusion: {_name(op)} not fused: its group, fused together with "
+                        "the others, would have made a cycle (split by depth)")
         elif reason == "dependent":
             emit_remark(op, f"batch-fusion: {_name(op)} not fused: it depends on, or is needed by, "
                         "a member of every group it could join")

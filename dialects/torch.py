@@ -69,6 +69,7 @@ Traits (`optimus_ir.traits`)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, NoReturn
 
@@ -993,6 +994,23 @@ def infer_slice_type(
     return _make(shape, input.element_type, device_of(input))
 
 
+def infer_unfold_type(input: TensorType, dim: int, size: int, step: int) -> TensorType:
+    """`input.unfold(dim, size, step)`: the windows of `size` every `step`
+    along `dim` (that dim becomes the window count), the window as a new last
+    dim."""
+    check = _Check("torch.unfold")
+    shape = list(_shape(input))
+    check.dim(dim, len(shape))
+    if size < 1 or step < 1:
+        check.fail(f"size {size} and step {step} must be positive")
+    length = shape[dim]
+    if length != DYNAMIC:
+        if size > length:
+            check.fail(f"window size {size} exceeds dim {dim} of size {length}")
+        shape[dim] = (length - size) // step + 1
+    return _make([*shape, size], input.element_type, device_of(input))
+
+
 def infer_select_type(input: TensorType, dim: int, index: int) -> TensorType:
     """`input.select(dim, index)`: drops `dim`; 0 <= index < size when static."""
     check = _Check("torch.select")
@@ -1386,6 +1404,26 @@ def _unbind_relation(op: Operation) -> ViewRelation:
 def _slice_relation(op: Operation) -> ViewRelation:
     props = op.properties
     return Piece(props["dim"].data, props["step"].data)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class _Windows(ViewRelation):
+    """Windows of `size` every `step` along `dim`, appended as the last dim."""
+
+    dim: int
+    step: int
+
+    def strides(self, sizes, strides, result_sizes):  # type: ignore[override]
+        if not 0 <= self.dim < len(strides):
+            return None
+        out = list(strides)
+        out[self.dim] = strides[self.dim] * self.step
+        return (*out, strides[self.dim])
+
+
+def _unfold_relation(op: Operation) -> ViewRelation:
+    props = op.properties
+    return _Windows(props["dim"].data, props["step"].data)  # type: ignore[attr-defined]
 
 
 def _select_relation(op: Operation) -> ViewRelation:
@@ -2082,6 +2120,34 @@ class SliceOp(_ViewLikeOp):
 
 
 @irdl_op_definition
+class UnfoldOp(_ViewLikeOp):
+    """`input.unfold(dim, size, step)`: a view of the windows of `size`
+    elements every `step` along `dim` (batch fusion reads regularly spaced
+    pieces of one tensor through it when they do not fill whole periods)."""
+
+    name = "torch.unfold"
+    traits = traits_def(ViewLike(_unfold_relation), _PLUMBING_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    size = prop_def(IntAttr)
+    step = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("dim", "value"), ("size", "value"), ("step", "value"))
+
+    def __init__(
+        self, input: Value, dim: int, size: int, step: int, *, result_type: Attribute | None = None
+    ) -> None:
+        if result_type is None:
+            result_type = infer_unfold_type(_tensor_of(self.name, input), int(dim), int(size), int(step))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim": _int_attr(dim), "size": _int_attr(size), "step": _int_attr(step)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_unfold_type(self.input.type, self.dim.data, self.size.data, self.step.data)]
+
+
+@irdl_op_definition
 class SelectOp(_ViewLikeOp):
     """`torch.select(input, dim, index)`: drops `dim` (index non-negative when
     the size is static)."""
@@ -2636,6 +2702,7 @@ TORCH = Dialect(
         TransposeOp,
         MovedimOp,
         SliceOp,
+        UnfoldOp,
         SelectOp,
         *UNARY_POINTWISE_OPS,
         *BINARY_POINTWISE_OPS,
@@ -2681,6 +2748,7 @@ __all__ = [
     "SigmoidOp",
     "SiluOp",
     "SliceOp",
+    "UnfoldOp",
     "SplitOp",
     "SqueezeOp",
     "StackOp",
@@ -2719,6 +2787,7 @@ __all__ = [
     "infer_unary_type",
     "infer_unbind_types",
     "infer_unflatten_type",
+    "infer_unfold_type",
     "infer_unsqueeze_type",
     "ints",
     "ints_attr",

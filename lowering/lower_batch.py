@@ -236,14 +236,26 @@ def _pieces_view(
 ) -> SSAValue | None:
     """Members `base[..., first + k*stride : first + k*stride + size, ...]`
     (along `dim`) as one view `[n, ...]`, or None if the pieces do not fit
-    a whole number of strides inside `base`."""
+    a whole number of strides inside `base` (then `unfold` windows)."""
     base, dim, first, stride, size = pieces
     length = _shape(base)[dim]
     shift = min(first, stride - size)
     start = first - shift
-    if start + n * stride > length:
-        return None
     ops: list[Operation] = []
+    if start + n * stride > length:
+        # the last period is cut short: windows of `size` every `stride`
+        value = base
+        end = first + (n - 1) * stride + size
+        if first != 0 or end != length:
+            ops.append(T.SliceOp(value, dim, first, end))
+            value = ops[-1].results[0]
+        ops.append(T.UnfoldOp(value, dim, size, stride))  # [..., n, ..., size]
+        value = ops[-1].results[0]
+        rank = len(_shape(value))
+        ops.append(T.MovedimOp(value, [dim, rank - 1], [0, dim + 1]))
+        for new in ops:
+            rewriter.insert(new)
+        return ops[-1].results[0]
     value = base
     if start != 0 or n * stride != length:
         ops.append(T.SliceOp(value, dim, start, start + n * stride))

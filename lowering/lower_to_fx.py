@@ -247,6 +247,12 @@ def _slice(op):
     return [call(_GETITEM, [op.input, index], {}, op.result.type)]
 
 
+@lowers(T.UnfoldOp)
+def _unfold(op):
+    args = [op.input, op.dim.data, op.size.data, op.step.data]
+    return [call("torch.Tensor.unfold", args, {}, op.result.type)]
+
+
 @lowers(T.SelectOp)
 def _select(op):
     return [call("torch.select", [op.input, op.dim, op.index], {}, op.result.type)]

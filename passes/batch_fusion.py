@@ -550,9 +550,17 @@ def _member_kernel(kind: str, op: Operation) -> tuple[str, float]:
         x, w = op.operands[0], op.operands[1]
         k = x.type.get_shape()[-1]  # type: ignore[union-attr]
         return "linear", 2.0 * _elements(x) * _elements(w) / max(k, 1)
-    if kind == "layer_norm":
-        return "layer_norm", float(_elements(op.operands[0]))
-    name = "transcendental" if op.name in _TRANSCENDENTAL else "pointwise"
+    if kind == "layer_norm":  # the kernel's cost goes with the rows it normalizes
+        normalized = 1
+        for d in T.ints(op.normalized_shape):  # type: ignore[attr-defined]
+            normalized *= max(d, 1)
+        return "layer_norm", float(_elements(op.operands[0]) // normalized)
+    if op.name in _TRANSCENDENTAL:
+        name = "transcendental"
+    elif isinstance(op, T.BinaryPointwiseOp) and op.rhs is not None:  # type: ignore[attr-defined]
+        name = "binary"
+    else:
+        name = "pointwise"
     return name, float(_elements(op.results[0]))
 
 
@@ -632,7 +640,7 @@ def estimate_group(
         estimate.fused_s = model.kernel_seconds("layer_norm", n * size)
         first = members[0]
         affine = sum(v is not None for v in (first.weight, first.bias))  # type: ignore[attr-defined]
-        estimate.fused_s += affine * model.kernel_seconds("pointwise", n * size)
+        estimate.fused_s += affine * model.kernel_seconds("binary", float(n * _elements(first.operands[0])))
         estimate.views += affine
     else:
         estimate.fused_s = model.kernel_seconds(member_kind, n * size)

@@ -87,3 +87,19 @@ fx.graph @written_pack_stays_a_copy {
   %w = fx.call_method "add_"(%s, 1) : tensor<2x4x16xf32>
   fx.output %s
 }
+
+// -----
+
+// Regular pieces whose last period is cut short: unfold windows (a view).
+// CHECK-LABEL: fx.graph @cut_short
+// CHECK:         %[[S:.*]] = torch.slice %x dim 1 start 0 end 64
+// CHECK-NEXT:    %[[U:.*]] = torch.unfold %[[S]] dim 1 size 16 step 48 : tensor<4x64xf32> -> tensor<4x2x16xf32>
+// CHECK-NEXT:    %s = torch.movedim %[[U]] source [1, 2] destination [0, 2] : tensor<4x2x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT:    %t = torch.neg %s
+fx.graph @cut_short {
+  %x = fx.placeholder "x" : tensor<4x80xf32>
+  %a, %b, %c, %d = torch.split %x sections [16, 32, 16, 16] dim 1 : tensor<4x80xf32> -> tensor<4x16xf32>, tensor<4x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %s = batch.pack %a, %c : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<2x4x16xf32>
+  %t = batch.pointwise %s fn "torch.neg" stacked [true] fn_properties {} : tensor<2x4x16xf32> -> tensor<2x4x16xf32>
+  fx.output %t
+}

@@ -38,6 +38,7 @@ builtin.module {
     %tr = torch.transpose %x dim0 0 dim1 1 : tensor<2x12xf32, "cpu"> -> tensor<12x2xf32, "cpu">
     %mv = torch.movedim %bx source [0] destination [2] : tensor<3x2x12xf32, "cpu"> -> tensor<2x12x3xf32, "cpu">
     %sl = torch.slice %x dim 1 start 2 end 12 step 3 : tensor<2x12xf32, "cpu"> -> tensor<2x4xf32, "cpu">
+    %unf = torch.unfold %x dim 1 size 4 step 5 : tensor<2x12xf32, "cpu"> -> tensor<2x2x4xf32, "cpu">
     %sl2 = torch.slice %d dim 0 start 1 end 9223372036854775807 : tensor<?x4xf32> -> tensor<?x4xf32>
     %sel = torch.select %x dim 0 index 1 : tensor<2x12xf32, "cpu"> -> tensor<12xf32, "cpu">
     %tanh = torch.tanh %x : tensor<2x12xf32, "cpu"> -> tensor<2x12xf32, "cpu">
@@ -97,6 +98,7 @@ builtin.module {
 // CHECK: %tr = torch.transpose %x dim0 0 dim1 1 : tensor<2x12xf32, "cpu"> -> tensor<12x2xf32, "cpu">
 // CHECK: %mv = torch.movedim %bx source [0] destination [2] : tensor<3x2x12xf32, "cpu"> -> tensor<2x12x3xf32, "cpu">
 // CHECK: %sl = torch.slice %x dim 1 start 2 end 12 step 3 : tensor<2x12xf32, "cpu"> -> tensor<2x4xf32, "cpu">
+// CHECK: %unf = torch.unfold %x dim 1 size 4 step 5 : tensor<2x12xf32, "cpu"> -> tensor<2x2x4xf32, "cpu">
 // CHECK: %sl2 = torch.slice %d dim 0 start 1 end 9223372036854775807 : tensor<?x4xf32> -> tensor<?x4xf32>
 // CHECK: %sel = torch.select %x dim 0 index 1 : tensor<2x12xf32, "cpu"> -> tensor<12xf32, "cpu">
 // CHECK: %tanh = torch.tanh %x : tensor<2x12xf32, "cpu"> -> tensor<2x12xf32, "cpu">

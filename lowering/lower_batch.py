@@ -99,19 +99,20 @@ def periodic_run(values: Sequence[SSAValue]) -> tuple[list[SSAValue], int] | Non
     return [o.input for o in owners], n
 
 
-def consecutive_runs(values: Sequence[SSAValue]) -> list[tuple[SSAValue, int, int]] | None:
-    """`[(stack, start, end), ...]` when `values` are, in order, the members
-    `start..end-1` of unpacked stacks (a run per stack); None when some value
-    is not an unpacked member."""
-    runs: list[tuple[SSAValue, int, int]] = []
+def consecutive_runs(values: Sequence[SSAValue]) -> list[tuple[SSAValue, int, int] | SSAValue]:
+    """`values` as runs: `(stack, start, end)` for members `start..end-1` of
+    one unpacked stack in order, a plain value for anything else."""
+    runs: list[tuple[SSAValue, int, int] | SSAValue] = []
     owner_of_run = None
     for v in values:
         owner = v.owner
         if not isinstance(v, OpResult) or not isinstance(owner, B.UnpackOp):
-            return None
-        if owner is owner_of_run and v.index == runs[-1][2]:
-            stack, start, end = runs[-1]
-            runs[-1] = (stack, start, end + 1)
+            runs.append(v)
+            owner_of_run = None
+            continue
+        last = runs[-1] if runs else None
+        if owner is owner_of_run and isinstance(last, tuple) and v.index == last[2]:
+            runs[-1] = (last[0], last[1], last[2] + 1)
         else:
             runs.append((owner.input, v.index, v.index + 1))
             owner_of_run = owner
@@ -210,15 +211,19 @@ class LowerPack(RewritePattern):
                     rewriter.replace(op, [], [view])
                     return
         runs = consecutive_runs(members)
-        if runs is not None and len(runs) > 1:
+        if len(runs) > 1 and any(isinstance(r, tuple) and r[2] - r[1] > 1 for r in runs):
+            # one cat of slices of the stacks (and of the other members, unsqueezed)
             pieces: list[Operation] = []
             values: list[SSAValue] = []
-            for stack, start, end in runs:
-                if start == 0 and end == _shape(stack)[0]:
-                    values.append(stack)
+            for run in runs:
+                if not isinstance(run, tuple):
+                    pieces.append(T.UnsqueezeOp(run, 0))
+                elif run[1] == 0 and run[2] == _shape(run[0])[0]:
+                    values.append(run[0])
+                    continue
                 else:
-                    pieces.append(T.SliceOp(stack, 0, start, end))
-                    values.append(pieces[-1].results[0])
+                    pieces.append(T.SliceOp(run[0], 0, run[1], run[2]))
+                values.append(pieces[-1].results[0])
             rewriter.replace(op, [*pieces, T.CatOp(values, 0, result_type=op.result.type)])
             return
         run = periodic_run(members)

@@ -358,6 +358,7 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
     _explain_rejections(ops, keys, result, options)
 
     provenance = _Provenance()
+    group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     fused = 0
     touched = False
     for group_ids in producers_first(result.groups, ops):
@@ -371,7 +372,7 @@ def fuse_block(block: Block, options: BatchFusion, model) -> int:
                 "they compute the same value (cse merges them)",
             )
             continue
-        for part, estimate in _choose_parts(model, key, members, provenance, options):
+        for part, estimate in _choose_parts(model, key, members, provenance, options, group_of):
             if context.budget.exhausted:
                 break
             if estimate is not None and not estimate.profitable:
@@ -436,19 +437,19 @@ def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -
     return order
 
 
-def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusion):
+def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusion, group_of=None):
     """The group as the search found it, or split by the earlier stacks its
     members come from when the cost model prefers several copy-free groups
     to one that restacks (regrouping from one level to the next); each part
     with its estimate (None without a cost model)."""
     if model is None:
         return [(members, None)]
-    whole = estimate_group(model, key.kind, members, provenance)
+    whole = estimate_group(model, key.kind, members, provenance, group_of)
     parts = split_by_source(key.kind, members, provenance)
     if parts is None or len(parts) < 2:
         return [(members, whole)]
     fusable = [p for p in parts if len(p) >= options.min_size]
-    estimates = [estimate_group(model, key.kind, p, provenance) for p in fusable]
+    estimates = [estimate_group(model, key.kind, p, provenance, group_of) for p in fusable]
     gain = sum(max(e.gain_s, 0.0) for e in estimates)
     if gain > whole.gain_s:
         return list(zip(fusable, estimates))
@@ -620,32 +621,60 @@ def _slot_source(values: Sequence[SSAValue], provenance: _Provenance) -> str:
     return "copy"
 
 
+def _results_feed_one_group(members: Sequence[Operation], group_of: dict[Operation, int] | None) -> bool:
+    """Every use of every member's result is by a member of one other group
+    (which reads the stack directly once fused: the unpack cancels)."""
+    if not group_of:
+        return False
+    target = None
+    for member in members:
+        for result in member.results:
+            for use in result.uses:
+                g = group_of.get(use.operation)
+                if g is None or (target is not None and g != target):
+                    return False
+                target = g
+    return target is not None
+
+
 def estimate_group(
-    model, kind: str, members: Sequence[Operation], provenance: _Provenance
+    model, kind: str, members: Sequence[Operation], provenance: _Provenance,
+    group_of: dict[Operation, int] | None = None,
 ) -> GroupEstimate:
-    """What fusing `members` is expected to save on the model's device."""
+    """What fusing `members` is expected to save on the model's device
+    (`group_of`: the search's group of each candidate, to see whether the
+    results feed another group directly)."""
     n = len(members)
     member_kind, size = _member_kernel(kind, members[0])
     estimate = GroupEstimate(members_s=n * model.kernel_seconds(member_kind, size), fused_s=0.0)
     if kind == "grouped-linear":  # the generic lowering: one linear per member
         estimate.fused_s = sum(model.kernel_seconds(*_member_kernel(kind, m)) for m in members)
         return estimate
+    slots = _operand_slots(kind, members)
+    sources = [_slot_source(values, provenance) for values in slots]
+
+    def live_views(count: int, slot: int) -> int:
+        """`count` views of operand `slot`, unless it is absent or parameters
+        (the exported module computes their views once, with the stack)."""
+        if slot >= len(sources) or sources[slot] == "parameters":
+            return 0
+        return count
+
     if kind == "linear":
         estimate.fused_s = model.kernel_seconds("bmm", n * size)
-        estimate.views += 2  # weight transpose, bias unsqueeze
+        estimate.views += live_views(1, 1) + live_views(1, 2)  # weight transpose, bias unsqueeze
     elif kind == "linear-shared-input":
         estimate.fused_s = model.kernel_seconds("linear", n * size)
-        estimate.views += 3
+        estimate.views += 2 + live_views(1, 0)  # unflatten, movedim; weight flatten
     elif kind == "layer_norm":
         estimate.fused_s = model.kernel_seconds("layer_norm", n * size)
         first = members[0]
         affine = sum(v is not None for v in (first.weight, first.bias))  # type: ignore[attr-defined]
         estimate.fused_s += affine * model.kernel_seconds("binary", float(n * _elements(first.operands[0])))
-        estimate.views += affine
+        estimate.views += sum(live_views(1, i) for i in range(1, 1 + affine))
     else:
         estimate.fused_s = model.kernel_seconds(member_kind, n * size)
-    for values in _operand_slots(kind, members):
-        source = _slot_source(values, provenance)
+    for values, source in zip(slots, sources):
         if source in ("shared", "parameters"):
             continue
         if source in ("stack", "pieces"):
@@ -654,7 +683,8 @@ def estimate_group(
         copied = _bytes(values[0].type) * n
         estimate.bytes_copied += copied
         estimate.copies_s += model.kernel_seconds("stack", copied)
-    estimate.views += 1  # the unpack
+    if not _results_feed_one_group(members, group_of):
+        estimate.views += 1  # the unpack (cancelled when one group reads them all)
     estimate.views_s = estimate.views * model.view_overhead_s
     return estimate
 
@@ -668,10 +698,17 @@ def reorder_by_source(
     slices of the stacks (one cat) instead of an interleaving (an unbind and
     a stack), and the results come out grouped like their sources."""
     for values in _operand_slots(kind, members):
-        source = _slot_source(values, provenance)
-        if source not in ("stack", "stacks"):
+        if _slot_source(values, provenance) in ("shared", "parameters"):
             continue
-        order = sorted(range(len(members)), key=lambda i: provenance.members[values[i]][:2])
+        known = [provenance.members.get(v) for v in values]
+        if not any(known):
+            continue
+
+        def position(i: int) -> tuple[int, int, int]:
+            where = known[i]
+            return (0, where[0], where[1]) if where is not None else (1, i, 0)
+
+        order = sorted(range(len(members)), key=position)
         return [members[i] for i in order]
     return list(members)
 

@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import json
 import platform
 import statistics
@@ -100,6 +99,7 @@ import optimus_ir  # noqa: E402
 from compare_split_cat import PYTORCH_PASSES  # noqa: E402
 from optimus_ir.api import capture  # noqa: E402
 from recsys import make_recsys_model  # noqa: E402
+from timing import CLOCKS, measure, quantile  # noqa: E402
 
 CALLABLES = ("original", "captured", "ours", "pytorch", "lean")
 
@@ -122,7 +122,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 RTOL, ATOL = 1.3e-6, 1e-5
 """`torch.testing.assert_close`'s fp32 defaults, spelled out."""
 
-CLOCKS: dict[str, Callable[[], int]] = {"cpu": time.thread_time_ns, "wall": time.perf_counter_ns}
 
 
 @dataclass
@@ -241,51 +240,6 @@ def compare(expected: Any, got: Any) -> tuple[float, str | None]:
 # ---------------------------------------------------------------------------
 
 
-def _per_call_ms(call: Callable[[], Any], inner: int, clock: Callable[[], int]) -> float:
-    start = clock()
-    for _ in range(inner):
-        call()
-    return (clock() - start) / inner / 1e6
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def measure(
-    calls: dict[str, Callable[[], Any]],
-    repeats: int,
-    sample_ms: float,
-    clock: Callable[[], int],
-    warmup: int = 3,
-) -> tuple[dict[str, list[float]], int]:
-    """Interleaved per-call times (ms) of every callable, and the inner count."""
-    names = list(calls)
-    with torch.no_grad():
-        for call in calls.values():
-            for _ in range(warmup):
-                call()
-        slowest = max(_per_call_ms(call, 2, clock) for call in calls.values())
-        inner = max(1, round(sample_ms / max(slowest, 1e-6)))
-        samples: dict[str, list[float]] = {name: [] for name in names}
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for index in range(repeats):
-                shift = index % len(names)
-                for name in names[shift:] + names[:shift]:
-                    samples[name].append(_per_call_ms(calls[name], inner, clock))
-        finally:
-            if enabled:
-                gc.enable()
-    return samples, inner
-
-
 # ---------------------------------------------------------------------------
 # One row
 # ---------------------------------------------------------------------------
@@ -356,7 +310,7 @@ def bench_row(
     for name, values in samples.items():
         median = statistics.median(values)
         row.median_ms[name] = median
-        row.spread_pct[name] = 100 * (_quantile(values, 0.75) - _quantile(values, 0.25)) / median
+        row.spread_pct[name] = 100 * (quantile(values, 0.75) - quantile(values, 0.25)) / median
     for name in ("ours", "pytorch"):
         row.speedup[name] = (
             row.median_ms["captured"] / row.median_ms[name] if name in row.median_ms else None

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import io
 import json
 import platform
@@ -72,13 +71,15 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 _ROOT = Path(__file__).resolve().parent.parent
-for _path in (_ROOT, _ROOT / "tests", _ROOT / "examples"):
+for _path in (_ROOT, _ROOT / "tests", _ROOT / "examples", _ROOT / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
 import optimus_ir  # noqa: E402
 from models import CASES, clone_inputs  # noqa: E402
 from recsys import make_recsys_model  # noqa: E402
+from timing import CLOCKS, quantile  # noqa: E402
+from timing import measure as _measure  # noqa: E402
 
 VARIANTS = ("original", "captured", "ours")
 QUICK_MODELS = ("recsys-8", "tuple_outputs", "dict_output")
@@ -254,52 +255,15 @@ def check_outputs(
     return problems
 
 
-CLOCKS: dict[str, Callable[[], int]] = {
-    "cpu": time.thread_time_ns,
-    "wall": time.perf_counter_ns,
-}
 _clock: Callable[[], int] = time.thread_time_ns
-
-
-def _per_call(call: Callable[[], Any], inner: int) -> float:
-    start = _clock()
-    for _ in range(inner):
-        call()
-    return (_clock() - start) / inner / 1e6
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def measure(
     calls: dict[str, Callable[[], Any]], rounds: int, sample_ms: float
 ) -> tuple[dict[str, list[float]], int]:
-    """Interleaved per-call times (ms) of every variant, and the inner count."""
-    names = list(calls)
-    with torch.no_grad():
-        for call in calls.values():  # warm up (first-call caches, allocator)
-            for _ in range(3):
-                call()
-        slowest = max(_per_call(call, 3) for call in calls.values())
-        inner = max(1, int(sample_ms / max(slowest, 1e-6)))
-        samples: dict[str, list[float]] = {name: [] for name in names}
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for index in range(rounds):
-                shift = index % len(names)
-                for name in names[shift:] + names[:shift]:
-                    samples[name].append(_per_call(calls[name], inner))
-        finally:
-            if enabled:
-                gc.enable()
-    return samples, inner
+    """Interleaved per-call times (ms) of every variant, and the inner count
+    (`benchmarks/timing.py`, on the clock `--clock` chose)."""
+    return _measure(calls, rounds, sample_ms, _clock)
 
 
 def profile_calls(call: Callable[[], Any], count: int, top: int = 12) -> str:
@@ -356,12 +320,12 @@ def bench_row(
         median = statistics.median(values)
         row.median_ms[name] = median
         row.spread_pct[name] = (
-            100 * (_quantile(values, 0.75) - _quantile(values, 0.25)) / median
+            100 * (quantile(values, 0.75) - quantile(values, 0.25)) / median
         )
     if "ours" in samples:
         ratios = [o / c for o, c in zip(samples["ours"], samples["captured"])]
         row.ratio = row.median_ms["ours"] / row.median_ms["captured"]
-        row.ratio_spread = (_quantile(ratios, 0.25), _quantile(ratios, 0.75))
+        row.ratio_spread = (quantile(ratios, 0.25), quantile(ratios, 0.75))
     if profile:
         row.profile = "\n".join(
             f"--- {name}: {model.name} batch {label}, {profile} calls ---\n"

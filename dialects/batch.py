@@ -195,18 +195,15 @@ class UnpackOp(BatchOp):
 # ---------------------------------------------------------------------------
 
 
-@irdl_op_definition
-class LinearOp(BatchOp):
-    """N linears of equal shapes: member i is `linear(input[i], weight[i], bias[i])`.
-    `input: tensor<N x ... x K>`, `weight: tensor<N x M x K>`,
-    `bias: tensor<N x M>` -> `tensor<N x ... x M>` (one baddbmm)."""
+class _StackedWeightsLinear(BatchOp):
+    """N linears whose weights (and biases) are stacked; `SHARED_INPUT`
+    says whether the input is one tensor for all members or stacked too."""
 
-    name = "batch.linear"
+    SHARED_INPUT: ClassVar[bool] = False
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
 
     def __init__(
@@ -216,7 +213,7 @@ class LinearOp(BatchOp):
         if result_type is None:
             result_type = _linear_type(
                 self.name, SSAValue.get(input), SSAValue.get(weight),
-                None if bias is None else SSAValue.get(bias), shared_input=False,
+                None if bias is None else SSAValue.get(bias), shared_input=self.SHARED_INPUT,
             )
         super().__init__(operands=[input, weight, bias], result_types=[result_type])
 
@@ -225,41 +222,31 @@ class LinearOp(BatchOp):
         return self.weight.type.get_shape()[0]  # type: ignore[union-attr]
 
     def expected_types(self) -> Sequence[TensorType]:
-        return [_linear_type(self.name, self.input, self.weight, self.bias, shared_input=False)]
+        return [
+            _linear_type(self.name, self.input, self.weight, self.bias, shared_input=self.SHARED_INPUT)
+        ]
 
 
 @irdl_op_definition
-class LinearSharedInputOp(BatchOp):
+class LinearOp(_StackedWeightsLinear):
+    """N linears of equal shapes: member i is `linear(input[i], weight[i], bias[i])`.
+    `input: tensor<N x ... x K>`, `weight: tensor<N x M x K>`,
+    `bias: tensor<N x M>` -> `tensor<N x ... x M>` (one baddbmm)."""
+
+    name = "batch.linear"
+    traits = traits_def(Pure(), ContiguousResult())
+
+
+@irdl_op_definition
+class LinearSharedInputOp(_StackedWeightsLinear):
     """N linears of one shared input: member i is `linear(input, weight[i], bias[i])`.
     `input: tensor<... x K>` (not stacked), `weight: tensor<N x M x K>`,
     `bias: tensor<N x M>` -> `tensor<N x ... x M>` (one linear on the
     concatenated weights)."""
 
     name = "batch.linear_shared_input"
-    input = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    result = result_def(TensorType)
+    SHARED_INPUT: ClassVar[bool] = True
     traits = traits_def(Pure())
-    FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
-
-    def __init__(
-        self, input: Value, weight: Value, bias: Value | None = None, *,
-        result_type: Attribute | None = None,
-    ) -> None:
-        if result_type is None:
-            result_type = _linear_type(
-                self.name, SSAValue.get(input), SSAValue.get(weight),
-                None if bias is None else SSAValue.get(bias), shared_input=True,
-            )
-        super().__init__(operands=[input, weight, bias], result_types=[result_type])
-
-    @property
-    def member_count(self) -> int:
-        return self.weight.type.get_shape()[0]  # type: ignore[union-attr]
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [_linear_type(self.name, self.input, self.weight, self.bias, shared_input=True)]
 
 
 def _linear_type(

@@ -125,6 +125,43 @@ class FusionEstimate:
         return f"{', '.join(parts)}: gain ~{_us(self.gain_s)}"
 
 
+@dataclass
+class GroupEstimate:
+    """What fusing one group is expected to cost, from the kernel curves
+    (`CostModel.kernel_seconds`): the members' time against the fused op's,
+    the copies and views it adds (seconds per call). `describe()` is the
+    text of batch-fusion's remark."""
+
+    members_s: float
+    fused_s: float
+    copies_s: float = 0.0
+    bytes_copied: int = 0
+    views: int = 0
+    views_s: float = 0.0
+
+    @property
+    def after_s(self) -> float:
+        return self.fused_s + self.copies_s + self.views_s
+
+    @property
+    def gain_s(self) -> float:
+        return self.members_s - self.after_s
+
+    @property
+    def profitable(self) -> bool:
+        return self.gain_s > 0
+
+    def describe(self) -> str:
+        copies = (
+            f", copies {self.bytes_copied / 1024:.0f} KiB (~{self.copies_s * 1e6:.1f} us)"
+            if self.bytes_copied else ", copies nothing"
+        )
+        return (
+            f"members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
+            f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
+        )
+
+
 @dataclass(frozen=True)
 class CostModel:
     """Per-device constants that price the ops, copies and arithmetic of a

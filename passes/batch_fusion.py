@@ -49,6 +49,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.analysis.independent_sets import block_dag, find_independent_groups
+from optimus_ir.cost_model import GroupEstimate
 from optimus_ir.diagnostics import emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
@@ -563,41 +564,6 @@ def _member_kernel(kind: str, op: Operation) -> tuple[str, float]:
     else:
         name = "pointwise"
     return name, float(_elements(op.results[0]))
-
-
-@dataclass
-class GroupEstimate:
-    """The cost model's view of one group: the members' time against the
-    fused op's, its copies and views (seconds per call)."""
-
-    members_s: float
-    fused_s: float
-    copies_s: float = 0.0
-    bytes_copied: int = 0
-    views: int = 0
-    views_s: float = 0.0
-
-    @property
-    def after_s(self) -> float:
-        return self.fused_s + self.copies_s + self.views_s
-
-    @property
-    def gain_s(self) -> float:
-        return self.members_s - self.after_s
-
-    @property
-    def profitable(self) -> bool:
-        return self.gain_s > 0
-
-    def describe(self) -> str:
-        copies = (
-            f", copies {self.bytes_copied / 1024:.0f} KiB (~{self.copies_s * 1e6:.1f} us)"
-            if self.bytes_copied else ", copies nothing"
-        )
-        return (
-            f"members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
-            f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
-        )
 
 
 def _operand_slots(kind: str, members: Sequence[Operation]) -> list[list[SSAValue]]:

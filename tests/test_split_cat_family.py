@@ -28,6 +28,18 @@ def family(counts: Counter[str]) -> int:
     return sum(n for kind, n in counts.items() if kind.split(".")[-1].lstrip(".") in FAMILY)
 
 
+def parameter_only_ops(gm: torch.fx.GraphModule) -> int:
+    """Call nodes all of whose inputs are parameters, buffers or such nodes."""
+    constant: set[torch.fx.Node] = set()
+    for node in gm.graph.nodes:
+        inputs = node.all_input_nodes
+        if node.op == "get_attr" or (
+            node.op in ("call_function", "call_method") and inputs and all(i in constant for i in inputs)
+        ):
+            constant.add(node)
+    return sum(1 for node in constant if node.op != "get_attr")
+
+
 def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
@@ -192,8 +204,11 @@ def test_default_pipeline_never_grows_the_op_count(case) -> None:
     want = count_fx_ops(gm)
     program = import_graph(gm, inputs)
     run_pipeline(program.module, DEFAULT_PIPELINE)
-    got = count_fx_ops(export_graph(program))
-    assert sum(got.values()) <= sum(want.values()), (want, got)
+    exported = export_graph(program)
+    got = count_fx_ops(exported)
+    # Ops computed from parameters alone (batch fusion's weight stacks) run
+    # once, not per call (optimus_ir.param_cache): not counted.
+    assert sum(got.values()) - parameter_only_ops(exported) <= sum(want.values()), (want, got)
     # The plumbing family never grows under split/cat simplification; batch
     # fusion may add stacks (weights, computed once by the exported module,
     # and copies the cost model found worth it), so it is left out here.

@@ -362,6 +362,7 @@ def _all_ops_graph() -> ModuleOp:
     add(T.TransposeOp(x, 1, 0))
     add(T.MovedimOp(bx, [2, 0], [0, 1]))
     add(T.SliceOp(x, 1, 0, 6, 2))
+    add(T.UnfoldOp(x, 1, 4, 3))
     add(T.SelectOp(x, 1, 11))
     for cls in (T.TanhOp, T.SigmoidOp, T.ReluOp, T.SiluOp, T.ExpOp, T.LogOp, T.NegOp, T.AbsOp, T.DetachOp):
         add(cls(x))

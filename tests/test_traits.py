@@ -52,7 +52,7 @@ def classes_with(predicate: Callable[[type[Operation]], bool]) -> set[type[Opera
 VIEW_OPS = {
     T.SplitOp, T.UnbindOp, T.SliceOp, T.SelectOp, T.SqueezeOp, T.UnsqueezeOp, T.ViewOp,
     T.ReshapeOp, T.FlattenOp, T.UnflattenOp, T.PermuteOp, T.TransposeOp, T.MovedimOp,
-    T.DetachOp,
+    T.DetachOp, T.UnfoldOp,
 }
 CONTIGUOUS_OPS = {
     T.LinearOp, T.MmOp, T.AddmmOp, T.BmmOp, T.BaddbmmOp, T.MatmulOp, T.LayerNormOp,
@@ -94,6 +94,7 @@ def _sample_ops() -> list[Operation]:
         T.TransposeOp(x, 0, 2),
         T.MovedimOp(x, [0], [2]),
         T.DetachOp(x),
+        T.UnfoldOp(x, 1, 2, 2),
     ]
 
 

@@ -1,0 +1,71 @@
+"""Interleaved per-call timing shared by the benchmark scripts.
+
+`measure` runs every callable `inner` times back to back per sample, round
+robin over the callables with the order rotated each repeat (so that load
+from other processes hits all alike), after a warm-up, with the garbage
+collector off; `inner` makes one sample of the slowest callable last about
+`sample_ms`. Times are per call in milliseconds, of the given clock
+(`time.thread_time_ns` for this thread's CPU time, `time.perf_counter_ns`
+for elapsed time).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+CLOCKS: dict[str, Callable[[], int]] = {
+    "cpu": time.thread_time_ns,
+    "wall": time.perf_counter_ns,
+}
+
+
+def per_call_ms(call: Callable[[], Any], inner: int, clock: Callable[[], int]) -> float:
+    """Milliseconds per call of `inner` back-to-back calls."""
+    start = clock()
+    for _ in range(inner):
+        call()
+    return (clock() - start) / inner / 1e6
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile of `values`, linearly interpolated."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def measure(
+    calls: dict[str, Callable[[], Any]],
+    repeats: int,
+    sample_ms: float,
+    clock: Callable[[], int] = time.thread_time_ns,
+    warmup: int = 3,
+) -> tuple[dict[str, list[float]], int]:
+    """Interleaved per-call times (ms) of every callable, and the inner count."""
+    names = list(calls)
+    with torch.no_grad():
+        for call in calls.values():  # first-call caches, the allocator
+            for _ in range(warmup):
+                call()
+        slowest = max(per_call_ms(call, 2, clock) for call in calls.values())
+        inner = max(1, round(sample_ms / max(slowest, 1e-6)))
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        gc.collect()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for index in range(repeats):
+                shift = index % len(names)
+                for name in names[shift:] + names[:shift]:
+                    samples[name].append(per_call_ms(calls[name], inner, clock))
+        finally:
+            if enabled:
+                gc.enable()
+    return samples, inner

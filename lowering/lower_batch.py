@@ -68,29 +68,35 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------
 
 
-def periodic_run(values: Sequence[SSAValue]) -> tuple[list[SSAValue], int] | None:
-    """`(stacks, n)` when `values` begins with `n` whole periods of m >= 1
-    unpacked stacks interleaved: `values[k*m + j]` is member `k` of stack
-    `S_j` for all `k < n`, `j < m` (`n * m >= 2`). The stacks may hold more
-    members than `n` (the tail of the run is then left to the caller)."""
-    if not values or not isinstance(values[0], OpResult) or not isinstance(values[0].owner, B.UnpackOp):
+def periodic_run(
+    values: Sequence[SSAValue], start: int = 0
+) -> tuple[list[SSAValue], int] | None:
+    """`(stacks, n)` when `values[start:]` begins with `n` whole periods of
+    m >= 1 unpacked stacks interleaved: `values[start + k*m + j]` is member
+    `k` of stack `S_j` for all `k < n`, `j < m` (`n * m >= 2`). The stacks
+    may hold more members than `n` (the tail is then left to the caller)."""
+    if start >= len(values):
         return None
     owners: list[B.UnpackOp] = []
-    for v in values:
+    seen: set[B.UnpackOp] = set()
+    for position in range(start, len(values)):
+        v = values[position]
         owner = v.owner
-        if not isinstance(v, OpResult) or not isinstance(owner, B.UnpackOp) or owner in owners:
+        if not isinstance(v, OpResult) or not isinstance(owner, B.UnpackOp) or owner in seen:
             break
         if v.index != 0:
             break
         owners.append(owner)
+        seen.add(owner)
     m = len(owners)
     if m == 0:
         return None
     n = 0
     while True:
-        period = values[n * m : (n + 1) * m]
-        if len(period) < m or any(
-            v.owner is not owners[j] or v.index != n for j, v in enumerate(period)  # type: ignore[attr-defined]
+        base = start + n * m
+        if base + m > len(values) or any(
+            values[base + j].owner is not owners[j] or values[base + j].index != n  # type: ignore[attr-defined]
+            for j in range(m)
         ):
             break
         n += 1
@@ -149,6 +155,7 @@ class CatOfMembers(RewritePattern):
     the (moved) stacks in place of the run."""
 
     name = "cat-of-members"
+    roots = (T.CatOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, T.CatOp):
@@ -159,7 +166,7 @@ class CatOfMembers(RewritePattern):
         changed = False
         i = 0
         while i < len(inputs):
-            run = periodic_run(inputs[i:])
+            run = periodic_run(inputs, i)
             if run is None:
                 out.append(inputs[i])
                 i += 1
@@ -186,6 +193,7 @@ class LowerPack(RewritePattern):
     stack, one stack+flatten of interleaved stacks, or `torch.stack`."""
 
     name = "lower-pack"
+    roots = (B.PackOp,)
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
@@ -282,6 +290,7 @@ class LowerUnpack(RewritePattern):
     """`batch.unpack` -> `torch.unbind(stack, 0)`."""
 
     name = "lower-unpack"
+    roots = (B.UnpackOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, B.UnpackOp):
@@ -299,6 +308,7 @@ class LowerLinear(RewritePattern):
     [N, P, K] and the result viewed back."""
 
     name = "lower-linear"
+    roots = (B.LinearOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LinearOp):
@@ -332,6 +342,7 @@ class LowerLinearSharedInput(RewritePattern):
     viewed as [..., N, M] and moved to [N, ..., M]."""
 
     name = "lower-linear-shared-input"
+    roots = (B.LinearSharedInputOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LinearSharedInputOp):
@@ -357,6 +368,7 @@ class LowerGroupedLinear(RewritePattern):
     asked, for a lowering that has one)."""
 
     name = "lower-grouped-linear"
+    roots = (B.GroupedLinearOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.GroupedLinearOp):
@@ -383,6 +395,7 @@ class LowerLayerNorm(RewritePattern):
     stacked members, then the per-member `* weight` and `+ bias`."""
 
     name = "lower-layer-norm"
+    roots = (B.LayerNormOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LayerNormOp):
@@ -408,6 +421,7 @@ class LowerPointwise(RewritePattern):
     every property of the members."""
 
     name = "lower-pointwise"
+    roots = (B.PointwiseOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.PointwiseOp):

@@ -54,6 +54,7 @@ from optimus_ir.diagnostics import emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.rewriting import patch_operands
 from optimus_ir.statistics import current_pass_context
 from optimus_ir.traits import is_removable
 from optimus_ir.types import device_of
@@ -200,22 +201,31 @@ def _is_parameter(value: SSAValue) -> bool:
     return isinstance(owner, fx.GetAttrOp)
 
 
-def _piece_of(value: SSAValue) -> tuple[SSAValue, int, int, int] | None:
+def _piece_of(
+    value: SSAValue, offsets: dict[Operation, list[int]]
+) -> tuple[SSAValue, int, int, int] | None:
     """(base, dim, offset, size) when `value` is a step-1 piece of `base`
-    (a split result or a slice)."""
+    (a split result or a slice); `offsets` caches each split's section
+    offsets (a split into K pieces is read once, not once per piece)."""
     owner = value.owner
     if isinstance(owner, T.SplitOp) and isinstance(value.type, TensorType):
+        starts = offsets.get(owner)
+        if starts is None:
+            starts, total = [], 0
+            for section in T.ints(owner.sections):
+                starts.append(total)
+                total += section
+            offsets[owner] = starts
         index = value.index  # type: ignore[attr-defined]
-        sections = T.ints(owner.sections)
-        dim = owner.dim.data
-        return owner.input, dim, sum(sections[:index]), sections[index]
+        size = value.type.get_shape()[owner.dim.data]
+        return owner.input, owner.dim.data, starts[index], size
     if isinstance(owner, T.SliceOp) and owner.step.data == 1:
         ty = owner.input.type
         if not isinstance(ty, TensorType):
             return None
         dim = owner.dim.data
         size = ty.get_shape()[dim]
-        start = owner.start.data if owner.start is not None else 0  # type: ignore[union-attr]
+        start = owner.start.data
         result_size = value.type.get_shape()[dim]  # type: ignore[union-attr]
         if start < 0 or size < 0 or result_size < 0:
             return None
@@ -227,15 +237,22 @@ def regular_pieces(values: Sequence[SSAValue]) -> tuple[SSAValue, int, int, int,
     """(base, dim, first offset, stride, size) when `values` are equal-sized
     step-1 pieces of one base along one dim at offsets in arithmetic
     progression with a stride of at least their size: one strided view."""
-    pieces = [_piece_of(v) for v in values]
-    if any(p is None for p in pieces) or len(pieces) < 2:
+    if len(values) < 2:
         return None
-    base, dim, first, size = pieces[0]  # type: ignore[misc]
-    stride = pieces[1][2] - first  # type: ignore[index]
+    offsets: dict[Operation, list[int]] = {}
+    first_piece = _piece_of(values[0], offsets)
+    second = _piece_of(values[1], offsets)
+    if first_piece is None or second is None:
+        return None
+    base, dim, first, size = first_piece
+    stride = second[2] - first
     if stride < size:
         return None
-    for k, piece in enumerate(pieces):
-        b, d, offset, s = piece  # type: ignore[misc]
+    for k, value in enumerate(values):
+        piece = _piece_of(value, offsets) if k > 1 else (first_piece if k == 0 else second)
+        if piece is None:
+            return None
+        b, d, offset, s = piece
         if b is not base or d != dim or s != size or offset != first + k * stride:
             return None
     return base, dim, first, stride, size
@@ -734,7 +751,7 @@ def _fuse(
         Rewriter.insert_op(grouped, InsertPoint.before(anchor))
         for member, result in zip(members, grouped.outputs):
             result.name_hint = member.results[0].name_hint
-            member.results[0].replace_all_uses_with(result)
+        _replace_uses({m.results[0]: r for m, r in zip(members, grouped.outputs)})
         for member in members:
             Rewriter.erase_op(member)
         return []  # members are not stacked: nothing for later groups to read in place
@@ -771,6 +788,7 @@ def _fuse(
     new.results[0].name_hint = (members[0].results[0].name_hint or "fused") + "_batch"
     unpack = B.UnpackOp(new.results[0])
     Rewriter.insert_op(unpack, InsertPoint.before(anchor))
+    subst: dict[SSAValue, SSAValue] = {}
     for member, result in zip(members, unpack.outputs):
         result.name_hint = member.results[0].name_hint
         value: SSAValue = result
@@ -779,10 +797,23 @@ def _fuse(
             Rewriter.insert_op(copy, InsertPoint.before(anchor))
             copy.result.name_hint = member.results[0].name_hint
             value = copy.result
-        member.results[0].replace_all_uses_with(value)
+        subst[member.results[0]] = value
+    _replace_uses(subst)
     for member in members:
         Rewriter.erase_op(member)
     return list(unpack.outputs)
+
+
+def _replace_uses(subst: dict[SSAValue, SSAValue]) -> None:
+    """Every use of a key of `subst` uses its value instead, each user's
+    operands set once (a cat of the N members is patched in one step, not
+    N times: per-use replacement rebuilds its operand tuple each time)."""
+    users: dict[Operation, None] = {}
+    for old in subst:
+        for use in old.uses:
+            users[use.operation] = None
+    for user in users:
+        patch_operands(user, subst)
 
 
 def restore_dominance(block: Block) -> None:

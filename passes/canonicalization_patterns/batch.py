@@ -75,6 +75,7 @@ class PackOfUnpackedMembers(_AliasAware):
     `torch.slice(s, 0, i0, i0 + (n-1)*step + 1, step)`."""
 
     name = "pack-of-unpacked-members"
+    roots = (B.PackOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.PackOp):
@@ -98,6 +99,7 @@ class UnpackOfPack(_AliasAware):
     """`unpack(pack(a, b, ...))` -> `a, b, ...`."""
 
     name = "unpack-of-pack"
+    roots = (B.UnpackOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.UnpackOp):
@@ -114,6 +116,7 @@ class EraseDeadConversion(RewritePattern):
     """A pack or unpack none of whose results is used goes."""
 
     name = "erase-dead-conversion"
+    roots = (B.PackOp, B.UnpackOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, B.PackOp | B.UnpackOp) and all(not r.uses for r in op.results):

@@ -48,9 +48,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import AliasAnalysis
-from optimus_ir.analysis.independent_sets import block_dag, find_independent_groups
-from optimus_ir.cost_model import GroupEstimate
-from optimus_ir.diagnostics import emit_remark, location_of
+from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
+from optimus_ir.cost_model import CostModel, GroupEstimate, calibrated_cost_model, default_cost_model
+from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
@@ -273,12 +273,6 @@ def _bytes(ty: Attribute) -> int:
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    kind: str
-    members: list[Operation]
-
-
 @dataclass(frozen=True)
 class BatchFusion(ModulePass):
     """Fuse groups of independent same-kind ops (linear, layer_norm,
@@ -306,14 +300,10 @@ class BatchFusion(ModulePass):
     grouped_linear: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.min_size < 1 or self.max_size < self.min_size:
-            raise ValueError(f"batch-fusion: need 1 <= min-size <= max-size, got {self.min_size}, {self.max_size}")
-        if self.cost_model not in ("calibrated", "default", "none"):
-            raise ValueError(f"batch-fusion: cost-model must be calibrated, default or none, got '{self.cost_model}'")
-        model = self._cost_model()
+        self._check_options()
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
-                fuse_block(graph.block, self, model)
+                fuse_block(graph.block, self, self._cost_model(graph.block))
         from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
         from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
 
@@ -323,14 +313,33 @@ class BatchFusion(ModulePass):
             patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
         ).rewrite(op)
 
-    def _cost_model(self):
+    def _check_options(self) -> None:
+        problems = []
+        if self.min_size < 1 or self.max_size < self.min_size:
+            problems.append(f"need 1 <= min-size <= max-size, got {self.min_size} and {self.max_size}")
+        if self.cost_model not in ("calibrated", "default", "none"):
+            problems.append(f"cost-model must be calibrated, default or none, got '{self.cost_model}'")
+        unknown = {k.strip() for k in self.kinds.split(",")} - {"all", *_KINDS}
+        if unknown:
+            problems.append(f"unknown kinds {sorted(unknown)} (known: all, {', '.join(_KINDS)})")
+        if problems:
+            raise OptimusError("batch-fusion: " + "; ".join(problems))
+
+    def _cost_model(self, block: Block) -> CostModel | None:
+        """The model of the device the graph's tensors live on (the first
+        one with a known device; CPU when none says)."""
         if self.cost_model == "none":
             return None
-        from optimus_ir import cost_model as cm
-
+        device = "cpu"
+        for op in block.ops:
+            ty = op.results[0].type if op.results else None
+            if isinstance(ty, TensorType) and device_of(ty) is not None:
+                device = device_of(ty)  # type: ignore[assignment]
+                break
+        kind = "cuda" if device.startswith("cuda") else "cpu"
         if self.cost_model == "default":
-            return cm.default_cost_model("cpu")
-        return cm.calibrated_cost_model("cpu")
+            return default_cost_model(kind)
+        return calibrated_cost_model(kind)
 
     def enabled(self, kind: str) -> bool:
         if self.kinds == "all":
@@ -339,7 +348,7 @@ class BatchFusion(ModulePass):
         return kind in wanted or (kind in ("linear-shared-input", "grouped-linear") and "linear" in wanted)
 
 
-def fuse_block(block: Block, options: BatchFusion, model) -> int:
+def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> int:
     """Find, decide and fuse the groups of `block`; the number fused."""
     context = current_pass_context(options.name)
     ops = list(block.ops)
@@ -455,7 +464,14 @@ def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -
     return order
 
 
-def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusion, group_of=None):
+def _choose_parts(
+    model: CostModel | None,
+    key: GroupKey,
+    members: list[Operation],
+    provenance: _Provenance,
+    options: BatchFusion,
+    group_of: dict[Operation, int] | None = None,
+) -> list[tuple[list[Operation], GroupEstimate | None]]:
     """The group as the search found it, or split by the earlier stacks its
     members come from when the cost model prefers several copy-free groups
     to one that restacks (regrouping from one level to the next); each part
@@ -473,6 +489,10 @@ def _choose_parts(model, key: GroupKey, members, provenance, options: BatchFusio
         return list(zip(fusable, estimates))
     return [(members, whole)]
 
+
+_KINDS = ("linear", "layer_norm", "pointwise")
+"""The kind names the `kinds` option takes (linear covers the shared-input
+and grouped forms)."""
 
 _BATCH_OP = {
     "linear": "batch.linear",
@@ -505,7 +525,12 @@ def _exclusion(op: Operation, aliases: AliasAnalysis) -> str | None:
     return None
 
 
-def _explain_rejections(ops, keys, result, options: BatchFusion) -> None:
+def _explain_rejections(
+    ops: Sequence[Operation],
+    keys: Sequence[GroupKey | None],
+    result: SearchResult,
+    options: BatchFusion,
+) -> None:
     """Remarks for the candidates in no group: the key fields that kept them
     apart from the largest group of the same op (or from the first such
     candidate when that op formed no group), else too small or dependent."""
@@ -621,7 +646,7 @@ def _results_feed_one_group(members: Sequence[Operation], group_of: dict[Operati
 
 
 def estimate_group(
-    model, kind: str, members: Sequence[Operation], provenance: _Provenance,
+    model: CostModel, kind: str, members: Sequence[Operation], provenance: _Provenance,
     group_of: dict[Operation, int] | None = None,
 ) -> GroupEstimate:
     """What fusing `members` is expected to save on the model's device

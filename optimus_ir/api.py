@@ -27,6 +27,7 @@ kind before and after, the passes run with their statistics, time per phase.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import warnings
 from collections import Counter
@@ -51,6 +52,25 @@ class CaptureError(RuntimeError):
     """Dynamo could not capture the model as one whole graph."""
 
 
+@dataclass(frozen=True)
+class SpeedCheck:
+    """`optimize`'s final check: the module it made (with batch fusion)
+    against the graph Dynamo captured, on the example inputs; the fastest of
+    interleaved repeats, milliseconds per call. `fell_back`: the fused
+    module was slower, and the one returned was made without batch fusion."""
+
+    fused_ms: float
+    captured_ms: float
+    fell_back: bool
+
+    def describe(self) -> str:
+        verdict = "fell back to the pipeline without batch fusion" if self.fell_back else "kept"
+        return (
+            f"speed check: fused {self.fused_ms:.3f} ms vs captured {self.captured_ms:.3f} ms "
+            f"per call: {verdict}"
+        )
+
+
 @dataclass
 class OptimizeReport:
     """What `optimize` did, for people and for tests."""
@@ -63,6 +83,11 @@ class OptimizeReport:
     remarks: list[Any] = field(default_factory=list)
     """The passes' remarks (`optimus_ir.diagnostics.Diagnostic`), e.g. why each
     batch-fusion candidate group was or was not fused."""
+    side_effect_free: bool = False
+    """The graph has no op with side effects (so it may be run to time it)."""
+    speed_check: SpeedCheck | None = None
+    """The measured per-call time against the captured graph, when
+    `optimize(check_speed=True)` measured it."""
     cached_parameter_values: int = 0
     """Values computed from parameters alone that the module computes once
     (`optimus_ir.param_cache`), or freezes with `freeze=True`."""
@@ -84,6 +109,8 @@ class OptimizeReport:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
             lines.append(f"cached parameter values: {self.cached_parameter_values}")
+        if self.speed_check is not None:
+            lines.append(self.speed_check.describe())
         lines.append(
             "time: "
             + ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in self.phase_seconds.items())
@@ -240,6 +267,18 @@ def _flat_inputs(
     return list(args)
 
 
+def _side_effect_free(module: ModuleOp) -> bool:
+    """No op of the graph has side effects (writes, random numbers, calls of
+    unknown code): running it changes nothing but its outputs."""
+    from optimus_ir.traits import is_removable
+
+    return all(
+        is_removable(op)
+        for op in graph_of(module).block.ops
+        if not isinstance(op, fx.PlaceholderOp | fx.OutputOp)
+    )
+
+
 def _has_non_fx_ops(module: ModuleOp) -> bool:
     return any(op.dialect_name() != "fx" for op in graph_of(module).block.ops)
 
@@ -254,6 +293,7 @@ def optimize(
     example_kwargs: Mapping[str, Any] | None = None,
     verify_each: bool | None = None,
     freeze: bool = False,
+    check_speed: bool | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
@@ -280,11 +320,17 @@ def optimize(
     computes them once, now, and stores them as buffers without any check:
     later changes of the parameters are then not followed (like Inductor's
     freezing). See `optimus_ir.param_cache`.
+
+    The result is never slower than the captured graph it started from:
+    with `check_speed` (default: on, unless `OPTIMUS_CHECK_SPEED=0`), when
+    batch fusion fused anything in a graph without side effects, both are
+    timed on the example inputs (interleaved, the fastest of repeats, about
+    a tenth of a second) and, if the fused module is slower, the pipeline
+    runs again without batch fusion; `optimus_report.speed_check` says what
+    was measured and decided. The cost model makes that rare; the check
+    catches what it mispredicts on the machine at hand.
     """
-    return _optimize(
-        model,
-        example_inputs,
-        pipeline,
+    options = dict(
         validate=validate,
         statistics=statistics,
         example_kwargs=example_kwargs,
@@ -292,6 +338,60 @@ def optimize(
         guard_strides=True,
         freeze=freeze,
     )
+    result = _optimize(model, example_inputs, pipeline, **options)
+    if check_speed is None:
+        check_speed = os.environ.get(CHECK_SPEED_ENV, "1").strip() != "0"
+    report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
+    captured = getattr(result, "_optimus_fallback", None)
+    if not check_speed or not report.side_effect_free or not isinstance(captured, torch.nn.Module):
+        return result
+    fused = sum(r.counters.get("groups fused", 0) for r in report.statistics.by_pass("batch-fusion"))
+    if not fused:
+        return result
+    fused_ms, captured_ms = _fastest_per_call(
+        [result, captured], example_inputs, dict(example_kwargs or {})
+    )
+    if fused_ms <= captured_ms * (1 + SPEED_MARGIN):
+        report.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=False)
+        return result
+    without = ",".join(
+        p for p in report.pipeline.split(",") if not p.strip().startswith(("batch-fusion", "lower-batch"))
+    )
+    plain = _optimize(captured, example_inputs, without, **options)
+    plain.optimus_report.remarks = report.remarks + plain.optimus_report.remarks  # type: ignore[attr-defined]
+    plain.optimus_report.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=True)  # type: ignore[attr-defined]
+    return plain
+
+
+CHECK_SPEED_ENV = "OPTIMUS_CHECK_SPEED"
+"""`0`: `optimize` does not time its result against the captured graph (tests
+set it, so that results do not depend on the machine's load)."""
+
+SPEED_MARGIN = 0.02
+"""How much slower than the captured graph the fused module may measure
+before `optimize` falls back: timing noise of the fastest of repeats."""
+
+
+def _fastest_per_call(
+    modules: Sequence[Callable[..., Any]], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> list[float]:
+    """Milliseconds per call of each module on `args`, the fastest of five
+    interleaved rounds of calls lasting about 10 ms, under `no_grad`."""
+    with torch.no_grad():
+        for module in modules:
+            module(*args, **kwargs)
+        start = time.perf_counter()
+        modules[0](*args, **kwargs)
+        once = max(time.perf_counter() - start, 1e-6)
+        inner = max(1, min(50, int(0.01 / once)))
+        best = [float("inf")] * len(modules)
+        for _ in range(5):
+            for i, module in enumerate(modules):
+                start = time.perf_counter()
+                for _ in range(inner):
+                    module(*args, **kwargs)
+                best[i] = min(best[i], (time.perf_counter() - start) / inner)
+    return [seconds * 1e3 for seconds in best]
 
 
 def _optimize(
@@ -379,6 +479,7 @@ def _optimize(
         statistics=stats,
         remarks=remarks,
         cached_parameter_values=cached,
+        side_effect_free=_side_effect_free(program.module),
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     return result
@@ -477,6 +578,7 @@ __all__ = [
     "CaptureError",
     "ImportedGraph",
     "OptimizeReport",
+    "SpeedCheck",
     "capture",
     "count_fx_ops",
     "export_graph",

@@ -72,7 +72,7 @@ measurement, no cache); unset or `calibrated`: measure once and cache."""
 CACHE_DIR_ENV = "OPTIMUS_CACHE_DIR"
 """Directory of the calibration cache; `~/.cache/optimus-ir` when unset."""
 
-CACHE_SCHEMA = 3
+CACHE_SCHEMA = 4
 """Version of the cache file's content; a file of another version is stale."""
 
 SOURCES = ("calibrated", "cached", "default", "options")
@@ -517,7 +517,10 @@ KERNEL_KINDS: dict[str, str] = {
 }
 """The op kinds whose call time `measure_kernels` records, and how."""
 
-_KERNEL_ROWS = (64, 512, 4096, 32768)
+_KERNEL_ROWS = (64, 512, 4096, 32768, 131072)
+"""Rows of width 32: from a few KB (cache-resident, overhead-bound) to 16 MB
+(well beyond the caches: a fused op over hundreds of members streams from
+memory while each member's op worked in cache)."""
 
 
 def _fastest_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) -> float:
@@ -538,8 +541,8 @@ def _fastest_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int)
 
 
 def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]:
-    """Time one call of each of `KERNEL_KINDS` at four sizes (rows 64 to 32768
-    of width 32), the fastest of repeats: the curves
+    """Time one call of each of `KERNEL_KINDS` at five sizes (rows 64 to
+    131072 of width 32), the fastest of repeats: the curves
     `CostModel.kernel_seconds` interpolates."""
     dev = torch.device(device)
     _median_seconds = _fastest_seconds  # noqa: N806 - the same call shape
@@ -551,7 +554,7 @@ def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]
         ws = torch.randn(16, 32, 32, device=dev)
         bs = torch.randn(16, 1, 32, device=dev)
         for rows in _KERNEL_ROWS:
-            calls = max(2, 4096 // rows)
+            calls = max(1, 4096 // rows)
             x = torch.randn(rows, 32, device=dev)
             flops = 2.0 * rows * 32 * 32
             curves["linear"].append((flops, _median_seconds(lambda: nn_f.linear(x, w, b), dev, calls=calls)))

@@ -26,5 +26,8 @@ os.environ["OPTIMUS_VERIFY_EACH"] = "1"
 # cost model's documented constants, not a calibration (tests that want the
 # calibrated model delete the variable).
 os.environ.setdefault("OPTIMUS_COST_MODEL", "default")
+# ... and optimize() does not time its result against the captured graph
+# (a test of that check turns it on explicitly).
+os.environ.setdefault("OPTIMUS_CHECK_SPEED", "0")
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

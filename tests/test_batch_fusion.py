@@ -197,3 +197,43 @@ def test_default_cost_model_leaves_tiny_groups_alone():
     messages = [r.message for r in gm.optimus_report.remarks]
     assert any("not fused: unprofitable" in m for m in messages), messages
     assert _calls(gm, "tanh") == 2
+
+
+@pytest.mark.parametrize("fused_slower", [True, False])
+def test_speed_check_falls_back_when_the_fused_module_is_slower(monkeypatch, fused_slower):
+    """The final check: a fused module measured slower than the captured
+    graph is replaced by the pipeline without batch fusion (the timing is
+    simulated here, so the test does not depend on the machine)."""
+    from optimus_ir import api
+
+    def fake_timing(modules, args, kwargs):
+        return [2.0, 1.0] if fused_slower else [1.0, 2.0]
+
+    monkeypatch.setattr(api, "_fastest_per_call", fake_timing)
+    model, (x,) = make_recsys_model(batch=8, num_towers=4)
+    gm = optimize(model, (x,), check_speed=True)
+    check = gm.optimus_report.speed_check
+    assert check is not None and check.fell_back is fused_slower
+    assert ("batch-fusion" in gm.optimus_report.pipeline) is not fused_slower
+    assert (_calls(gm, "baddbmm") == 0) is fused_slower
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x), model(x), **F32)
+    assert "speed check" in gm.optimus_report.format()
+
+
+def test_speed_check_skips_graphs_with_side_effects():
+    class Counts(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(()))
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x, y):
+            self.calls.add_(1)
+            return self.a(x), self.b(y)
+
+    model = Counts()
+    x, y = torch.randn(2, 4), torch.randn(2, 4)
+    gm = optimize(model, (x, y), pipeline=FUSE_ALL, check_speed=True)
+    assert gm.optimus_report.speed_check is None  # running it would count
+    assert model.calls.item() == 0

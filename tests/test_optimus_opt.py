@@ -341,3 +341,25 @@ def test_lit_reports_a_wrong_check(tmp_path):
         [*lit_command(), str(suite / "right.mlir")], capture_output=True, text=True, timeout=300
     )
     assert only_right.returncode == 0, only_right.stdout + only_right.stderr
+
+
+def test_verify_diagnostics_accepts_mlir_spacing_before_the_at(tmp_path, capsys, report_pass):
+    path = tmp_path / "spaced.mlir"
+    path.write_text(EXPECTED_OK.replace("expected-warning@+1", "expected-warning @+1"))
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics", "--remarks"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["// expected-eror {{tanh seen}}", "// expected-warning@+x {{tanh seen}}", "// expected-warning tanh seen"],
+)
+def test_verify_diagnostics_reports_annotations_it_cannot_read(tmp_path, capsys, report_pass, annotation):
+    """An unreadable annotation is an error at its position, never skipped
+    (skipped, it would let a test without that expectation pass)."""
+    path = tmp_path / "bad.mlir"
+    text = EXPECTED_OK.replace("  fx.output %s\n", f"  fx.output %s\n  {annotation}\n")
+    path.write_text(text)
+    line = text.splitlines().index(f"  {annotation}") + 1
+    assert main([str(path), "-p", "report-tanh", "--verify-diagnostics", "--remarks"]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:" in err and "cannot parse this expectation" in err

@@ -374,8 +374,11 @@ def _first_line(text: str) -> str:
 
 _EXPECT = re.compile(
     r"expected-(?P<kind>error|warning|remark|note)(?P<re>-re)?"
-    r"(?:@(?P<where>above|below|[+-]\d+))?\s*(?P<body>\{\{.*\}\})"
+    r"(?:\s*@(?P<where>above|below|[+-]\d+))?\s*(?P<body>\{\{.*\}\})"
 )
+# Anything that looks like an annotation: one that `_EXPECT` cannot read is
+# reported, never skipped (a skipped expectation lets a wrong test pass).
+_LOOKS_LIKE_EXPECT = re.compile(r"\bexpected-[A-Za-z]")
 
 
 @dataclass
@@ -410,8 +413,13 @@ def _regex_of(body: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-def parse_expectations(text: str, name: str) -> list[Expectation]:
-    """The `// expected-*` annotations of `text` (1-based file lines)."""
+def parse_expectations(
+    text: str, name: str, malformed: list[Diagnostic] | None = None
+) -> list[Expectation]:
+    """The `// expected-*` annotations of `text` (1-based file lines). MLIR's
+    spellings are accepted (`expected-error@+1`, `expected-error @+1`); a
+    comment that looks like an annotation but cannot be read is appended to
+    `malformed` as an error diagnostic at its position."""
     lines = text.splitlines()
     expectations: list[Expectation] = []
     pending_below: list[Expectation] = []
@@ -419,6 +427,18 @@ def parse_expectations(text: str, name: str) -> list[Expectation]:
         number = index + 1
         comment_at = line.find("//")
         match = _EXPECT.search(line, comment_at) if comment_at >= 0 else None
+        if match is None and comment_at >= 0 and malformed is not None:
+            looks = _LOOKS_LIKE_EXPECT.search(line, comment_at)
+            if looks is not None:
+                malformed.append(
+                    Diagnostic(
+                        Severity.ERROR,
+                        "cannot parse this expectation (expected "
+                        "`expected-<error|warning|remark|note>[-re][@above|@below|@+N|@-N] {{text}}`): "
+                        + line[looks.start():].strip(),
+                        location=SourceLocation(name, number, looks.start() + 1),
+                    )
+                )
         if match is None:
             if pending_below and line.strip():
                 for expectation in pending_below:
@@ -456,8 +476,8 @@ def check_expected_diagnostics(
 ) -> list[Diagnostic]:
     """Match `diagnostics` against the annotations in `text`; returns the
     failures (unexpected diagnostics, unmet expectations) as diagnostics."""
-    expectations = parse_expectations(text, name)
     failures: list[Diagnostic] = []
+    expectations = parse_expectations(text, name, failures)
     for diagnostic in diagnostics:
         for expectation in expectations:
             if not expectation.matched and expectation.accepts(diagnostic):

@@ -12,6 +12,7 @@
 // WRONG: wrong-expectations.mlir:31:4: error: expected warning "has operands" was not produced (on line 32)
 // WRONG: wrong-expectations.mlir:41:3: error: unexpected error: 'fx.call_function' has operands #[0]
 // WRONG: wrong-expectations.mlir:40:4: error: expected error "operand #9" was not produced (on line 41)
+// WRONG: wrong-expectations.mlir:49:6: error: cannot parse this expectation
 
 // The annotation on the op's own line.
 fx.graph @same_line {
@@ -59,4 +60,14 @@ fx.graph @below {
 fx.graph @fine {
   %x = fx.placeholder "x" : tensor<4xf32>
   fx.output %x
+}
+
+// -----
+
+// MLIR's spelling with a space before the `@` is read too (not skipped).
+fx.graph @spaced {
+  %x = fx.placeholder "x" : tensor<4xf32>
+  // expected-error @+1 {{arguments never refer to}}
+  %y = "fx.call_function"(%x) <{target = "torch.tanh", args = [], kwargs = {}}> : (tensor<4xf32>) -> tensor<4xf32>
+  fx.output %y
 }

@@ -41,3 +41,11 @@ fx.graph @wrong_text {
   %y = "fx.call_function"(%x) <{target = "torch.tanh", args = [], kwargs = {}}> : (tensor<4xf32>) -> tensor<4xf32>
   fx.output %y
 }
+
+// -----
+
+fx.graph @unreadable {
+  %x = fx.placeholder "x" : tensor<4xf32>
+  // expected-eror {{never read}}
+  fx.output %x
+}

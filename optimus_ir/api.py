@@ -465,7 +465,13 @@ def _optimize(
     phases["passes"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    result = export_graph(program, fallback=gm if guard_strides and layout_specialized else None)
+    # The mode is baked into the captured graph; the module refuses the other.
+    training = model.training if isinstance(model, torch.nn.Module) else None
+    result = export_graph(
+        program,
+        fallback=gm if guard_strides and layout_specialized else None,
+        training=training if guard_strides else None,
+    )
     phases["export"] = time.perf_counter() - start
 
     # Counted before the parameter cache: the ops the pipeline made (the

@@ -523,6 +523,22 @@ def stride_guard(graph_op: fx.GraphOp, codegen: CodeGen | None) -> str:
     )
 
 
+def mode_guard(training: bool) -> str:
+    """The source of the check that the module runs in the mode it was
+    captured in (`self.training`, about 50 ns)."""
+    mode, other = ("training", "eval") if training else ("eval", "training")
+    message = (
+        f"this module was optimized from a model in {mode} mode, and its graph "
+        f"computes {mode}-mode behaviour (dropout, batch norm); it was switched to "
+        f"{other} mode since. Call optimus_ir.optimize on the model in {other} mode "
+        f"for that, or switch this module back with .{'train' if training else 'eval'}()"
+    )
+    return (
+        f"\n    if self.training is not {training}:  # specialized for {mode} mode"
+        f"\n        raise RuntimeError({message!r})"
+    )
+
+
 def export_graph(
     program: ImportedGraph | ModuleOp,
     owner: torch.nn.Module | None = None,
@@ -531,6 +547,7 @@ def export_graph(
     missing_attributes: Literal["error", "random"] = "error",
     seed: int = 0,
     fallback: Callable[..., Any] | None = None,
+    training: bool | None = None,
 ) -> torch.fx.GraphModule:
     """Build a GraphModule from an fx-dialect module.
 
@@ -544,6 +561,12 @@ def export_graph(
     comparison each) and calls `fallback` with the same arguments when they
     do not. It is kept as a plain attribute, not a submodule, so that its
     parameters (the model's own) do not appear twice in the state dict.
+
+    With `training` (the mode the graph was captured in: dropout and batch
+    norm are baked in as that mode), the module starts in that mode and its
+    `forward` refuses to run in the other one (`.train()`/`.eval()` on it
+    later) with a `RuntimeError` saying so, instead of silently running
+    the captured mode.
     """
     codegen = None
     if isinstance(program, ImportedGraph):
@@ -564,6 +587,8 @@ def export_graph(
     generator = torch.Generator().manual_seed(seed)
     graph = torch.fx.Graph()
     guard = stride_guard(graph_op, codegen) if fallback is not None else ""
+    if training is not None:
+        guard = mode_guard(training) + guard
     graph.set_codegen(fast_codegen(codegen, guard))
     nodes: dict[Any, torch.fx.Node] = {}
     made_up: dict[str, torch.Tensor] = {}
@@ -608,8 +633,10 @@ def export_graph(
         graph.lint()
         gm = torch.fx.GraphModule(root, graph)
         _check_attribute_paths(gm)
-        if guard:
+        if fallback is not None and guard:
             gm.__dict__[FALLBACK_ATTRIBUTE] = fallback
+        if training is not None:
+            gm.training = training  # this module only: its submodules are the owner's
         return gm
 
 

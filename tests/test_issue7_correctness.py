@@ -465,3 +465,41 @@ def test_backend_verifies_once_unless_asked(verify_calls) -> None:
         _assert_same(compiled(x), SumOfCatOfSplit()(x))
         assert len(verify_calls) == expected, options
     torch._dynamo.reset()
+
+
+# ---------------------------------------------------------------------------
+# Train/eval mode (issue 9): the captured graph bakes in the mode
+# ---------------------------------------------------------------------------
+
+
+class DropoutTower(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.lin(x))
+
+
+def test_optimized_module_refuses_the_other_mode_instead_of_running_the_wrong_one() -> None:
+    x = torch.randn(8, 4)
+    model = DropoutTower().eval()
+    optimized = optimus_ir.optimize(model, [x])
+    assert optimized.training is False
+    torch.testing.assert_close(optimized(x), model(x), rtol=0, atol=0)  # eval: no dropout
+    optimized.train()
+    with pytest.raises(RuntimeError, match="optimized from a model in eval mode"):
+        optimized(x)
+    optimized.eval()
+    torch.testing.assert_close(optimized(x), model(x), rtol=0, atol=0)
+    model.eval()  # optimized.train() reached the shared submodules; the model is eval again
+
+    trained = DropoutTower().train()
+    optimized = optimus_ir.optimize(trained, [x])
+    assert optimized.training is True
+    out = optimized(x)
+    assert (out == 0).any()  # training-mode dropout really runs
+    optimized.training = False
+    with pytest.raises(RuntimeError, match="in training mode"):
+        optimized(x)

@@ -471,6 +471,13 @@ def _pointwise_type(
         for i, (value, s) in enumerate(zip(operands, stacked))
     ]
     fields = {k.data: v for k, v in props.items()}  # type: ignore[attr-defined]
+    known = cls.get_irdl_definition().properties
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise _fail(
+            op,
+            f"'{fn}' has no properties {unknown} (it has: {', '.join(sorted(known)) or 'none'})",
+        )
     try:
         if issubclass(cls, T.UnaryPointwiseOp):
             if len(members) != 1:

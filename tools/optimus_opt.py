@@ -247,8 +247,11 @@ class OptimusOptMain(xDSLOptMain):
         except ParseError as err:
             module = None
             loc = err.span.get_location()
+            message = err.msg.strip()
+            if err.span.start >= len(padded.rstrip()):  # a truncated file
+                message = "unexpected end of input" + (f" ({message})" if message else "")
             diagnostics.append(
-                Diagnostic(Severity.ERROR, err.msg, location=SourceLocation(name, loc.line, loc.col))
+                Diagnostic(Severity.ERROR, message, location=SourceLocation(name, loc.line, loc.col))
             )
         except VerificationError as err:
             module = None

@@ -9,6 +9,9 @@
 // RUN: filecheck %s --check-prefix=OPTION < %t.option
 // RUN: not optimus-opt %s -p 'dce,cse{' > %t.syntax 2>&1
 // RUN: filecheck %s --check-prefix=SYNTAX < %t.syntax
+// RUN: not optimus-opt %S/Inputs/truncated.mlir 2>&1 | filecheck %s --check-prefix=TRUNCATED
+// TRUNCATED: truncated.mlir:4:1: error: unexpected end of input
+// TRUNCATED-NOT: Traceback
 // RUN: not optimus-opt %s.does-not-exist > %t.missing 2>&1
 // RUN: filecheck %s --check-prefix=MISSING < %t.missing
 // RUN: not grep -l Traceback %t.input %t.unknown %t.option %t.syntax %t.missing

@@ -47,3 +47,12 @@ fx.graph @grouped_counts {
   %y = batch.grouped_linear %x, %w has_bias : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<2x3xf32>
   fx.output %y
 }
+
+// -----
+
+fx.graph @pointwise_properties {
+  %x = fx.placeholder "x" : tensor<2x4xf32>
+  // expected-error@+1 {{'batch.pointwise': 'torch.tanh' has no properties ['bogus'] (it has: none)}}
+  %y = batch.pointwise %x fn "torch.tanh" stacked [true] fn_properties {"bogus": 1} : tensor<2x4xf32> -> tensor<2x4xf32>
+  fx.output %y
+}

@@ -41,26 +41,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.analysis import AliasAnalysis, shape
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
 from optimus_ir.passes.batch_fusion import regular_pieces
-from optimus_ir.passes.canonicalization_patterns.batch import (
-    BATCH_PATTERNS,
-    unpacked_members,
-)
+from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
+from optimus_ir.passes.canonicalize import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    ty = value.type
-    assert isinstance(ty, TensorType)
-    return tuple(ty.get_shape())
 
 
 # ---------------------------------------------------------------------------
@@ -127,7 +119,7 @@ def consecutive_runs(values: Sequence[SSAValue]) -> list[tuple[SSAValue, int, in
 
 def _first_members(rewriter: PatternRewriter, stack: SSAValue, n: int) -> SSAValue:
     """`stack[:n]` (the stack itself when it holds n members)."""
-    if _shape(stack)[0] == n:
+    if shape(stack)[0] == n:
         return stack
     piece = T.SliceOp(stack, 0, 0, n)
     rewriter.insert(piece)
@@ -206,12 +198,8 @@ class LowerPack(RewritePattern):
         aliases = self.aliases
         fresh_needed = aliases is None or aliases.is_mutated(op.result) or aliases.reaches_output(op.result)
         if not fresh_needed:
-            found = unpacked_members(members)
-            if found is not None and not aliases.is_mutated(found[0].input):  # type: ignore[union-attr]
-                unpack, first, step = found
-                end = first + (n - 1) * step + 1
-                rewriter.replace(op, [T.SliceOp(unpack.input, 0, first, end, step, result_type=op.result.type)])
-                return
+            # (every k-th member of one stack is already a slice:
+            # pack-of-unpacked-members, run first, under the same guard)
             pieces = regular_pieces(members)
             if pieces is not None and not aliases.is_mutated(pieces[0]):  # type: ignore[union-attr]
                 view = _pieces_view(rewriter, pieces, n)
@@ -226,7 +214,7 @@ class LowerPack(RewritePattern):
             for run in runs:
                 if not isinstance(run, tuple):
                     pieces.append(T.UnsqueezeOp(run, 0))
-                elif run[1] == 0 and run[2] == _shape(run[0])[0]:
+                elif run[1] == 0 and run[2] == shape(run[0])[0]:
                     values.append(run[0])
                     continue
                 else:
@@ -251,7 +239,7 @@ def _pieces_view(
     (along `dim`) as one view `[n, ...]`, or None if the pieces do not fit
     a whole number of strides inside `base` (then `unfold` windows)."""
     base, dim, first, stride, size = pieces
-    length = _shape(base)[dim]
+    length = shape(base)[dim]
     shift = min(first, stride - size)
     start = first - shift
     ops: list[Operation] = []
@@ -264,7 +252,7 @@ def _pieces_view(
             value = ops[-1].results[0]
         ops.append(T.UnfoldOp(value, dim, size, stride))  # [..., n, ..., size]
         value = ops[-1].results[0]
-        rank = len(_shape(value))
+        rank = len(shape(value))
         ops.append(T.MovedimOp(value, [dim, rank - 1], [0, dim + 1]))
         for new in ops:
             rewriter.insert(new)
@@ -315,7 +303,7 @@ class LowerLinear(RewritePattern):
             return
         ops: list[Operation] = []
         x = op.input
-        x_shape = _shape(x)
+        x_shape = shape(x)
         if len(x_shape) == 2:  # members are vectors [K]
             ops.append(T.UnsqueezeOp(x, 1))
             x = ops[-1].results[0]
@@ -330,8 +318,8 @@ class LowerLinear(RewritePattern):
         else:
             ops.append(T.BmmOp(x, wt))
         out = ops[-1].results[0]
-        out_shape = _shape(op.result)
-        if _shape(out) != out_shape:
+        out_shape = shape(op.result)
+        if shape(out) != out_shape:
             ops.append(T.ReshapeOp(out, list(out_shape), result_type=op.result.type))
             out = ops[-1].results[0]
         rewriter.replace(op, ops, [out])
@@ -347,7 +335,7 @@ class LowerLinearSharedInput(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LinearSharedInputOp):
             return
-        n, m, _ = _shape(op.weight)
+        n, m, _ = shape(op.weight)
         ops: list[Operation] = [T.FlattenOp(op.weight, 0, 1)]
         w = ops[-1].results[0]
         b = None
@@ -356,7 +344,7 @@ class LowerLinearSharedInput(RewritePattern):
             b = ops[-1].results[0]
         ops.append(T.LinearOp(op.input, w, b))
         y = ops[-1].results[0]
-        rank = len(_shape(y))
+        rank = len(shape(y))
         ops.append(T.UnflattenOp(y, rank - 1, [n, m]))
         ops.append(T.MovedimOp(ops[-1].results[0], [rank - 1], [0], result_type=op.result.type))
         rewriter.replace(op, ops, [ops[-1].results[0]])
@@ -383,10 +371,10 @@ class LowerGroupedLinear(RewritePattern):
 def _broadcast_member(value: SSAValue, rank: int, ops: list[Operation]) -> SSAValue:
     """A stacked `[N, *s]` viewed as `[N, 1, ..., 1, *s]` of rank `rank`
     (members broadcast like the member op broadcasts them)."""
-    shape = _shape(value)
-    if len(shape) >= rank:
+    sizes = shape(value)
+    if len(sizes) >= rank:
         return value
-    ops.append(T.ReshapeOp(value, [shape[0], *([1] * (rank - len(shape))), *shape[1:]]))
+    ops.append(T.ReshapeOp(value, [sizes[0], *([1] * (rank - len(sizes))), *sizes[1:]]))
     return ops[-1].results[0]
 
 
@@ -400,7 +388,7 @@ class LowerLayerNorm(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LayerNormOp):
             return
-        rank = len(_shape(op.input))
+        rank = len(shape(op.input))
         ops: list[Operation] = [
             T.LayerNormOp(op.input, T.ints(op.normalized_shape), eps=op.eps)
         ]
@@ -426,7 +414,7 @@ class LowerPointwise(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.PointwiseOp):
             return
-        rank = len(_shape(op.result))
+        rank = len(shape(op.result))
         ops: list[Operation] = []
         operands: list[SSAValue] = []
         for value, stacked in zip(op.inputs, op.stacked_flags):
@@ -457,7 +445,7 @@ class LowerBatch(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         aliases = AliasAnalysis(op)
-        canonical = [type(p)(aliases) if hasattr(p, "aliases") else p for p in BATCH_PATTERNS]
+        canonical = bind_aliases(BATCH_PATTERNS, aliases)
         config = RewriteConfig()
         listeners = [aliases.listener()]
         GreedyRewriteDriver([*canonical, CatOfMembers()], config, name=self.name, listeners=listeners).rewrite(op)

@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.diagnostics import Severity, collect_diagnostics
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import export_graph
+from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 
 
@@ -342,7 +342,7 @@ def optimize(
     if check_speed is None:
         check_speed = os.environ.get(CHECK_SPEED_ENV, "1").strip() != "0"
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
-    captured = getattr(result, "_optimus_fallback", None)
+    captured = getattr(result, FALLBACK_ATTRIBUTE, None)
     if not check_speed or not report.side_effect_free or not isinstance(captured, torch.nn.Module):
         return result
     fused = sum(r.counters.get("groups fused", 0) for r in report.statistics.by_pass("batch-fusion"))

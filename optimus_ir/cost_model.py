@@ -545,7 +545,6 @@ def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]
     131072 of width 32), the fastest of repeats: the curves
     `CostModel.kernel_seconds` interpolates."""
     dev = torch.device(device)
-    _median_seconds = _fastest_seconds  # noqa: N806 - the same call shape
     nn_f = torch.nn.functional
     curves: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KERNEL_KINDS}
     with torch.no_grad():
@@ -557,18 +556,18 @@ def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]
             calls = max(1, 4096 // rows)
             x = torch.randn(rows, 32, device=dev)
             flops = 2.0 * rows * 32 * 32
-            curves["linear"].append((flops, _median_seconds(lambda: nn_f.linear(x, w, b), dev, calls=calls)))
+            curves["linear"].append((flops, _fastest_seconds(lambda: nn_f.linear(x, w, b), dev, calls=calls)))
             xs = x.view(16, rows // 16, 32)
-            curves["bmm"].append((flops, _median_seconds(lambda: torch.baddbmm(bs, xs, ws), dev, calls=calls)))
+            curves["bmm"].append((flops, _fastest_seconds(lambda: torch.baddbmm(bs, xs, ws), dev, calls=calls)))
             elements = float(rows * 32)
             curves["layer_norm"].append(
-                (float(rows), _median_seconds(lambda: nn_f.layer_norm(x, [32], b, b), dev, calls=calls))
+                (float(rows), _fastest_seconds(lambda: nn_f.layer_norm(x, [32], b, b), dev, calls=calls))
             )
-            curves["binary"].append((elements, _median_seconds(lambda: torch.mul(xs, bs), dev, calls=calls)))
-            curves["pointwise"].append((elements, _median_seconds(lambda: torch.relu(x), dev, calls=calls)))
-            curves["transcendental"].append((elements, _median_seconds(lambda: torch.tanh(x), dev, calls=calls)))
+            curves["binary"].append((elements, _fastest_seconds(lambda: torch.mul(xs, bs), dev, calls=calls)))
+            curves["pointwise"].append((elements, _fastest_seconds(lambda: torch.relu(x), dev, calls=calls)))
+            curves["transcendental"].append((elements, _fastest_seconds(lambda: torch.tanh(x), dev, calls=calls)))
             pieces = list(xs)
-            curves["stack"].append((elements * 4, _median_seconds(lambda: torch.stack(pieces), dev, calls=calls)))
+            curves["stack"].append((elements * 4, _fastest_seconds(lambda: torch.stack(pieces), dev, calls=calls)))
     for kind, curve in curves.items():  # monotone: noise must not make a bigger op cheaper
         for i in range(1, len(curve)):
             curve[i] = (curve[i][0], max(curve[i][1], curve[i - 1][1]))

@@ -47,14 +47,16 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.analysis import AliasAnalysis, all_static, shape
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.cost_model import CostModel, GroupEstimate, calibrated_cost_model, default_cost_model
 from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.rewriting import patch_operands
+from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
+from optimus_ir.passes.canonicalize import bind_aliases
+from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig, patch_operands
 from optimus_ir.statistics import current_pass_context
 from optimus_ir.traits import is_removable
 from optimus_ir.types import device_of
@@ -111,10 +113,6 @@ def _tensor_fields(name: str, ty: Attribute | None) -> list[tuple[str, Hashable]
         (f"{name} dtype", ty.element_type),
         (f"{name} device", device_of(ty)),
     ]
-
-
-def _static(ty: Attribute) -> bool:
-    return isinstance(ty, TensorType) and all(d >= 0 for d in ty.get_shape())
 
 
 def candidate_key(
@@ -240,32 +238,17 @@ def regular_pieces(values: Sequence[SSAValue]) -> tuple[SSAValue, int, int, int,
     if len(values) < 2:
         return None
     offsets: dict[Operation, list[int]] = {}
-    first_piece = _piece_of(values[0], offsets)
-    second = _piece_of(values[1], offsets)
-    if first_piece is None or second is None:
+    pieces = [_piece_of(v, offsets) for v in values]
+    if any(p is None for p in pieces):
         return None
-    base, dim, first, size = first_piece
-    stride = second[2] - first
+    base, dim, first, size = pieces[0]  # type: ignore[misc]
+    stride = pieces[1][2] - first  # type: ignore[index]
     if stride < size:
         return None
-    for k, value in enumerate(values):
-        piece = _piece_of(value, offsets) if k > 1 else (first_piece if k == 0 else second)
-        if piece is None:
-            return None
-        b, d, offset, s = piece
+    for k, (b, d, offset, s) in enumerate(pieces):  # type: ignore[misc]
         if b is not base or d != dim or s != size or offset != first + k * stride:
             return None
     return base, dim, first, stride, size
-
-
-def _bytes(ty: Attribute) -> int:
-    if not isinstance(ty, TensorType):
-        return 0
-    count = 1
-    for d in ty.get_shape():
-        count *= max(d, 0)
-    width = getattr(ty.element_type, "bitwidth", 32)
-    return count * max(int(width) // 8, 1)
 
 
 # ---------------------------------------------------------------------------
@@ -304,11 +287,8 @@ class BatchFusion(ModulePass):
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
                 fuse_block(graph.block, self, self._cost_model(graph.block))
-        from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
-        from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
-
         aliases = AliasAnalysis(op)
-        patterns = [type(p)(aliases) if hasattr(p, "aliases") else p for p in BATCH_PATTERNS]
+        patterns = bind_aliases(BATCH_PATTERNS, aliases)
         GreedyRewriteDriver(
             patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
         ).rewrite(op)
@@ -534,7 +514,7 @@ def _names(ops: Sequence[Operation]) -> str:
 
 def _exclusion(op: Operation, aliases: AliasAnalysis) -> str | None:
     for value in (*op.operands, *op.results):
-        if not _static(value.type):
+        if not all_static(shape(value)):
             return "dynamic shape"
     for value in (*op.operands, *op.results):
         if aliases.is_mutated(value):
@@ -594,6 +574,12 @@ def _explain_rejections(
 _TRANSCENDENTAL = frozenset(
     {"torch.tanh", "torch.sigmoid", "torch.exp", "torch.log", "torch.gelu", "torch.silu"}
 )
+
+
+def _bytes(value: SSAValue) -> int:
+    """Bytes of a tensor value."""
+    width = getattr(value.type.element_type, "bitwidth", 32)  # type: ignore[union-attr]
+    return _elements(value) * max(int(width) // 8, 1)
 
 
 def _elements(value: SSAValue) -> int:
@@ -705,7 +691,7 @@ def estimate_group(
         if source in ("stack", "pieces"):
             estimate.views += 1 if source == "stack" else 3
             continue
-        copied = _bytes(values[0].type) * n
+        copied = _bytes(values[0]) * n
         estimate.bytes_copied += copied
         estimate.copies_s += model.kernel_seconds("stack", copied)
     if not _results_feed_one_group(members, group_of):

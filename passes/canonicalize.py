@@ -43,6 +43,12 @@ def collect_canonicalization_patterns(root: Operation) -> list[RewritePattern]:
     return patterns
 
 
+def bind_aliases(patterns: Sequence[RewritePattern], aliases: AliasAnalysis) -> list[RewritePattern]:
+    """`patterns` with those that ask alias facts (an `aliases` attribute)
+    made anew on `aliases`, the one analysis of the pass run."""
+    return [type(p)(aliases) if hasattr(p, "aliases") else p for p in patterns]  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True)
 class Canonicalize(PatternPass):
     """Fold ops locally with the canonicalization patterns they declare.
@@ -70,10 +76,10 @@ class Canonicalize(PatternPass):
         # to date by the driver's listener (walking an alias class per match
         # is O(K) on a split into K pieces).
         aliases = AliasAnalysis(op)
-        patterns = [type(p)(aliases) if hasattr(p, "aliases") else p for p in patterns]
+        patterns = bind_aliases(patterns, aliases)
         GreedyRewriteDriver(
             patterns, self.rewrite_config(), name=self.name, listeners=[aliases.listener()]
         ).rewrite(op)
 
 
-__all__ = ["Canonicalize", "collect_canonicalization_patterns"]
+__all__ = ["Canonicalize", "bind_aliases", "collect_canonicalization_patterns"]

@@ -461,9 +461,13 @@ def op_split(draw: DrawFn, b: Builder) -> None:
     rank = x.value.dim()
     dim = _dim(draw, rank)
     n = x.value.shape[dim]
-    sizes: int | list[int] = (
-        draw(st.integers(1, n)) if draw(st.booleans()) else _composition(draw, n)
-    )
+    how = draw(st.integers(0, 3))
+    if how <= 1:  # equal pieces: what batch fusion groups
+        sizes: int | list[int] = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+    elif how == 2:
+        sizes = draw(st.integers(1, n))
+    else:
+        sizes = _composition(draw, n)
     spelling = draw(st.sampled_from(["function", "method", "method_positional", "chunk"]))
     if spelling == "function":
         made = b.node("call_function", torch.split, (x.node, sizes), {"dim": dim})
@@ -948,7 +952,7 @@ DATA_MOVEMENT_OPS = ("split", "unbind", "join", "view")
 
 
 @st.composite
-def fx_programs(draw: DrawFn, max_ops: int = 10, data_movement: bool | None = None) -> FxProgram:
+def fx_programs(draw: DrawFn, max_ops: int = 12, data_movement: bool | None = None) -> FxProgram:
     """A valid GraphModule with inputs and seeded parameters (see the module
     docstring). `data_movement=True` draws only data-moving ops (and int
     dtypes); False never restricts; None picks either."""

@@ -52,3 +52,21 @@ def test_abandoned_split_stack_rewrite_leaves_no_dangling_uses() -> None:
     gm = torch.fx.GraphModule(owner, g)
     inputs = [fx_graph_strategies.tensor((2, 2), torch.float32, seed=0)]
     assert_optimized_matches(gm, inputs, exact=False)
+
+
+def test_returned_rank0_fused_members_get_a_copy_that_verifies() -> None:
+    # batch-fusion gives every returned member a fresh copy (`cat([x])`, so
+    # that outputs do not share the fused tensor's storage); on rank-0
+    # members (pieces of an unbind of a 1-d tensor) that cat did not verify
+    # and a VerifyException escaped from optimize(). Fixed in
+    # passes/batch_fusion.py (_fresh_copy).
+    owner = nn.Module()
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    unbind = g.call_method("unbind", (x, 0))
+    pieces = [g.call_function(operator.getitem, (unbind, i)) for i in (3, 4, 5)]
+    relus = [g.call_function(torch.relu, (p,)) for p in pieces]
+    g.output(tuple(relus))
+    gm = torch.fx.GraphModule(owner, g)
+    inputs = [fx_graph_strategies.tensor((6,), torch.float32, seed=0)]
+    assert_optimized_matches(gm, inputs, exact=False)

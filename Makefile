@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench bench-export bench-batch-fusion clean
+.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(VENV)/bin/lit -sv tests/lit
+
+# The generated-graph fuzzer at length: FUZZ_EXAMPLES random graphs (not the
+# CI profile's fixed 50) through optimize() with and without validation, with
+# progress lines, hypothesis statistics and a summary (graphs run, graphs the
+# pipeline changed). `make fuzz FUZZ_EXAMPLES=200` for a shorter run.
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	FUZZ_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -s -p no:cacheprovider \
+		--hypothesis-show-statistics tests/test_fuzz_pipeline.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_roundtrip.py --sizes 1000,10000,100000

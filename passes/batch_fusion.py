@@ -821,15 +821,31 @@ def _fuse(
         result.name_hint = member.results[0].name_hint
         value: SSAValue = result
         if member in returned:
-            copy = T.CatOp([result], 0)
-            Rewriter.insert_op(copy, InsertPoint.before(anchor))
-            copy.result.name_hint = member.results[0].name_hint
-            value = copy.result
+            value = _fresh_copy(result, anchor, member.results[0].name_hint)
         subst[member.results[0]] = value
     _replace_uses(subst)
     for member in members:
         Rewriter.erase_op(member)
     return list(unpack.outputs)
+
+
+def _fresh_copy(value: SSAValue, anchor: Operation, name: str | None) -> SSAValue:
+    """A copy of `value` in fresh storage, inserted before `anchor`:
+    `cat([value])`; a rank-0 value (a piece of an unbind of a 1-d tensor),
+    which cat cannot take, is copied with one dim added and taken off again."""
+    rank0 = len(shape(value)) == 0
+    ops: list[Operation] = []
+    source = value
+    if rank0:
+        ops.append(T.UnsqueezeOp(value, 0))
+        source = ops[-1].results[0]
+    ops.append(T.CatOp([source], 0))
+    if rank0:
+        ops.append(T.SqueezeOp(ops[-1].results[0], [0]))
+    for op in ops:
+        Rewriter.insert_op(op, InsertPoint.before(anchor))
+    ops[-1].results[0].name_hint = name
+    return ops[-1].results[0]
 
 
 def _replace_uses(subst: dict[SSAValue, SSAValue]) -> None:

@@ -599,14 +599,17 @@ class _SplitJoinToView(RewritePattern):
                 contiguous=layout_kept,
                 aliases=self.aliases,
             ):
+                _abandon(pending, new_splits)
                 return
         else:
             new_join = t.CatOp(values, c)
             pending.append(new_join)
             result = new_join.results[0]
-        if result.type != join.results[0].type:
-            return  # e.g. a device or dtype the views would not keep
-        if not _fewer_ops(join, runs, private, new_splits, len(pending)):
+        if result.type != join.results[0].type or not _fewer_ops(
+            join, runs, private, new_splits, len(pending)
+        ):
+            # a device or dtype the views would not keep; or no gain
+            _abandon(pending, new_splits)
             return
         # Commit.
         for old, (new_split, _) in new_splits.items():
@@ -638,6 +641,17 @@ class _SplitJoinToView(RewritePattern):
     def _private(run: _Run) -> bool:
         """Every piece of the run is used once, by the join (or its wrapper)."""
         return all(_one_use(run.op.results[i]) for i in range(run.start, run.stop))
+
+
+def _abandon(
+    pending: Sequence[Operation],
+    new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]],
+) -> None:
+    """Forget ops built for a rewrite that is not made: a detached op still
+    counts as a use of its operands (a value it reads would never look dead,
+    and erasing that value later fails)."""
+    for op in [*pending, *(split for split, _ in new_splits.values())]:
+        op.drop_all_references()
 
 
 def _fewer_ops(

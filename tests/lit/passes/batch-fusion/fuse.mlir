@@ -88,3 +88,25 @@ fx.graph @arguments_kept {
   %a1 = torch.add %n1, %t alpha 3 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   fx.output (%a0, %a1)
 }
+
+// -----
+
+// Fuzzer regression: returned rank-0 members (pieces of an unbind of a 1-d
+// tensor) get their fresh copies with a dim added and taken off again; the
+// `cat([x])` copy of other ranks does not verify on rank 0.
+
+// CHECK-LABEL: fx.graph @rank0_returned
+// CHECK:         %r0, %r1, %r2 = batch.unpack
+// CHECK-NEXT:    %[[U:.*]] = torch.unsqueeze %r0 dim 0 : tensor<f32, "cpu"> -> tensor<1xf32, "cpu">
+// CHECK-NEXT:    %[[C:.*]] = torch.cat %[[U]] dim 0
+// CHECK-NEXT:    %[[R:.*]] = torch.squeeze %[[C]] dims [0] : tensor<1xf32, "cpu"> -> tensor<f32, "cpu">
+// CHECK:         fx.output (%[[R]], %{{.*}}, %{{.*}})
+fx.graph @rank0_returned {
+  %x = fx.placeholder "x" : tensor<3xf32, "cpu">
+  %p0, %p1, %p2 = torch.unbind %x dim 0 : tensor<3xf32, "cpu"> -> tensor<f32, "cpu">, tensor<f32, "cpu">, tensor<f32, "cpu">
+  // expected-remark@+1 {{batch-fusion: fused 3 torch.relu (%r0, %r1, %r2) into batch.pointwise}}
+  %r0 = torch.relu %p0 : tensor<f32, "cpu"> -> tensor<f32, "cpu">
+  %r1 = torch.relu %p1 : tensor<f32, "cpu"> -> tensor<f32, "cpu">
+  %r2 = torch.relu %p2 : tensor<f32, "cpu"> -> tensor<f32, "cpu">
+  fx.output (%r0, %r1, %r2)
+}

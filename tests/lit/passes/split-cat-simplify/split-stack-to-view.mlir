@@ -1,4 +1,5 @@
 // RUN: optimus-opt %s -p split-cat-simplify --split-input-file | filecheck %s
+// RUN: optimus-opt %s -p split-cat-simplify,dce --split-input-file | filecheck %s --check-prefix=DCE
 
 // split on dim 1 -> stack on dim 0: unflatten + movedim of the input.
 
@@ -79,4 +80,22 @@ fx.graph @left_alone {
   %ur = torch.relu %u : tensor<2x3x2xf32> -> tensor<2x3x2xf32>
   %jr = torch.relu %j : tensor<3x2xf32> -> tensor<3x2xf32>
   fx.output (%s, %tr, %ur, %jr, %k, %l)
+}
+
+// -----
+
+// Fuzzer regression: a rewrite built its views and then was not made (the
+// stack's alias check refused it); the unused ops still counted as uses of
+// %ln, so dce kept it and lower-to-fx failed to erase it.
+
+// DCE-LABEL: fx.graph @abandoned_rewrite_leaves_no_uses
+// DCE-NEXT:    %x = fx.placeholder "x"
+// DCE-NEXT:    fx.output (%x,)
+fx.graph @abandoned_rewrite_leaves_no_uses {
+  %x = fx.placeholder "x" : tensor<2x2xf32>
+  %ln = torch.layer_norm %x normalized_shape [2] : tensor<2x2xf32> -> tensor<2x2xf32>
+  %a, %b = torch.split %ln sections [1, 1] dim 0 : tensor<2x2xf32> -> tensor<1x2xf32>, tensor<1x2xf32>
+  %s = torch.stack %a, %b dim 2 : tensor<1x2xf32>, tensor<1x2xf32> -> tensor<1x2x2xf32>
+  %g = torch.gelu %s : tensor<1x2x2xf32> -> tensor<1x2x2xf32>
+  fx.output (%x,)
 }

@@ -1,0 +1,72 @@
+"""Regression tests for the bugs the generated-graph fuzzer found
+(`tests/test_fuzz_pipeline.py`), one minimal graph per bug, each built by
+hand with `torch.fx.Graph` and checked like the fuzzer checks
+(`fx_graph_strategies.assert_optimized_matches`: optimize with differential
+validation, then outputs, strides, aliasing and in-place writes against the
+GraphModule itself).
+
+Turning a new fuzzer failure into a test here:
+
+1. Hypothesis prints the shrunk failing example: `program=FxProgram(...)`
+   followed by `# --- builder ---`, Python source that rebuilds the graph
+   (`owner`, `g`, one `g.call_function(...)` line per node, `gm`, `inputs`),
+   then the graph's `gm.code`. Rerun it with the printed
+   `@reproduce_failure(...)` / `--hypothesis-seed=...` if needed.
+2. Paste the builder source into a new `test_...` function below, drop the
+   nodes the failure does not need (rerun to confirm it still fails), and
+   end with `assert_optimized_matches(gm, inputs, exact=...)` (`exact=True`
+   when the graph only moves data, as the printed `data_movement_only` says).
+3. Comment what broke and where it was fixed; add a lit case to the pass's
+   file in tests/lit/passes when the bug is in a pass.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch import nn
+
+import fx_graph_strategies
+from fx_graph_strategies import assert_optimized_matches
+
+
+def test_abandoned_split_stack_rewrite_leaves_no_dangling_uses() -> None:
+    # split-cat-simplify's split -> stack-to-view pattern built its view ops,
+    # then refused the rewrite (alias check) without dropping them: the
+    # detached ops still counted as uses of the layer_norm, so dce kept it
+    # and lower-to-fx crashed erasing it ("Attempting to delete SSA value
+    # that still has uses"). Fixed in passes/split_cat_views.py (_abandon).
+    owner = nn.Module()
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    layer_norm = g.call_function(F.layer_norm, (x, [2]), {"eps": 1e-05})
+    split = g.call_function(torch.split, (layer_norm, [1, 1]), {"dim": 0})
+    a = g.call_function(operator.getitem, (split, 0))
+    b = g.call_function(operator.getitem, (split, 1))
+    stack = g.call_function(torch.stack, ([a, b], 2))
+    g.call_function(F.gelu, (stack,))
+    g.output((x,))
+    gm = torch.fx.GraphModule(owner, g)
+    inputs = [fx_graph_strategies.tensor((2, 2), torch.float32, seed=0)]
+    assert_optimized_matches(gm, inputs, exact=False)
+
+
+def test_returned_rank0_fused_members_get_a_copy_that_verifies() -> None:
+    # batch-fusion gives every returned member a fresh copy (`cat([x])`, so
+    # that outputs do not share the fused tensor's storage); on rank-0
+    # members (pieces of an unbind of a 1-d tensor) that cat did not verify
+    # and a VerifyException escaped from optimize(). Fixed in
+    # passes/batch_fusion.py (_fresh_copy).
+    owner = nn.Module()
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    unbind = g.call_method("unbind", (x, 0))
+    pieces = [g.call_function(operator.getitem, (unbind, i)) for i in (3, 4, 5)]
+    relus = [g.call_function(torch.relu, (p,)) for p in pieces]
+    g.output(tuple(relus))
+    gm = torch.fx.GraphModule(owner, g)
+    inputs = [fx_graph_strategies.tensor((6,), torch.float32, seed=0)]
+    assert_optimized_matches(gm, inputs, exact=False)

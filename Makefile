@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(VENV)/bin/lit -sv tests/lit
 
 # The generated-graph fuzzer at length: FUZZ_EXAMPLES random graphs (not the
-# CI profile's fixed 50) through optimize() with and without validation, with
+# CI profile's fixed 60) through optimize() with and without validation, with
 # progress lines, hypothesis statistics and a summary (graphs run, graphs the
 # pipeline changed). `make fuzz FUZZ_EXAMPLES=200` for a shorter run.
 FUZZ_EXAMPLES ?= 2000

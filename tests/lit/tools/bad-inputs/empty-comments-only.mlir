@@ -1,0 +1,2 @@
+// EXPECT: 2:1: error: empty input
+// nothing but a comment

@@ -1,0 +1,4 @@
+// EXPECT: 2:1: error: empty input
+
+
+   

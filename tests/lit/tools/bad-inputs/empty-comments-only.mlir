@@ -1,2 +1,2 @@
-// EXPECT: 2:1: error: empty input
+// EXPECT: 1:1: error: empty input
 // nothing but a comment

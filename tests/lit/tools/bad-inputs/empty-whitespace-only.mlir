@@ -1,4 +1,4 @@
-// EXPECT: 2:1: error: empty input
+// EXPECT: 1:1: error: empty input
 
 
    

@@ -1,4 +1,4 @@
-// EXPECT: 6:1: error: redefinition of symbol "g"
+// EXPECT: 6:1: error: Redefinition of symbol "g"
 fx.graph @g {
   %x = fx.placeholder "x" : tensor<4xf32>
   fx.output %x

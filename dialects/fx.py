@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    NoneAttr,
     StringAttr,
     TensorType,
     TupleType,
@@ -600,6 +601,9 @@ class GraphOp(IRDLOperation):
         last = self.body.block.last_op
         if not isinstance(last, OutputOp):
             raise VerifyException("'fx.graph' body must end with 'fx.output'")
+        parent = self.parent_op()
+        if parent is not None and parent.name != "builtin.module":
+            raise VerifyException("'fx.graph' must be at the top level of a module")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -651,6 +655,8 @@ class NodeOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        if not self.target.data:
+            raise VerifyException(f"'{self.name}' has an empty target")
         _verify_refs(self, (self.args, *self.kwargs.data.values()))
 
     def print(self, printer: Printer) -> None:
@@ -764,6 +770,39 @@ def _verify_strides(op: Operation, strides: ArrayAttr[IntAttr] | None) -> None:
         raise VerifyException(f"'{op.name}' op strides must be integers")
 
 
+_MAX_DIM = 2**63 - 1
+_DEVICES: dict[str, str | None] = {}
+
+
+def verify_value_type(op: Operation, type_: Attribute) -> None:
+    """A graph input's tensor type must be one torch can have: sizes that
+    fit an int64 and a device (the encoding) that torch can parse."""
+    if not isinstance(type_, TensorType):
+        return
+    for size in type_.get_shape():
+        if size > _MAX_DIM:
+            raise VerifyException(f"'{op.name}' dimension size {size} is too large (more than 2**63 - 1)")
+    encoding = type_.encoding
+    if isinstance(encoding, NoneAttr):
+        return
+    if not isinstance(encoding, StringAttr):
+        raise VerifyException(
+            f"'{op.name}' tensor encoding {encoding} is not a device string such as \"cpu\""
+        )
+    problem = _DEVICES.get(encoding.data, "")
+    if problem == "":
+        import torch
+
+        try:
+            torch.device(encoding.data)
+            problem = None
+        except (RuntimeError, ValueError):
+            problem = f"'{op.name}' '{encoding.data}' is not a torch device (such as \"cpu\" or \"cuda:0\")"
+        _DEVICES[encoding.data] = problem
+    if problem is not None:
+        raise VerifyException(problem)
+
+
 @irdl_op_definition
 class PlaceholderOp(IRDLOperation):
     """An FX `placeholder` node: a graph input, with its optional default.
@@ -777,6 +816,7 @@ class PlaceholderOp(IRDLOperation):
     default = opt_prop_def(Attribute)
     strides = opt_prop_def(ArrayAttr[IntAttr])
     result = result_def()
+    traits = traits_def(HasParent(GraphOp))
 
     def __init__(
         self,
@@ -797,6 +837,7 @@ class PlaceholderOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_strides(self, self.strides)
+        verify_value_type(self, self.result.type)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -848,6 +889,7 @@ class GetAttrOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_strides(self, self.strides)
+        verify_value_type(self, self.result.type)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

@@ -229,7 +229,27 @@ def capture(
     perform is a CaptureError."""
     if isinstance(model, torch.fx.GraphModule):
         return model
+    if not callable(model):
+        raise CaptureError(
+            f"cannot optimize a {type(model).__name__}: pass an nn.Module, a "
+            "torch.fx.GraphModule or a function"
+        )
+    if not isinstance(example_inputs, tuple | list):
+        raise CaptureError(
+            f"example_inputs must be a tuple or list of the model's inputs, not a "
+            f"{type(example_inputs).__name__} (write (x,) for one input)"
+        )
     kwargs = dict(example_kwargs or {})
+    function = model.forward if isinstance(model, torch.nn.Module) else model
+    try:
+        inspect.signature(function).bind(*example_inputs, **kwargs)
+    except TypeError as error:
+        raise CaptureError(
+            f"the example inputs do not fit {type(model).__name__}"
+            f"{'.forward' if isinstance(model, torch.nn.Module) else ''}: {error}"
+        ) from None
+    except ValueError:  # no signature (a builtin): Dynamo will say
+        pass
     state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
     try:
         gm, _guards = torch._dynamo.export(  # noqa: SLF001

@@ -183,6 +183,25 @@ def emit_error(op: Operation | None, message: str) -> None:
 MAX_VERIFY_ERRORS = 20
 
 
+def _redefinition(table: Operation, message: str) -> Operation | None:
+    """The op that redefines a symbol, for xDSL's "Redefinition of symbol"
+    error (raised on the symbol table, which is not where the mistake is)."""
+    import re
+
+    match = re.search(r'Redefinition of symbol "([^"]+)"', message)
+    if match is None:
+        return None
+    seen = False
+    for region in table.regions:
+        for op in region.ops:
+            name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+            if name is not None and getattr(name, "data", None) == match.group(1):
+                if seen:
+                    return op
+                seen = True
+    return None
+
+
 def verify_module(module: Operation, context: str = "") -> None:
     """Verify `module`; raise `VerificationError` naming the failing ops (at
     most `MAX_VERIFY_ERRORS` of them)."""
@@ -196,10 +215,11 @@ def verify_module(module: Operation, context: str = "") -> None:
         try:
             op.verify(verify_nested_ops=False)
         except (VerifyException, ValueError) as err:
-            message = str(err)
+            # one line: xDSL puts the failing constraint on a line of its own
+            message = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
             if not message.startswith(f"'{op.name}'"):
                 message = f"'{op.name}' op {message}"
-            errors.append(Diagnostic(Severity.ERROR, message, op))
+            errors.append(Diagnostic(Severity.ERROR, message, _redefinition(op, message) or op))
             if len(errors) >= MAX_VERIFY_ERRORS:
                 break
     if not errors:  # the whole-module check failed in a way we cannot pin down

@@ -569,6 +569,10 @@ def export_graph(
     the captured mode.
     """
     codegen = None
+    if not isinstance(program, ImportedGraph | ModuleOp):
+        raise GraphExportError(
+            f"export_graph needs what import_graph returned or a ModuleOp, not a {type(program).__name__}"
+        )
     if isinstance(program, ImportedGraph):
         module = program.module
         owner = owner if owner is not None else program.owner

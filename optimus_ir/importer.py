@@ -396,6 +396,11 @@ def import_graph(
     of graph inputs (from the metadata) and of parameters and buffers (from
     `gm`) are recorded as the `strides` of their ops (`fx.input_strides`).
     """
+    if not isinstance(gm, torch.fx.GraphModule):
+        raise GraphImportError(
+            f"import_graph needs a torch.fx.GraphModule, not a {type(gm).__name__} "
+            "(optimus_ir.capture or optimus_ir.optimize capture a model)"
+        )
     propagated = False
     if _needs_propagation(gm):
         if example_inputs is None:

@@ -4,7 +4,16 @@
 parses as the op's `location` (a `FileLineColLoc`, unless the text gives an
 explicit `loc(...)`), so that verifier and pass diagnostics can name the line.
 It also points errors about unknown ops, types and attributes at the name
-itself rather than after it.
+itself rather than after it, rejects input nested deeper than
+`MAX_NESTING` brackets (xDSL's parser and printer recurse per level: deeper
+input would end in a RecursionError), and says what is wrong in a few
+places where xDSL's message does not (a negative dimension, an unknown
+element type, a stray `}`, an invisible character).
+
+`read_source` decodes a file's bytes (a located error for invalid UTF-8) and
+`parse_error_diagnostic` turns a `ParseError` into a located `Diagnostic`
+("unexpected end of input" for a truncated file): optimus-opt and
+optimus-translate report bad text the same way.
 
 This module sits above `optimus_ir.context` and `optimus_ir.diagnostics`,
 which do not import it.
@@ -23,6 +32,29 @@ from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Span
 
 from optimus_ir.context import make_context
+from optimus_ir.diagnostics import Diagnostic, OptimusError, Severity, SourceLocation
+
+MAX_NESTING = 100
+"""The deepest bracket nesting (`[`, `(`, `{`, `<`) the parser accepts; far
+beyond any real program, well within what the parser, the verifier and the
+printer manage without exhausting Python's recursion limit."""
+
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|->|[\[({<]|[\])}>]')
+
+
+def nesting_error(text: str, limit: int = MAX_NESTING) -> int | None:
+    """The offset of the first bracket nested deeper than `limit` (strings
+    and comments skipped, `->` is not a bracket), or None."""
+    depth = 0
+    for match in _NESTING_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[({<":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif token in "])}>":
+            depth = max(depth - 1, 0)
+    return None
 
 
 
@@ -36,6 +68,29 @@ class LocatingParser(Parser):
         self._line_starts = [0]
         self._line_starts.extend(m.end() for m in re.finditer("\n", text))
         self._file = StringAttr(name)
+        self._text = text
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """xDSL's `parse_module`, after the nesting check; the implicit
+        module gets the location 1:1 (an error about it has a place)."""
+        at = nesting_error(self._text)
+        if at is not None:
+            raise ParseError(
+                Span(at, at + 1, self.lexer.input),
+                f"input nested too deeply (more than {MAX_NESTING} levels of brackets)",
+            )
+        try:
+            module = super().parse_module(allow_implicit_module)
+        except ParseError as err:
+            raise _refine(err, self._text) from None
+        except RecursionError:  # pragma: no cover - the nesting check comes first
+            at = self._current_token.span.start
+            raise ParseError(
+                Span(at, at + 1, self.lexer.input), "input nested too deeply to parse"
+            ) from None
+        if isinstance(module.location, UnknownLoc):
+            module.location = FileLineColLoc(self._file, IntAttr(1), IntAttr(1))
+        return module
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -55,6 +110,9 @@ class LocatingParser(Parser):
         if err.span.start < start:
             return err
         text = self.lexer.input.content
+        refined = _refine(err, text)
+        if refined is not err:
+            return refined
         match = re.fullmatch(r"Operation (\S+) is not registered", err.msg)
         if match is not None:
             name = match.group(1)
@@ -75,6 +133,60 @@ class LocatingParser(Parser):
         return ParseError(Span(at, at + len(name), self.lexer.input), message)
 
 
+def _refine(err: ParseError, text: str) -> ParseError:
+    """A clearer message for a few of xDSL's parse errors (same span)."""
+    at = err.span.start
+    rest = text[at:at + 40]
+    message = None
+    if err.msg == "Expected shape type.":
+        dim = re.match(r"-\d+", rest)
+        element = re.match(r"[A-Za-z_][\w.]*", rest)
+        if dim is not None:
+            message = f"negative dimension size '{dim.group()}' in a tensor type (use '?' for a dynamic size)"
+        elif element is not None:
+            message = f"unknown element type '{element.group()}' in a tensor type"
+    elif err.msg.startswith("Unexpected character"):
+        char = text[at] if at < len(text) else ""
+        if char:
+            message = f"unexpected character U+{ord(char):04X} ({char!r})"
+    elif err.msg == "Could not parse entire input!" and rest[:1] == "}":
+        message = "unexpected '}' after the end of the input (unbalanced braces)"
+    if message is None:
+        return err
+    return ParseError(err.span, message)
+
+
+def read_source(data: bytes, name: str) -> str:
+    """The text of an input file; invalid UTF-8 is an `OptimusError` at the
+    line and column of the first bad byte. A UTF-8 byte order mark is
+    dropped."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        good = data[: err.start].decode("utf-8-sig")
+        line = good.count("\n") + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        if line == 1 and data.startswith(b"\xef\xbb\xbf"):
+            column -= 3
+        raise OptimusError(
+            f"invalid UTF-8 (byte 0x{data[err.start]:02x}); the input must be UTF-8 text",
+            location=SourceLocation(name, line, column),
+        ) from None
+
+
+def parse_error_diagnostic(err: ParseError, text: str, name: str) -> Diagnostic:
+    """A located diagnostic for a parse error in `text` (the whole input
+    as parsed): one that reaches the end of the input says so."""
+    loc = err.span.get_location()
+    message = err.msg.strip()
+    end = len(text.rstrip())
+    cut = err.span.end >= end and (text[end - 1:end].isalnum() or text[end - 1:end] in "_.%")
+    if err.span.start >= end or cut:
+        if not message.startswith("End of file"):
+            message = "unexpected end of input" + (f" ({message})" if message else "")
+    return Diagnostic(Severity.ERROR, message, location=SourceLocation(name, loc.line, loc.col))
+
+
 def parse_module(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
     """Parse IR text into a ModuleOp whose ops carry their source locations
     (for tests and the CLI only: xDSL's parser is slow, programmatic paths
@@ -82,4 +194,11 @@ def parse_module(text: str, name: str = "<string>", ctx: Context | None = None) 
     return LocatingParser(ctx if ctx is not None else make_context(), text, name).parse_module()
 
 
-__all__ = ["LocatingParser", "parse_module"]
+__all__ = [
+    "MAX_NESTING",
+    "LocatingParser",
+    "nesting_error",
+    "parse_error_diagnostic",
+    "parse_module",
+    "read_source",
+]

@@ -92,15 +92,23 @@ def _registry() -> tuple[Mapping[str, Callable[[], type[ModulePass]]], Mapping[s
 
 def _pass_name_columns(text: str) -> list[int]:
     """1-based columns of the pass names of a (syntactically valid) pipeline."""
+    return [column for column, _ in _pass_tokens(text)]
+
+
+def _pass_tokens(text: str) -> list[tuple[int, list[tuple[str, int]]]]:
+    """Per pass of a (syntactically valid) pipeline: the 1-based column of
+    its name and its option names as written, with their columns."""
     lexer = PipelineLexer(text)
-    columns: list[int] = []
+    passes: list[tuple[int, list[tuple[str, int]]]] = []
     depth = 0
     expect_name = True
+    previous = None  # the previous token's kind, spaces included
+    significant = None  # the previous token's kind, spaces left out
     while True:
         token = lexer.lex()
         kind = token.kind
         if kind is SpecTokenKind.EOF:
-            return columns
+            return passes
         if kind is SpecTokenKind.L_BRACE:
             depth += 1
         elif kind is SpecTokenKind.R_BRACE:
@@ -108,8 +116,64 @@ def _pass_name_columns(text: str) -> list[int]:
         elif depth == 0 and kind is SpecTokenKind.COMMA:
             expect_name = True
         elif depth == 0 and expect_name and kind is SpecTokenKind.IDENT:
-            columns.append(token.span.start + 1)
+            passes.append((token.span.start + 1, []))
             expect_name = False
+        elif (
+            depth == 1
+            and passes
+            and kind is SpecTokenKind.IDENT
+            and significant is not SpecTokenKind.EQUALS
+            and (significant is SpecTokenKind.L_BRACE or previous is SpecTokenKind.SPACE)
+        ):
+            passes[-1][1].append((token.text, token.span.start + 1))
+        previous = kind
+        if kind is not SpecTokenKind.SPACE:
+            significant = kind
+
+
+def _check_options(
+    spec: ArgSpec, pass_class: type[ModulePass], options: list[tuple[str, int]], text: str
+) -> None:
+    """Raise `PipelineError` at the option for an unknown, repeated or
+    ill-typed option (xDSL's own message names neither the option nor its
+    place, and keeps only the last of a repeated option)."""
+    import dataclasses
+    import typing
+
+    from xdsl.utils.arg_spec import _convert_arg_to_type  # noqa: PLC2701 - the conversion from_spec does
+
+    fields = {
+        f.name.replace("_", "-"): f
+        for f in dataclasses.fields(pass_class)
+        if f.init and f.name != "name"
+    }
+    hints = typing.get_type_hints(pass_class)
+    seen: set[str] = set()
+    for written, column in options:
+        option = written.replace("_", "-")
+        where = f"option '{written}' of pass '{spec.name}'"
+        if option not in fields:
+            if not fields:
+                detail = " (it takes no options)"
+            else:
+                hint = difflib.get_close_matches(option, list(fields), n=1)
+                detail = f"; did you mean '{hint[0]}'?" if hint else ""
+                detail += f" (options: {', '.join(sorted(fields))})"
+            raise PipelineError(f"unknown option '{written}' for pass '{spec.name}'{detail}", text, column)
+        if option in seen:
+            raise PipelineError(f"{where} is given twice", text, column)
+        seen.add(option)
+        field_ = fields[option]
+        value = spec.parameters.get(written, spec.parameters.get(field_.name))
+        if value is None:
+            continue
+        try:
+            _convert_arg_to_type(value, hints[field_.name])
+        except (ValueError, TypeError):
+            expected = hints[field_.name]
+            expected_name = getattr(expected, "__name__", str(expected))
+            got = "no value" if len(value) == 0 else repr(value[0]) if len(value) == 1 else repr(list(value))
+            raise PipelineError(f"{where} expects {expected_name}, got {got}", text, column) from None
 
 
 def _syntax_error(err: ArgSpecParseError, text: str) -> PipelineError:
@@ -137,15 +201,21 @@ def parse_pipeline(
 
 
 def _parse(text, passes, pipelines, depth: int) -> list[ModulePass]:
+    if not isinstance(text, str):
+        raise PipelineError(
+            f"a pipeline is a text such as 'dce,cse', not a {type(text).__name__}", repr(text), 1
+        )
+    if not text.strip():
+        return []
     try:
         specs: list[ArgSpec] = list(_xdsl_parse(text))
     except ArgSpecParseError as err:
         raise _syntax_error(err, text) from None
-    columns = _pass_name_columns(text)
-    if len(columns) != len(specs):  # pragma: no cover - defensive
-        columns = [1] * len(specs)
+    tokens = _pass_tokens(text)
+    if len(tokens) != len(specs):  # pragma: no cover - defensive
+        tokens = [(1, [])] * len(specs)
     result: list[ModulePass] = []
-    for spec, column in zip(specs, columns):
+    for spec, (column, options) in zip(specs, tokens):
         if spec.name not in passes:
             if spec.name in pipelines and depth < 8:
                 if spec.parameters:
@@ -155,7 +225,9 @@ def _parse(text, passes, pipelines, depth: int) -> list[ModulePass]:
                 result.extend(_parse(pipelines[spec.name], passes, pipelines, depth + 1))
                 continue
             known = sorted(passes)
-            hint = difflib.get_close_matches(spec.name, [*known, *pipelines], n=1)
+            names = [*known, *pipelines]
+            hint = [n for n in names if n.lower() == spec.name.lower()]
+            hint = hint or difflib.get_close_matches(spec.name, names, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
             raise PipelineError(
                 f"unknown pass '{spec.name}'{suggestion} (available passes: "
@@ -164,12 +236,21 @@ def _parse(text, passes, pipelines, depth: int) -> list[ModulePass]:
                 column,
             )
         pass_class = passes[spec.name]()
+        _check_options(spec, pass_class, options, text)
         try:
-            result.append(pass_class.from_spec(spec))
-        except (ValueError, TypeError) as err:
+            instance = pass_class.from_spec(spec)
+            # a pass checks the values of its options as they are given,
+            # not when it first runs (a pipeline is refused before any pass)
+            check = getattr(instance, "check_options", None)
+            if check is not None:
+                check()
+        except (ValueError, TypeError, OptimusError) as err:
+            message = str(err.message if isinstance(err, OptimusError) else err)
+            message = message.removeprefix(f"{spec.name}: ")
             raise PipelineError(
-                f"invalid options for pass '{spec.name}': {err}", text, column
+                f"invalid options for pass '{spec.name}': {message}", text, column
             ) from None
+        result.append(instance)
     return result
 
 
@@ -302,6 +383,11 @@ def run_pipeline(
     `verify_each`: True verifies after every pass, False not at all; None
     (the default) verifies once at the end, or after every pass when
     `default_verify_each()` (`OPTIMUS_VERIFY_EACH=1`, as in the tests)."""
+    if not isinstance(module, ModuleOp):
+        raise OptimusError(
+            f"run_pipeline needs a ModuleOp (parse_module(...) or "
+            f"import_graph(...).module), not a {type(module).__name__}"
+        )
     if pipeline is None:
         from optimus_ir.passes.registry import DEFAULT_PIPELINE
 
@@ -309,7 +395,12 @@ def run_pipeline(
     verify_at_end = verify_each is None
     if verify_each is None:
         verify_each = default_verify_each()
-    passes = parse_pipeline(pipeline) if isinstance(pipeline, str) else tuple(pipeline)
+    if isinstance(pipeline, str):
+        passes = parse_pipeline(pipeline)
+    else:
+        passes = tuple(pipeline)
+        if not all(isinstance(p, ModulePass) for p in passes):
+            parse_pipeline(pipeline)  # type: ignore[arg-type] - raises the PipelineError
     manager = PassManager(
         passes,
         ctx=ctx,

@@ -283,7 +283,7 @@ class BatchFusion(ModulePass):
     grouped_linear: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self._check_options()
+        self.check_options()
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
                 fuse_block(graph.block, self, self._cost_model(graph.block))
@@ -293,7 +293,7 @@ class BatchFusion(ModulePass):
             patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
         ).rewrite(op)
 
-    def _check_options(self) -> None:
+    def check_options(self) -> None:
         problems = []
         if self.min_size < 1 or self.max_size < self.min_size:
             problems.append(f"need 1 <= min-size <= max-size, got {self.min_size} and {self.max_size}")

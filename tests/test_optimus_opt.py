@@ -104,7 +104,7 @@ def test_bad_input_is_a_located_error(case, tmp_path):
     "pipeline, column, message",
     [
         ("dce,no-such-pass", 5, "unknown pass 'no-such-pass'"),
-        ("dce{bogus=1}", 1, "invalid options for pass 'dce'"),
+        ("dce{bogus=1}", 5, "unknown option 'bogus' for pass 'dce'"),
         ("dce,cse{", 9, "invalid pass pipeline"),
     ],
 )

@@ -162,8 +162,8 @@ def test_pipeline_options_map_onto_dataclass_fields():
     [
         ("dce,nope", 5, "unknown pass 'nope'"),
         ("dce,dcf", 5, "did you mean 'dce'?"),
-        ("options-pass{count=abc}", 1, "invalid options for pass 'options-pass'"),
-        ("options-pass{bogus=1}", 1, '"bogus"'),
+        ("options-pass{count=abc}", 14, "option 'count' of pass 'options-pass' expects int, got 'abc'"),
+        ("options-pass{bogus=1}", 14, "unknown option 'bogus' for pass 'options-pass'"),
         ("dce,options-pass{", 18, "invalid pass pipeline"),
         ("dce;cse", 4, "invalid pass pipeline"),
     ],

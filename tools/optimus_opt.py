@@ -53,7 +53,7 @@ from optimus_ir.diagnostics import (
     diagnostic_handler,
     verify_module,
 )
-from optimus_ir.parsing import LocatingParser
+from optimus_ir.parsing import LocatingParser, parse_error_diagnostic, read_source
 from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
 from optimus_ir.statistics import PassStatistics
 
@@ -187,9 +187,16 @@ class OptimusOptMain(xDSLOptMain):
             else:
                 with open(self.args.input_file, "rb") as f:
                     data = f.read()
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            print(f"{PROG}: error: cannot read '{name}': {err}", file=sys.stderr)
+        except OSError as err:
+            print(f"{PROG}: error: cannot read '{name}': {err.strerror or err}", file=sys.stderr)
+            return 1
+        try:
+            text = read_source(data, name)
+        except OptimusError as err:
+            print(err.diagnostic().format(), file=sys.stderr)
+            return 1
+        if not _has_code(text) and not self.args.split_input_file:
+            print(f"{name}:1:1: error: empty input (no operations)", file=sys.stderr)
             return 1
 
         chunks = _split(text) if self.args.split_input_file else [(text, 0)]
@@ -199,7 +206,10 @@ class OptimusOptMain(xDSLOptMain):
                 open(self.args.output_file, "w") if self.args.output_file else sys.stdout
             )
         except OSError as err:
-            print(f"{PROG}: error: cannot write '{self.args.output_file}': {err}", file=sys.stderr)
+            print(
+                f"{PROG}: error: cannot write '{self.args.output_file}': {err.strerror or err}",
+                file=sys.stderr,
+            )
             return 1
         status = 0
         try:
@@ -246,13 +256,7 @@ class OptimusOptMain(xDSLOptMain):
                 )
         except ParseError as err:
             module = None
-            loc = err.span.get_location()
-            message = err.msg.strip()
-            if err.span.start >= len(padded.rstrip()):  # a truncated file
-                message = "unexpected end of input" + (f" ({message})" if message else "")
-            diagnostics.append(
-                Diagnostic(Severity.ERROR, message, location=SourceLocation(name, loc.line, loc.col))
-            )
+            diagnostics.append(parse_error_diagnostic(err, padded, name))
         except VerificationError as err:
             module = None
             diagnostics.extend(err.errors)
@@ -265,6 +269,13 @@ class OptimusOptMain(xDSLOptMain):
         except ImportError as err:
             module = None
             diagnostics.append(Diagnostic(Severity.ERROR, f"cannot load a dialect or pass: {err}"))
+        except RecursionError:
+            # the parser's nesting limit keeps this from parsing; a pass or
+            # the verifier recursing on a deep structure is reported too
+            module = None
+            diagnostics.append(
+                Diagnostic(Severity.ERROR, "input nested too deeply to process", location=SourceLocation(name, 1, 1))
+            )
         except (ArgSpecParseError, Exception) as err:  # a bug, not bad input
             module = None
             internal_error = err
@@ -293,7 +304,12 @@ class OptimusOptMain(xDSLOptMain):
                 print(diagnostic.format(source_lines), file=sys.stderr)
             status = 1 if any(d.severity is Severity.ERROR for d in diagnostics) else 0
         if module is not None:
-            output.write(self.output_resulting_program(module))
+            try:
+                printed = self.output_resulting_program(module)
+            except RecursionError:
+                print(f"{name}:1:1: error: the result is nested too deeply to print", file=sys.stderr)
+                return 1
+            output.write(printed)
         return status
 
     def _bisect(

@@ -72,14 +72,21 @@ def import_program(source: str):
 
 
 def export_python(text: str, name: str) -> str:
-    """The FX Python source of the GraphModule that IR text exports to."""
+    """The FX Python source of the GraphModule that IR text exports to.
+    Bad text raises `ParseError`, IR that does not verify
+    `VerificationError` (located, like optimus-opt's)."""
+    from optimus_ir.diagnostics import verify_module
     from optimus_ir.parsing import parse_module
     from optimus_ir.exporter import export_graph
     from optimus_ir.importer import graph_of
     from optimus_ir.pipeline import run_pipeline
 
+    if not text.replace("\n", " ").strip() or all(
+        not line.strip() or line.strip().startswith("//") for line in text.splitlines()
+    ):
+        raise TranslateError(f"{name}:1:1: error: empty input (no operations)")
     module = parse_module(text, name)
-    module.verify()
+    verify_module(module)
     if any(op.dialect_name() != "fx" for op in graph_of(module).block.ops):
         run_pipeline(module, "lower-to-fx")
     gm = export_graph(module, missing_attributes="random")
@@ -102,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+    from optimus_ir.diagnostics import OptimusError, VerificationError
+    from optimus_ir.parsing import parse_error_diagnostic, read_source
+
     try:
         if args.import_source is not None:
             program = import_program(args.import_source)
@@ -112,17 +122,30 @@ def main(argv: list[str] | None = None) -> int:
             output = str(program.module) + "\n"
         else:
             if args.export_source == "-":
-                text, name = sys.stdin.read(), "<stdin>"
+                data, name = sys.stdin.buffer.read(), "<stdin>"
             else:
-                path = Path(args.export_source)
-                if not path.is_file():
-                    raise TranslateError(f"no such file: {path}")
-                text, name = path.read_text(), str(path)
+                name = args.export_source
+                try:
+                    data = Path(name).read_bytes()
+                except OSError as error:
+                    raise TranslateError(f"cannot read '{name}': {error.strerror or error}") from None
+            text = read_source(data, name)
             output = export_python(text, name)
     except ParseError as error:
-        print(str(error), file=sys.stderr)
+        print(parse_error_diagnostic(error, text, name).format({name: text.splitlines()}), file=sys.stderr)
         return 1
-    except (TranslateError, DiagnosticException, ValueError, LookupError, RuntimeError) as error:
+    except VerificationError as error:
+        for diagnostic in error.errors:
+            print(diagnostic.format({name: text.splitlines()}), file=sys.stderr)
+        return 1
+    except TranslateError as error:
+        message = str(error)
+        print(message if ": error: " in message else f"optimus-translate: error: {message}", file=sys.stderr)
+        return 1
+    except OptimusError as error:
+        print(error.diagnostic().format(), file=sys.stderr)
+        return 1
+    except (DiagnosticException, ValueError, LookupError, RuntimeError, RecursionError) as error:
         print(f"optimus-translate: error: {error}", file=sys.stderr)
         return 1
     if args.output == "-":

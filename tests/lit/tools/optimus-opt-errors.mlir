@@ -20,7 +20,7 @@
 // UNKNOWN-NEXT: no-such-pass
 // UNKNOWN-NEXT: ^
 // SUGGEST: <pass-pipeline>:1:5: error: unknown pass 'csf'; did you mean 'cse'?
-// OPTION: <pass-pipeline>:1:1: error: invalid options for pass 'dce': {{.*}}"bogus"
+// OPTION: <pass-pipeline>:1:5: error: unknown option 'bogus' for pass 'dce' (it takes no options)
 // SYNTAX: <pass-pipeline>:1:9: error: invalid pass pipeline:
 // MISSING: optimus-opt: error: cannot read '{{.*}}does-not-exist'
 

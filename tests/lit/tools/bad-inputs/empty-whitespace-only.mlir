@@ -1,0 +1,4 @@
+// EXPECT: 1:1: error: empty input
+
+
+   

@@ -1,0 +1,2 @@
+// EXPECT: 2:14: error: unexpected end of input
+fx.graph @g {

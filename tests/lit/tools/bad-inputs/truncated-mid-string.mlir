@@ -1,0 +1,3 @@
+// EXPECT: 3:23: error: End of file reached before closing string literal
+fx.graph @g {
+  %x = fx.placeholder "x

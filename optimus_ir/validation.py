@@ -245,6 +245,7 @@ def alias_structure(
     params_and_buffers: Mapping[str, torch.Tensor],
     outputs: Sequence[Any],
     versions_before: Mapping[str, int] | None = None,
+    values_before: Mapping[str, torch.Tensor] | None = None,
 ) -> AliasStructure:
     """What the `outputs` of one run alias, and what the run wrote.
 
@@ -256,7 +257,11 @@ def alias_structure(
     split, members of one batched result) do not alias: no write to one
     can change the other. `written`: the inputs and parameters/buffers
     whose `_version` differs from `versions_before` (`tensor_versions`,
-    taken before the run; without it nothing counts as written)."""
+    taken before the run), or whose values differ bit for bit from
+    `values_before` (copies taken before the run, by the same labels):
+    some kernels write without counting a version (a training-mode batch
+    norm updates its running statistics so). Without either, nothing
+    counts as written."""
     sources: list[tuple[str, torch.Tensor]] = [
         (f"input #{i}", v) for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)
     ]
@@ -273,13 +278,25 @@ def alias_structure(
                     found.add((SHARES, what))
             seen.append((f"output #{index}", out))
         relations.append(tuple(sorted(found)))
-    written: tuple[str, ...] = ()
-    if versions_before is not None:
-        now = tensor_versions(inputs, params_and_buffers)
-        written = tuple(
-            what for what, version in now.items() if versions_before.get(what, version) != version
-        )
-    return AliasStructure(tuple(relations), written)
+    written: list[str] = []
+    now = tensor_versions(inputs, params_and_buffers)
+    current = dict(sources)
+    for what, version in now.items():
+        if versions_before is not None and versions_before.get(what, version) != version:
+            written.append(what)
+        elif values_before is not None and what in values_before:
+            if not _bitwise_equal(values_before[what], current[what]):
+                written.append(what)
+    return AliasStructure(tuple(relations), tuple(written))
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype and bits (NaNs of one payload are equal)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.equal(a, b) or torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
+    return bool(torch.equal(a, b))
 
 
 def random_inputs(module: ModuleOp, seed: int = 0) -> list[Any]:
@@ -367,11 +384,14 @@ class DifferentialValidator:
                 self._saved_state[name] = tensor.detach().clone()
         inputs = [v.clone() if isinstance(v, torch.Tensor) else v for v in self.inputs]
         versions = tensor_versions(inputs, self._state)
+        values = {f"input #{i}": v for i, v in enumerate(self.inputs) if isinstance(v, torch.Tensor)}
+        values.update({f"'{name}'": saved for name, saved in self._saved_state.items()})
         torch.manual_seed(self.seed)
+        structure: AliasStructure | None = None
         try:
             with torch.no_grad():
                 outputs = pytree.tree_leaves(gm(*inputs))
-            structure = alias_structure(inputs, self._state, outputs, versions)
+            structure = alias_structure(inputs, self._state, outputs, versions, values)
             self.last_structure = structure
             # An output that is (a view of) a parameter or buffer would see
             # the state put back below: its value is kept as returned.
@@ -394,7 +414,8 @@ class DifferentialValidator:
         finally:
             with torch.no_grad():
                 for name, tensor in self._state.items():
-                    if tensor._version != versions[f"'{name}'"]:
+                    label = f"'{name}'"
+                    if structure is None or label in structure.written:
                         tensor.copy_(self._saved_state[name])
         self._labels = labels
         return outputs

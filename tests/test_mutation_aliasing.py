@@ -394,7 +394,7 @@ class ParameterReturned(nn.Module):
         self.weight = nn.Parameter(torch.randn(6, 6))
 
     def forward(self, x):
-        return x @ self.weight, self.weight.t(), self.weight
+        return x @ self.weight, self.weight.t(), self.weight, self.weight.view(6, 6)
 
 
 BUFFER_CASES: dict[str, tuple[Callable[[], nn.Module], AliasStructure | None]] = {
@@ -407,7 +407,12 @@ BUFFER_CASES: dict[str, tuple[Callable[[], nn.Module], AliasStructure | None]] =
     "parameter_under_no_grad": (ParameterUpdate, _structure((), written=["'linear.weight'"])),
     "parameter_returned": (
         ParameterReturned,
-        _structure((), [(SHARES, "'weight'")], [(IS, "'weight'"), (SHARES, "output #1")]),
+        _structure(
+            (),
+            [(SHARES, "'weight'")],
+            [(IS, "'weight'"), (SHARES, "output #1")],
+            [(SHARES, "'weight'"), (SHARES, "output #1"), (SHARES, "output #2")],
+        ),
     ),
 }
 
@@ -640,6 +645,20 @@ VIEW_CASES: dict[str, tuple[Callable[..., Any], AliasStructure]] = {
     "cat_of_all_pieces": (lambda x: torch.cat(x.split(2, dim=1), dim=1), _structure(())),
     "stack_of_unbind": (lambda x: torch.stack(x.unbind(0)), _structure(())),
     "contiguous": (lambda x: x.contiguous(), _structure([(IS, "input #0")])),
+    "two_equal_views": (
+        lambda x: (x.view(-1), x.view(-1)),
+        _structure([(SHARES, "input #0")], [(SHARES, "input #0"), (SHARES, "output #0")]),
+    ),
+    "detach": (lambda x: x.detach(), _structure([(SHARES, "input #0")])),
+    "unsqueeze_squeeze": (lambda x: x.unsqueeze(0).squeeze(0), _structure([(SHARES, "input #0")])),
+    "identity_permute": (lambda x: x.permute(0, 1), _structure([(SHARES, "input #0")])),
+    "full_slice": (lambda x: x[:, :], _structure([(SHARES, "input #0")])),
+    "flatten_noop": (lambda x: x.flatten(1), _structure([(IS, "input #0")])),  # eager returns x
+    "copying_reshape_chain": (lambda x: x.t().reshape(24).reshape(6, 4), _structure(())),
+    "copying_flatten_chain": (lambda x: x.t().flatten().unflatten(0, (6, 4)), _structure(())),
+    "view_chain_back_to_shape": (
+        lambda x: (x.view(2, 12).view(4, 6), x * 2), _structure([(SHARES, "input #0")], ())
+    ),
     "view_and_fused_siblings": (
         lambda x: (x.view(-1), *[torch.relu(p) * 2 for p in x.split(1, dim=1)]),
         _structure([(SHARES, "input #0")], *[()] * 6),

@@ -266,17 +266,31 @@ def alias_structure(
         (f"input #{i}", v) for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)
     ]
     sources += [(f"'{name}'", t) for name, t in params_and_buffers.items()]
+    # Candidates by object and by storage: only tensors of one storage can
+    # overlap, so a model with many parameters costs no scan per output.
+    by_object: dict[int, list[str]] = {}
+    by_storage: dict[int, list[tuple[str, torch.Tensor]]] = {}
+
+    def add(what: str, tensor: torch.Tensor) -> None:
+        by_object.setdefault(id(tensor), []).append(what)
+        memory = _memory(tensor)
+        if memory is not None:
+            by_storage.setdefault(memory[0], []).append((what, tensor))
+
+    for what, tensor in sources:
+        add(what, tensor)
     relations: list[tuple[tuple[str, str], ...]] = []
-    seen: list[tuple[str, torch.Tensor]] = []
     for index, out in enumerate(outputs):
         found: set[tuple[str, str]] = set()
         if isinstance(out, torch.Tensor):
-            for what, tensor in (*sources, *seen):
-                if out is tensor:
-                    found.add((IS, what))
-                elif shares_memory(out, tensor):
-                    found.add((SHARES, what))
-            seen.append((f"output #{index}", out))
+            same = by_object.get(id(out), [])
+            found.update((IS, what) for what in same)
+            memory = _memory(out)
+            if memory is not None:
+                for what, tensor in by_storage.get(memory[0], ()):
+                    if what not in same and shares_memory(out, tensor):
+                        found.add((SHARES, what))
+            add(f"output #{index}", out)
         relations.append(tuple(sorted(found)))
     written: list[str] = []
     now = tensor_versions(inputs, params_and_buffers)

@@ -230,7 +230,22 @@ def _chain_of_writes(x):
     return torch.cat([y, x], 1), y
 
 
+def _functional_inplace(x):
+    h = x - 0.25
+    torch.nn.functional.relu(h, inplace=True)
+    return h * 2
+
+
+def _unbind_piece_setitem_then_stack(x):
+    h = x * 1
+    rows = h.unbind(0)
+    rows[0][1] = 3.0
+    return torch.stack(rows), torch.stack(rows[1:])
+
+
 INTERMEDIATE_CASES = {
+    "functional_inplace": (_functional_inplace, lambda: [_x(4, 6)]),
+    "unbind_piece_setitem_then_stack": (_unbind_piece_setitem_then_stack, lambda: [_x(4, 6)]),
     "add_": (_add_, lambda: [_x(4, 6)]),
     "relu_": (_relu_, lambda: [_x(4, 6)]),
     "mul_self": (_mul_self, lambda: [_x(4, 6)]),
@@ -285,7 +300,34 @@ def _input_written_between_reads(x):
     return a, b
 
 
+def _input_iadd_returned(x):
+    x += 1
+    return x, x * 2
+
+
+def _input_view_written_returned(x):
+    v = x[0]
+    v.mul_(2)
+    return v
+
+
+def _input_index_put(x, idx, v):
+    x[idx] = v
+    return x.sum(0)
+
+
 INPUT_CASES = {
+    "iadd_returned": (
+        _input_iadd_returned, lambda: [_x(4, 6)], _structure([(IS, "input #0")], (), written=["input #0"])
+    ),
+    "view_written_returned": (
+        _input_view_written_returned, lambda: [_x(4, 6)], _structure([(SHARES, "input #0")], written=["input #0"])
+    ),
+    "index_put": (
+        _input_index_put,
+        lambda: [_x(5, 3), torch.tensor([1, 4]), _x(2, 3, seed=1)],
+        _structure((), written=["input #0"]),
+    ),
     "add_": (_input_add_, lambda: [_x(4, 6)], _structure((), written=["input #0"])),
     "mul_returned": (
         _input_mul_returned, lambda: [_x(4, 6)], _structure([(IS, "input #0")], written=["input #0"])
@@ -424,6 +466,32 @@ def test_buffers_and_parameters(name: str) -> None:
     if name.startswith("batch_norm"):
         assert "'bn.running_mean'" in run.structure.written
         assert "'bn.num_batches_tracked'" in run.structure.written
+
+
+class ParameterExpressionReturned(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(6, 6))
+
+    def forward(self, x):
+        return self.weight * 2, torch.stack([self.weight, self.weight]), x + 1
+
+
+def test_a_returned_parameter_expression_is_a_fresh_tensor_each_call() -> None:
+    """Values computed from parameters alone are cached by the exported
+    module (param_cache), but never one that is returned: the caller may
+    write into it."""
+    model = ParameterExpressionReturned()
+    check(ParameterExpressionReturned, [_x(4, 6)], calls=2, expect=_structure((), (), ()))
+    with torch.no_grad():
+        optimized = optimus_ir.optimize(model, [_x(4, 6)])
+        first = optimized(_x(4, 6))
+        for out in first:
+            out.fill_(0.0)
+        second = optimized(_x(4, 6))
+    torch.testing.assert_close(second[0], model.weight.detach() * 2, rtol=0, atol=0)
+    torch.testing.assert_close(second[1][0], model.weight.detach(), rtol=0, atol=0)
+    assert first[0].untyped_storage().data_ptr() != second[0].untyped_storage().data_ptr()
 
 
 def test_buffer_writes_land_on_the_models_own_buffer() -> None:
@@ -892,11 +960,21 @@ def _g_sibling_pointwise_one_written(g: torch.fx.Graph):
     return (g.call_function(torch.stack, (outs,)),)
 
 
+def _g_out_kwarg_into_input(g: torch.fx.Graph):
+    x = g.placeholder("x")
+    y = g.placeholder("y")
+    a = g.call_function(torch.tanh, (y,))
+    g.call_function(torch.add, (x, 1.0), {"out": y})
+    b = g.call_function(torch.tanh, (y,))
+    return (a, b, y)
+
+
 GRAPH_CASES: dict[str, tuple[Callable[[torch.fx.Graph], Any], Callable[[], list[torch.Tensor]]]] = {
     "split_piece_written_returned": (_g_split_piece_written_returned, lambda: [_x(4, 4)]),
     "same_node_twice_and_views": (_g_same_node_twice_and_views, lambda: [_x(4, 6)]),
     "aten_in_place": (_g_aten_in_place, lambda: [_x(4, 4)]),
     "setitem_between_equal_ops": (_g_setitem_between_equal_ops, lambda: [_x(4, 6)]),
+    "out_kwarg_into_input": (_g_out_kwarg_into_input, lambda: [_x(4, 6), _x(4, 6, seed=1)]),
     "sibling_pointwise_one_written": (_g_sibling_pointwise_one_written, lambda: [_x(8, 5)]),
 }
 

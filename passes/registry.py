@@ -58,7 +58,8 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "raise-fx": lazy("optimus_ir.passes.raise_fx"),
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
     # testing only (a deliberately wrong pass for validation and bisection):
-    "test-miscompile": lazy("optimus_ir.passes.test_miscompile"),
+    "test-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestMiscompilePass"),
+    "test-alias-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestAliasMiscompilePass"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),

@@ -63,6 +63,7 @@ from optimus_ir.analysis import (
     all_static,
     can_forward_as_alias,
     may_be_mutated,
+    reaches_output,
     same_layout,
     shape,
     stride_sensitive,
@@ -360,10 +361,16 @@ def _reshape_chain_may_change(
     may copy (reshape, flatten) changes when a copy is made, so whether
     `result` aliases `source` and its strides: observable when anything
     aliasing `source` may be written to (asked of `aliases` when given,
-    instead of walking the class), or a user of `result` (or of its views)
-    depends on strides."""
+    instead of walking the class), a user of `result` (or of its views)
+    depends on strides, or `result` (or a view of it) is returned: the
+    caller would get a view of an input, or of another output, where the
+    graph returned a copy (`x.t().reshape(24).reshape(6, 4)` is a fresh
+    tensor; folded to `x.t()` it would write through to `x`)."""
     mutated = aliases.is_mutated(source) if aliases is not None else may_be_mutated(source)
-    return mutated or stride_sensitive(view_closure(result))
+    if mutated:
+        return True
+    closure = view_closure(result)
+    return stride_sensitive(closure) or reaches_output(closure)
 
 
 # ---------------------------------------------------------------------------

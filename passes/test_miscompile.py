@@ -11,6 +11,11 @@ It has two patterns, applied to every `tanh` (fx `torch.tanh` calls and
   has harmless rewrites to step over;
 * `tanh-to-sigmoid` (wrong): on the `nth` tanh only (0-based, in program
   order), replaces tanh by sigmoid.
+
+`test-alias-miscompile` (`TestAliasMiscompilePass`) keeps every value but
+changes what aliases what (a returned view copied, two outputs merged into
+one tensor, a write dropped): the alias-structure check of validation must
+catch it.
 """
 
 from __future__ import annotations
@@ -18,11 +23,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
+from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects.torch import SigmoidOp, TanhOp
+from optimus_ir.importer import graph_of
 from optimus_ir.rewriting import PatternPass, RewriteConfig
 
 _REWRITTEN = "test_miscompile_done"
@@ -96,3 +105,54 @@ class TestMiscompilePass(PatternPass):
         from optimus_ir.rewriting import GreedyRewriteDriver
 
         GreedyRewriteDriver(patterns, RewriteConfig(), name=self.name).rewrite(op)
+
+
+ALIAS_MISCOMPILE_MODES = ("copy-output", "merge-outputs", "drop-write")
+"""What `test-alias-miscompile` breaks."""
+
+
+@dataclass(frozen=True)
+class TestAliasMiscompilePass(ModulePass):
+    """Deliberately change aliasing while keeping the returned values
+    (testing only: differential validation must catch it by the alias
+    structure, `optimus_ir.validation.alias_structure`):
+
+    * `copy-output`: output #0 is returned as a copy (`.clone()`), so a
+      returned view of an input no longer writes through to it;
+    * `merge-outputs`: output #1 becomes output #0 (the same tensor object
+      twice) where the two have one type;
+    * `drop-write`: the first in-place method call (`add_`, ...) becomes its
+      out-of-place form: the write is dropped."""
+
+    name = "test-alias-miscompile"
+    mode: str = "copy-output"
+
+    def apply(self, ctx, op: ModuleOp) -> None:  # type: ignore[override]
+        if self.mode not in ALIAS_MISCOMPILE_MODES:
+            raise ValueError(
+                f"test-alias-miscompile: mode '{self.mode}' is not one of {', '.join(ALIAS_MISCOMPILE_MODES)}"
+            )
+        graph = graph_of(op)
+        output = graph.output()
+        if self.mode == "copy-output" and output.operands:
+            value = output.operands[0]
+            copy = fx.CallMethodOp("clone", [fx.ref(0)], {}, [value], value.type)
+            Rewriter.insert_op(copy, InsertPoint.before(output))
+            output.operands[0] = copy.results[0]
+        elif self.mode == "merge-outputs" and len(output.operands) > 1:
+            first, second = output.operands[0], output.operands[1]
+            if first.type == second.type:
+                output.operands[1] = first
+        elif self.mode == "drop-write":
+            for inner in graph.block.ops:
+                if isinstance(inner, fx.CallMethodOp) and _is_in_place_name(inner.target.data):
+                    name = inner.target.data[:-1]
+                    new = fx.CallMethodOp(
+                        name, inner.args.data, inner.kwargs.data, inner.operands, inner.result.type
+                    )
+                    Rewriter.replace_op(inner, new)
+                    break
+
+
+def _is_in_place_name(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_")

@@ -149,6 +149,28 @@ def reaches_output(values: Iterable[SSAValue]) -> bool:
     return any(isinstance(use.operation, fx.OutputOp) for v in values for use in v.uses)
 
 
+def is_returned(value: SSAValue) -> bool:
+    """`value` itself is an operand of `fx.output` (not merely aliased by one)."""
+    return any(isinstance(use.operation, fx.OutputOp) for use in value.uses)
+
+
+def forwarding_returns_another_object(view: SSAValue, source: SSAValue) -> bool:
+    """Replacing `view` (a view of `source`: a distinct tensor object over the
+    same memory) by `source` itself would change which tensor objects the
+    graph returns: `view` is returned, and `source` is the caller's own
+    tensor (a graph input, parameter or buffer) or is returned as well.
+
+    Eager and the captured graph return a new tensor object for each view
+    (even one that does nothing, `x.view(x.shape)`); the caller may change
+    that object's metadata (`unsqueeze_`, `requires_grad_`, `.grad`), which
+    must not reach the input or another output. Only asked when a rewrite
+    would forward a returned view, so the scan of `source`'s uses is paid
+    for returned views only."""
+    if not is_returned(view):
+        return False
+    return is_graph_input(source) or is_returned(source)
+
+
 def stride_sensitive(values: Iterable[SSAValue]) -> bool:
     """Some value of the set is used by an op whose result depends on its
     operand's strides (`torch.view`, fx `view`/`stride`/`is_contiguous`...)."""
@@ -296,8 +318,10 @@ __all__ = [
     "alias_roots",
     "class_is_mutated",
     "direct_views",
+    "forwarding_returns_another_object",
     "is_graph_input",
     "is_graph_input_view",
+    "is_returned",
     "is_view_result",
     "may_be_mutated",
     "reaches_output",

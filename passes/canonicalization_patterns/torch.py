@@ -32,6 +32,7 @@ from optimus_ir.analysis import (
     AliasAnalysis,
     all_static,
     can_forward_as_alias,
+    forwarding_returns_another_object,
     same_layout,
     shape,
 )
@@ -125,7 +126,9 @@ class SingleInputJoin(RewritePattern):
 class SplitWhole(RewritePattern):
     """`split(x, [n], d)` (one section), or a split whose one non-empty piece
     is all of `x` (`[0, n, 0]`): that piece is `x` itself (same storage, so
-    no aliasing check)."""
+    no alias-class check), unless the piece is returned and `x` is an input
+    or returned too (`forwarding_returns_another_object`: the graph would
+    return the caller's tensor object, or one object twice)."""
 
     name = "split-whole"
 
@@ -144,6 +147,8 @@ class SplitWhole(RewritePattern):
                 return
         piece = op.results[index]
         if piece.first_use is None or not same_type(piece, op.input):
+            return
+        if forwarding_returns_another_object(piece, op.input):
             return
         if len(op.results) == 1:
             rewriter.replace(op, [], [op.input])
@@ -215,7 +220,13 @@ class FoldViewChain(RewritePattern):
     permute, transpose, movedim) stays a guaranteed view. A chain with a
     `reshape` or `flatten` (which copy when a view is impossible) is folded
     only when nothing aliasing the source is written to and no user depends
-    on strides. Needs static shapes."""
+    on strides. Needs static shapes.
+
+    A returned view is not folded into its source when that would return
+    the caller's tensor object or one object twice
+    (`forwarding_returns_another_object`): `x.view(x.shape)` is a new tensor
+    in eager. A returned chain that folds to nothing becomes one
+    `torch.view` to the source's shape then."""
 
     name = "fold-view-chain"
 
@@ -244,7 +255,9 @@ class FoldViewChain(RewritePattern):
             budget = 2 if _views._one_use(source) else 1
             if len(steps) < budget and self._fold(op, [inner_op, op], base, base_shape, steps, rewriter):
                 return
-        if not _views.simplify(start, [outer]):
+        if not _views.simplify(start, [outer]) and not forwarding_returns_another_object(
+            op.results[0], source
+        ):
             rewriter.replace(op, [], [source])
 
     def _fold(
@@ -263,6 +276,11 @@ class FoldViewChain(RewritePattern):
         result = new_ops[-1].results[0] if new_ops else base
         if result.type != op.results[0].type:
             return False
+        if not new_ops and forwarding_returns_another_object(op.results[0], base):
+            # a chain of guaranteed views (the only kind that may fold away
+            # when returned) is a new tensor object: keep one, the cheapest
+            new_ops = [t.ViewOp(base, base_shape, result_type=op.results[0].type)]
+            result = new_ops[0].results[0]
         rewriter.replace(op, new_ops, [result])
         return True
 

@@ -106,3 +106,24 @@ fx.graph @batch_conversions {
   %v = batch.pointwise %e fn "torch.exp" stacked [true] fn_properties {} : tensor<2x4xf32> -> tensor<2x4xf32>
   fx.output (%n, %u, %v, %m1)
 }
+
+// -----
+
+// Returned no-op views of an input stay views (each a new tensor object,
+// as in eager): the split into one piece and the view to the same shape
+// are kept; the transposes that cancel become one view to the same shape.
+
+// CHECK-LABEL: fx.graph @returned_views_of_an_input
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %one = torch.split %x sections [6] dim 1
+// CHECK-NEXT:    %same = torch.view %x shape [4, 6]
+// CHECK-NEXT:    %t1 = torch.view %x shape [4, 6]
+// CHECK-NEXT:    fx.output (%one, %same, %t1)
+fx.graph @returned_views_of_an_input {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %one = torch.split %x sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %same = torch.view %x shape [4, 6] : tensor<4x6xf32> -> tensor<4x6xf32>
+  %t0 = torch.transpose %x dim0 0 dim1 1 : tensor<4x6xf32> -> tensor<6x4xf32>
+  %t1 = torch.transpose %t0 dim0 0 dim1 1 : tensor<6x4xf32> -> tensor<4x6xf32>
+  fx.output (%one, %same, %t1)
+}

@@ -30,3 +30,27 @@ fx.graph @symbolic {
   %r = torch.relu %a : tensor<4x6xf32> -> tensor<4x6xf32>
   fx.output %r
 }
+
+// -----
+
+// Left alone: the whole piece is returned and the input is the caller's
+// tensor (or returned too): the piece is a new tensor object in eager, and
+// returning the input itself would let the caller change the input's
+// metadata through it. A returned whole piece of an intermediate goes.
+
+// CHECK-LABEL: fx.graph @returned
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = torch.split %x sections [6] dim 1
+// CHECK-NEXT:    %h = torch.relu %x
+// CHECK-NEXT:    %b = torch.split %h sections [6] dim 1
+// CHECK-NEXT:    %k = torch.exp %x
+// CHECK-NEXT:    fx.output (%a, %h, %b, %k)
+fx.graph @returned {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %a = torch.split %x sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %h = torch.relu %x : tensor<4x6xf32> -> tensor<4x6xf32>
+  %b = torch.split %h sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  %k = torch.exp %x : tensor<4x6xf32> -> tensor<4x6xf32>
+  %c = torch.split %k sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
+  fx.output (%a, %h, %b, %c)
+}

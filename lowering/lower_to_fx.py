@@ -12,6 +12,8 @@ exactly the values of every spelling `raise-fx` accepts, bit for bit:
     torch.unbind      -> torch.unbind(x, dim) + getitems
     torch.view        -> torch.Tensor.view(x, [shape])
     torch.slice       -> operator.getitem(x, (:, ..., start:end:step))
+    select/slice chain -> one operator.getitem(x, (i, :, a:b:c, ...)) where
+                         no link is read by anything but the next
     torch.silu        -> torch.nn.functional.silu, torch.gelu -> torch._C._nn.gelu
     torch.dropout     -> torch.nn.functional.dropout(x, p=, training=)
     scalar-first ops  -> the Python operator (`2.0 / x` is `x.reciprocal() * 2.0`
@@ -327,6 +329,64 @@ def _reduce(op):
 
 
 # ---------------------------------------------------------------------------
+# Index chains: select/slice views of one tensor, one getitem
+# ---------------------------------------------------------------------------
+
+_INDEXING = (T.SliceOp, T.SelectOp)
+
+
+@dataclass
+class _IndexChain:
+    """A run of select/slice views of `base` not lowered yet: `entries[d]`
+    is what indexes `base`'s dim d (None: all of it), `live` the dims of
+    `base` the chain's result still has, in order. Its getitem goes where
+    the chain's first op was: the view of `base` taken then, whatever
+    happens to `base` later (no one else sees the views in between)."""
+
+    base: SSAValue
+    entries: list[int | slice | None]
+    live: list[int]
+    anchor: Operation
+
+    @staticmethod
+    def start(op: T.SliceOp | T.SelectOp) -> _IndexChain:
+        """The empty chain on `op`'s input, placed where `op` is."""
+        rank = len(op.input.type.get_shape())
+        return _IndexChain(op.input, [None] * rank, list(range(rank)), op)
+
+    def extended(self, op: T.SliceOp | T.SelectOp) -> _IndexChain | None:
+        """This chain followed by `op`, or None where one getitem cannot
+        say both (a second slice of a dim already sliced)."""
+        dim = self.live[op.dim.data]
+        if self.entries[dim] is not None:
+            return None
+        entries = list(self.entries)
+        live = list(self.live)
+        if isinstance(op, T.SelectOp):
+            entries[dim] = op.index.data
+            live.remove(dim)
+        else:
+            entries[dim] = slice(op.start.data, op.end.data, op.step.data)
+        return _IndexChain(self.base, entries, live, self.anchor)
+
+    def lowered(self, result_type: Attribute) -> fx.CallFunctionOp:
+        """The one `operator.getitem` that reads the chain's view."""
+        entries = list(self.entries)
+        while entries and entries[-1] is None:
+            entries.pop()
+        full = slice(None, None, None)
+        index = tuple(full if e is None else e for e in entries)
+        return call(_GETITEM, [self.base, index], {}, result_type)
+
+
+def _feeds_only_an_index(op: Operation) -> bool:
+    """`op`'s view is read by nothing but one more select/slice: the two
+    can be one getitem (no one else sees, returns or writes the view)."""
+    use = op.results[0].get_unique_use()
+    return use is not None and isinstance(use.operation, _INDEXING)
+
+
+# ---------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------
 
@@ -342,9 +402,14 @@ def lower_block(block: Block) -> int:
     lowered = 0
     subst: dict[SSAValue, SSAValue] = {}
     dead: list[Operation] = []
+    chains: dict[SSAValue, _IndexChain] = {}
     for op in list(block.ops):
         if subst:
             patch_operands(op, subst)
+        if isinstance(op, _INDEXING) and _lower_index_chain(op, block, chains, subst):
+            dead.append(op)
+            lowered += 1
+            continue
         lower = LOWERINGS.get(type(op))
         if lower is None:
             if op.dialect_name() == "torch":
@@ -369,6 +434,40 @@ def lower_block(block: Block) -> int:
     for op in reversed(dead):
         block.erase_op(op)
     return lowered
+
+
+def _lower_index_chain(
+    op: T.SliceOp | T.SelectOp,
+    block: Block,
+    chains: dict[SSAValue, _IndexChain],
+    subst: dict[SSAValue, SSAValue],
+) -> bool:
+    """Lower `op` as part of a select/slice chain: put off while its view
+    only feeds one more select/slice (`chains`), or emit the whole chain as
+    one getitem. False where `op` is a chain of one: lowered as usual.
+
+    raise-fx splits `x[0, ..., -1]` into one select per index; without this
+    the exported graph would have an op more for each."""
+    prior = chains.pop(op.input, None)
+    chain = None if prior is None else prior.extended(op)
+    if prior is not None and chain is None:  # the chain so far: one getitem first
+        head = prior.lowered(op.input.type)
+        head.location = op.input.owner.location
+        head.result.name_hint = op.input.name_hint
+        block.insert_op_before(head, prior.anchor)
+        subst[op.input] = head.result
+        patch_operands(op, subst)
+    if _feeds_only_an_index(op):
+        chains[op.result] = chain or _IndexChain.start(op).extended(op)
+        return True
+    if chain is None:
+        return False
+    getitem = chain.lowered(op.result.type)
+    getitem.location = op.location
+    getitem.result.name_hint = op.result.name_hint
+    block.insert_op_before(getitem, chain.anchor)
+    subst[op.result] = getitem.result
+    return True
 
 
 @dataclass(frozen=True)

@@ -134,3 +134,41 @@ fx.graph @shape_ops {
   %n = torch.movedim %x source [2] destination [0] : tensor<2x1x6xf32> -> tensor<6x2x1xf32>
   fx.output (%a, %b, %c, %d, %e, %f, %g, %h, %i, %k, %l, %m, %n)
 }
+
+// -----
+
+// A chain of select/slice views whose links nobody else reads is one getitem
+// (raise-fx splits `x[0, ..., 4]` into a select per index), placed where the
+// chain starts; a second slice of a dim already sliced starts a new getitem,
+// and a link read twice, returned or alone stays its own op.
+
+// CHECK-LABEL: fx.graph @index_chains
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %a = fx.call_function "_operator.getitem"(%x, (0, slice(none, none, none), 4))
+// CHECK-NEXT:    %c = fx.call_function "_operator.getitem"(%x, (1, slice(2, 4, 1), slice(1, 2, 1)))
+// CHECK-NEXT:    %d0 = fx.call_function "_operator.getitem"(%x, (slice(none, none, none), slice(1, 5, 1)))
+// CHECK-NEXT:    %d = fx.call_function "_operator.getitem"(%d0, (slice(none, none, none), slice(1, 2, 1)))
+// CHECK-NEXT:    %e0 = fx.call_function "torch.select"(%x, 0, 2)
+// CHECK-NEXT:    %e1 = fx.call_function "torch.select"(%e0, 0, 1)
+// CHECK-NEXT:    %e2 = fx.call_function "torch.select"(%e0, 0, 3)
+// CHECK-NEXT:    %w = fx.call_function "torch.select"(%x, 0, 3)
+// CHECK-NEXT:    fx.call_method "add_"(%w, 1.0)
+// CHECK-NEXT:    %r = fx.call_function "torch.select"(%w, 1, 0)
+// CHECK-NEXT:    fx.output (%a, %c, %d, %e1, %e2, %r)
+fx.graph @index_chains {
+  %x = fx.placeholder "x" : tensor<4x6x5xf32>
+  %a0 = torch.select %x dim 0 index 0 : tensor<4x6x5xf32> -> tensor<6x5xf32>
+  %a = torch.select %a0 dim 1 index 4 : tensor<6x5xf32> -> tensor<6xf32>
+  %c0 = torch.select %x dim 0 index 1 : tensor<4x6x5xf32> -> tensor<6x5xf32>
+  %c1 = torch.slice %c0 dim 0 start 2 end 4 : tensor<6x5xf32> -> tensor<2x5xf32>
+  %c = torch.slice %c1 dim 1 start 1 end 2 : tensor<2x5xf32> -> tensor<2x1xf32>
+  %d0 = torch.slice %x dim 1 start 1 end 5 : tensor<4x6x5xf32> -> tensor<4x4x5xf32>
+  %d = torch.slice %d0 dim 1 start 1 end 2 : tensor<4x4x5xf32> -> tensor<4x1x5xf32>
+  %e0 = torch.select %x dim 0 index 2 : tensor<4x6x5xf32> -> tensor<6x5xf32>
+  %e1 = torch.select %e0 dim 0 index 1 : tensor<6x5xf32> -> tensor<5xf32>
+  %e2 = torch.select %e0 dim 0 index 3 : tensor<6x5xf32> -> tensor<5xf32>
+  %w = torch.select %x dim 0 index 3 : tensor<4x6x5xf32> -> tensor<6x5xf32>
+  %u = fx.call_method "add_"(%w, 1.0) : !fx.value
+  %r = torch.select %w dim 1 index 0 : tensor<6x5xf32> -> tensor<6xf32>
+  fx.output (%a, %c, %d, %e1, %e2, %r)
+}

@@ -30,4 +30,12 @@ os.environ.setdefault("OPTIMUS_COST_MODEL", "default")
 # (a test of that check turns it on explicitly).
 os.environ.setdefault("OPTIMUS_CHECK_SPEED", "0")
 
+# Without a CUDA device, Triton kernels run in Triton's interpreter on CPU
+# tensors (numerics only; never timed). It must be set before any kernel is
+# decorated: triton.jit reads it then.
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -1,0 +1,55 @@
+"""The Triton epilogue activations (`optimus_ir.kernels.activations`) against
+torch, values and derivatives, under the Triton interpreter on CPU (tests/conftest.py sets
+TRITON_INTERPRET=1 where there is no CUDA device)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from optimus_ir.kernels.activations import (
+    ACTIVATIONS,
+    activation_code,
+    activation_grad,
+    apply_activation,
+    torch_activation,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+    reason="needs the Triton interpreter or a CUDA device",
+)
+
+
+@triton.jit
+def _activation_kernel(x, y, grad, n, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    values = tl.load(x + offsets, mask=mask)
+    tl.store(y + offsets, apply_activation(values, ACTIVATION), mask=mask)
+    tl.store(grad + offsets, activation_grad(values, ACTIVATION), mask=mask)
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation_and_its_derivative_match_torch(name: str) -> None:
+    device = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+    x = torch.cat([torch.linspace(-8, 8, 997), torch.tensor([0.0, -0.0, 1e-6, 30.0, -30.0])])
+    x = x.to(device)
+    y, grad = torch.empty_like(x), torch.empty_like(x)
+    _activation_kernel[(triton.cdiv(x.numel(), 256),)](
+        x, y, grad, x.numel(), ACTIVATION=activation_code(name), BLOCK=256
+    )
+    leaf = x.clone().requires_grad_()
+    expected = torch_activation(name)(leaf)
+    expected.sum().backward()
+    torch.testing.assert_close(y, expected.detach(), rtol=1.3e-6, atol=2e-6)
+    torch.testing.assert_close(grad, leaf.grad, rtol=1.3e-6, atol=4e-6)
+
+
+def test_unknown_activation_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown activation 'swish'.*relu"):
+        activation_code("swish")

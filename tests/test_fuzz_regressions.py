@@ -70,3 +70,22 @@ def test_returned_rank0_fused_members_get_a_copy_that_verifies() -> None:
     gm = torch.fx.GraphModule(owner, g)
     inputs = [fx_graph_strategies.tensor((6,), torch.float32, seed=0)]
     assert_optimized_matches(gm, inputs, exact=False)
+
+
+def test_returned_whole_piece_after_an_in_place_op_stays_a_new_view() -> None:
+    # x.add_(2) returns x itself; split-whole forwarded the returned whole
+    # piece of that result to it, so the optimized graph returned the
+    # caller's input object where the graph returns a new view of it
+    # (validation: "aliasing changed: output #0 is input #0 itself").
+    # Fixed in optimus_ir/analysis/aliasing.py (may_be_a_caller_object: an
+    # fx op's result may be the caller's tensor object).
+    owner = nn.Module()
+    g = torch.fx.Graph()
+    value = g.call_method("add_", (g.placeholder("x0"), 2))
+    for _ in range(2):
+        split = g.call_function(torch.split, (value, 1), {"dim": 0})
+        value = g.call_function(operator.getitem, (split, -1))
+    g.output((value,))
+    gm = torch.fx.GraphModule(owner, g)
+    inputs = [fx_graph_strategies.tensor((1,), torch.float32, seed=0, special=True)]
+    assert_optimized_matches(gm, inputs, exact=False)

@@ -157,8 +157,9 @@ def is_returned(value: SSAValue) -> bool:
 def forwarding_returns_another_object(view: SSAValue, source: SSAValue) -> bool:
     """Replacing `view` (a view of `source`: a distinct tensor object over the
     same memory) by `source` itself would change which tensor objects the
-    graph returns: `view` is returned, and `source` is the caller's own
-    tensor (a graph input, parameter or buffer) or is returned as well.
+    graph returns: `view` is returned, and `source` may be the caller's own
+    tensor object (`may_be_a_caller_object`: a graph input, parameter or
+    buffer, or what an in-place op on one returns) or is returned as well.
 
     Eager and the captured graph return a new tensor object for each view
     (even one that does nothing, `x.view(x.shape)`); the caller may change
@@ -168,7 +169,24 @@ def forwarding_returns_another_object(view: SSAValue, source: SSAValue) -> bool:
     for returned views only."""
     if not is_returned(view):
         return False
-    return is_graph_input(source) or is_returned(source)
+    return may_be_a_caller_object(source) or is_returned(source)
+
+
+def may_be_a_caller_object(value: SSAValue) -> bool:
+    """`value` may be the very tensor object of a graph input, parameter or
+    buffer: one of those, or the result of an fx op (an in-place method
+    returns its operand, an unknown call may return an argument), or of a
+    `torch.flatten` that may return its input unchanged. Every other
+    operator op makes a new tensor object."""
+    while True:
+        if is_graph_input(value):
+            return True
+        owner = value.owner
+        if owner.dialect_name() == "fx":
+            return True
+        if owner.name != "torch.flatten":
+            return False
+        value = owner.operands[0]
 
 
 def stride_sensitive(values: Iterable[SSAValue]) -> bool:
@@ -322,6 +340,7 @@ __all__ = [
     "is_graph_input",
     "is_graph_input_view",
     "is_returned",
+    "may_be_a_caller_object",
     "is_view_result",
     "may_be_mutated",
     "reaches_output",

@@ -54,3 +54,20 @@ fx.graph @returned {
   %c = torch.split %k sections [6] dim 1 : tensor<4x6xf32> -> tensor<4x6xf32>
   fx.output (%a, %h, %b, %c)
 }
+
+// -----
+
+// Left alone too: the input is what an in-place op (or any fx op) returned,
+// which may be the caller's tensor object itself (`x.add_(2)` returns `x`).
+
+// CHECK-LABEL: fx.graph @returned_after_in_place
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %w = fx.call_method "add_"(%x, 2)
+// CHECK-NEXT:    %a = torch.split %w sections [1] dim 0
+// CHECK-NEXT:    fx.output (%a,)
+fx.graph @returned_after_in_place {
+  %x = fx.placeholder "x" : tensor<1xf32>
+  %w = fx.call_method "add_"(%x, 2) : tensor<1xf32>
+  %a = torch.split %w sections [1] dim 0 : tensor<1xf32> -> tensor<1xf32>
+  fx.output (%a)
+}

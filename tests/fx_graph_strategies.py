@@ -6,7 +6,7 @@ differential check every generated program must pass.
 (`get_attr` nodes, `nn.Linear`/`nn.LayerNorm` `call_module` nodes), seeded
 example inputs, and whether the graph only moves data (then the optimized
 module must give bit-identical outputs; otherwise the dtype tolerances of
-`optimus_ir.validation.TOLERANCES`).
+`optimus_ir.validation.tolerance_for`).
 
 Every op is executed eagerly on build-time copies while the graph is built,
 so the generated program is valid by construction: a draw torch rejects
@@ -43,7 +43,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import optimus_ir
-from optimus_ir.validation import TOLERANCES
+from optimus_ir.validation import tolerance_for
 
 # ---------------------------------------------------------------------------
 # Seeded values (used by the strategy and by the regression tests)
@@ -160,7 +160,7 @@ def _assert_equal(got: Any, want: Any, exact: bool, what: str, code: str) -> Non
     assert isinstance(got, torch.Tensor), f"{what}: not a tensor: {type(got)}\n{code}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}\n{code}"
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}\n{code}"
-    rtol, atol = (0.0, 0.0) if exact else TOLERANCES.get(want.dtype, (0.0, 0.0))
+    rtol, atol = (0.0, 0.0) if exact else tolerance_for(want)
     torch.testing.assert_close(
         got.detach(), want.detach(), rtol=rtol, atol=atol, equal_nan=True,
         msg=lambda m: f"{what}: {m}\n{code}",

@@ -89,3 +89,34 @@ def test_returned_whole_piece_after_an_in_place_op_stays_a_new_view() -> None:
     gm = torch.fx.GraphModule(owner, g)
     inputs = [fx_graph_strategies.tensor((1,), torch.float32, seed=0, special=True)]
     assert_optimized_matches(gm, inputs, exact=False)
+
+
+def test_fused_bf16_linears_compare_at_the_scale_of_their_terms() -> None:
+    # Eight bf16 linears over split pieces, fused into one bmm: one output
+    # element where terms of size ~1 cancel to ~0.01 came out 8.5e-4 away
+    # (7% of that element, a few bf16 units at the terms' scale), beyond
+    # a fixed rtol/atol. Not a wrong result: half-precision sums round at
+    # the scale of their terms. Fixed in the comparison
+    # (optimus_ir.validation.tolerance_for: fp16/bf16 atol scales with the
+    # output's magnitude), which validation and this harness share.
+    owner = nn.Module()
+    g = torch.fx.Graph()
+    x0 = g.placeholder("x0")
+    split = g.call_function(torch.split, (x0, 1), {"dim": -2})
+    linears = []
+    for i in range(8):
+        piece = g.call_function(operator.getitem, (split, i - 8))
+        for k, shape in enumerate(((1, 8), (1,))):
+            name = f"p{2 * i + 1 + k}"
+            owner.register_parameter(
+                name,
+                fx_graph_strategies.parameter(
+                    shape, torch.bfloat16, seed=413 + 10 * i + k, requires_grad=False
+                ),
+            )
+        weight, bias = g.get_attr(f"p{2 * i + 1}"), g.get_attr(f"p{2 * i + 2}")
+        linears.append(g.call_function(F.linear, (piece, weight, bias)))
+    g.output((x0, linears[1]))
+    gm = torch.fx.GraphModule(owner, g)
+    inputs = [fx_graph_strategies.tensor((7, 8, 8), torch.bfloat16, seed=16964, special=True)]
+    assert_optimized_matches(gm, inputs, exact=False)

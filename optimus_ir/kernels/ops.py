@@ -228,7 +228,9 @@ def _as_input(values: Sequence[torch.Tensor | None], grads: Sequence[torch.Tenso
 def _no_grad_through_nones(op: str, values: Sequence[torch.Tensor | None], what: str) -> None:
     """torch.library passes a list that holds a None to autograd as one
     opaque value: its tensors would silently get no gradient, so refuse."""
-    if any(v is None for v in values) and any(v is not None and v.requires_grad for v in values):
+    if not torch.is_grad_enabled() or not any(v is None for v in values):
+        return
+    if any(v is not None and v.requires_grad for v in values):
         raise NotImplementedError(
             f"optimus::{op}: {what} mixes None and tensors that require grad; autograd "
             "cannot reach them through such a list (give every member one, or none)"
@@ -304,6 +306,7 @@ def grouped_linear(
     CUDA (and on CPU under `OPTIMUS_TRITON_ON_CPU=1`), else the reference."""
     _check_grouped(inputs, weights, biases)
     reference_activation(activation)
+    _no_grad_through_nones("grouped_linear", biases, "biases")
     if _takes_triton([*inputs, *weights]):
         return _grouped_linear_triton(inputs, weights, biases, activation)
     return _fresh(grouped_linear_reference(inputs, weights, biases, activation))
@@ -316,13 +319,22 @@ def _grouped_linear_fake(inputs, weights, biases, activation="none"):
 
 
 def _grouped_linear_setup(ctx, inputs, output) -> None:
-    xs, ws, bs, activation = inputs
+    xs, ws, bs, *rest = inputs
+    activation = rest[0] if rest else "none"
+    ctx.arg_count = _passed_args(inputs, activation)
     ctx.count = len(xs)
     ctx.has_bias = [b is not None for b in bs]
     ctx.activation = activation
     ctx.triton = _takes_triton([*xs, *ws])
-    _no_grad_through_nones("grouped_linear", bs, "biases")
     ctx.save_for_backward(*xs, *ws, *[b for b in bs if b is not None])
+
+
+def _passed_args(inputs: Sequence[Any], activation: str) -> int:
+    """How many arguments autograd saw: the dispatcher drops a trailing
+    argument equal to its default (`activation="none"`) before autograd,
+    and setup_context gets it back filled in; backward must return one
+    gradient per argument autograd saw."""
+    return len(inputs) - (1 if activation == "none" else 0)
 
 
 def _split_saved(ctx) -> tuple[list, list, list]:
@@ -341,7 +353,7 @@ def _grouped_linear_backward(ctx, grads):
         gx, gw, gb = backward(_grad_or_zeros(grads, outs_like), xs, ws, bs, ctx.activation)
     else:
         gx, gw, gb = _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads)
-    return list(gx), list(gw), _as_input(bs, gb), None
+    return (list(gx), list(gw), _as_input(bs, gb), None)[: ctx.arg_count]
 
 
 grouped_linear.register_autograd(_grouped_linear_backward, setup_context=_grouped_linear_setup)
@@ -397,6 +409,8 @@ def batched_layer_norm(
     else the reference."""
     _check_norm(inputs, weights, biases)
     reference_activation(activation)
+    _no_grad_through_nones("batched_layer_norm", weights, "weights")
+    _no_grad_through_nones("batched_layer_norm", biases, "biases")
     if _takes_triton(inputs):
         forward = _launcher("layer_norm", "batched_layer_norm_forward")
         outputs, _, _ = forward(list(inputs), list(weights), list(biases), eps, activation)
@@ -411,15 +425,15 @@ def _batched_layer_norm_fake(inputs, weights, biases, eps, activation="none"):
 
 
 def _batched_layer_norm_setup(ctx, inputs, output) -> None:
-    xs, ws, bs, eps, activation = inputs
+    xs, ws, bs, eps, *rest = inputs
+    activation = rest[0] if rest else "none"
+    ctx.arg_count = _passed_args(inputs, activation)
     ctx.count = len(xs)
     ctx.has_weight = [w is not None for w in ws]
     ctx.has_bias = [b is not None for b in bs]
     ctx.eps = eps
     ctx.activation = activation
     ctx.triton = _takes_triton(xs)
-    _no_grad_through_nones("batched_layer_norm", ws, "weights")
-    _no_grad_through_nones("batched_layer_norm", bs, "biases")
     ctx.save_for_backward(*xs, *[w for w in ws if w is not None], *[b for b in bs if b is not None])
 
 
@@ -438,7 +452,7 @@ def _batched_layer_norm_backward(ctx, grads):
         gx, gw, gb = _differentiate(
             batched_layer_norm_reference, (xs, ws, bs), (ctx.eps, ctx.activation), grads
         )
-    return list(gx), _as_input(ws, gw), _as_input(bs, gb), None, None
+    return (list(gx), _as_input(ws, gw), _as_input(bs, gb), None, None)[: ctx.arg_count]
 
 
 batched_layer_norm.register_autograd(

@@ -201,7 +201,7 @@ class _Emitter:
         items = []
         for i, ty in enumerate(result_types):
             get = self.insert(call(_GETITEM, [whole.results[0], i], {}, ty))
-            get.results[0].name_hint = f"{hint}_{i}" if hint else None
+            get.results[0].name_hint = f"{hint}.{i}" if hint else None
             items.append(get.results[0])
         return items
 

@@ -31,7 +31,10 @@ Design (why it is shaped like this):
   contiguous (vectorisable) accesses; members whose layouts differ go to
   separate launches (in the forward of ordinary tensors there is one).
   `ALIGNED` adds 16-byte alignment hints when every address and non-unit
-  stride of the launch allows them.
+  stride of the launch allows them, `SIZES_ALIGNED` when every M and N is a
+  multiple of 16 bytes' worth of elements (the masks along a unit-stride
+  dimension then come in 16-byte runs); the K loop runs its full blocks
+  without a K mask and the ragged tail once.
 * Epilogue in fp32: bias, then the activation (`apply_activation`), or, for
   the backward, `dY * act'(Z)` (`activation_grad`) at the recomputed
   pre-activation `Z`; stored in the operands' dtype.
@@ -122,12 +125,12 @@ def _offsets(rows, cols, stride_r, stride_c, LAYOUT: tl.constexpr):
 
 
 @triton.jit
-def _stride(row, col, ALIGNED: tl.constexpr):
-    """The int64 stride in metadata column `col`, hinted as a multiple of 16
-    elements when the launch is `ALIGNED`."""
+def _stride(row, col, ALIGNED: tl.constexpr, VEC: tl.constexpr):
+    """The int64 stride in metadata column `col`, hinted as a multiple of
+    `VEC` elements (16 bytes) when the launch is `ALIGNED`."""
     s = tl.load(row + col)
     if ALIGNED:
-        s = tl.multiple_of(s, 16)
+        s = tl.multiple_of(s, VEC)
     return s
 
 
@@ -156,6 +159,8 @@ def _grouped_gemm_kernel(
     B_LAYOUT: tl.constexpr,
     D_LAYOUT: tl.constexpr,
     ALIGNED: tl.constexpr,
+    SIZES_ALIGNED: tl.constexpr,
+    VEC: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
     META_COLS: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -183,6 +188,11 @@ def _grouped_gemm_kernel(
         M = tl.load(row + 5).to(tl.int32)
         N = tl.load(row + 6).to(tl.int32)
         K = tl.load(row + 7).to(tl.int32)
+        if SIZES_ALIGNED:
+            # Masks along a unit-stride dimension then stay constant over
+            # 16-byte runs, so those accesses can be vectorised.
+            M = tl.multiple_of(M, VEC)
+            N = tl.multiple_of(N, VEC)
         tiles_n = tl.cdiv(N, BLOCK_N)
         offs_m = (local // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = (local % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -190,10 +200,10 @@ def _grouped_gemm_kernel(
         mask_m = offs_m < M
         mask_n = offs_n < N
 
-        s_am = _stride(row, 8, ALIGNED)
-        s_ak = _stride(row, 9, ALIGNED)
-        s_bk = _stride(row, 10, ALIGNED)
-        s_bn = _stride(row, 11, ALIGNED)
+        s_am = _stride(row, 8, ALIGNED, VEC)
+        s_ak = _stride(row, 9, ALIGNED, VEC)
+        s_bk = _stride(row, 10, ALIGNED, VEC)
+        s_bn = _stride(row, 11, ALIGNED, VEC)
         a_ptrs = _address(row, 0, DTYPE, ALIGNED) + _offsets(offs_m, offs_k, s_am, s_ak, A_LAYOUT)
         b_ptrs = _address(row, 1, DTYPE, ALIGNED) + _offsets(offs_k, offs_n, s_bk, s_bn, B_LAYOUT)
         if A_LAYOUT == 1:
@@ -205,14 +215,22 @@ def _grouped_gemm_kernel(
         else:
             b_step = BLOCK_K * s_bk
 
+        # Full K blocks first, masked only along M/N (masks constant along
+        # K keep the K-contiguous loads vectorised and pipelined), then the
+        # ragged K tail.
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BLOCK_K)):
-            mask_k = offs_k < K - k * BLOCK_K
-            a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        full_k = K // BLOCK_K
+        for _ in range(0, full_k):
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
             a_ptrs += a_step
             b_ptrs += b_step
+        if full_k * BLOCK_K < K:
+            mask_k = offs_k < K - full_k * BLOCK_K
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
         bias_address = tl.load(row + 3)
         if bias_address != 0:
@@ -230,7 +248,7 @@ def _grouped_gemm_kernel(
         else:
             out = apply_activation(acc, ACTIVATION)
         c_ptrs = _address(row, 2, DTYPE, ALIGNED) + _offsets(
-            offs_m, offs_n, _stride(row, 12, ALIGNED), 1, 1
+            offs_m, offs_n, _stride(row, 12, ALIGNED, VEC), 1, 1
         )
         tl.store(c_ptrs, out.to(DTYPE), mask=mask)
 
@@ -337,7 +355,8 @@ def _launch_class(
             "cannot follow device addresses held in the metadata tensor"
         )
     rows: list[list[int]] = []
-    aligned = True
+    vec = 16 // first.c.element_size()
+    aligned = sizes_aligned = True
     max_m = max_n = max_k = 0
     for p in problems:
         (m, k), n = p.a.shape, p.b.shape[1]
@@ -347,7 +366,8 @@ def _launch_class(
         sdm, sdn = _strides(p.d) if p.d is not None else (0, 0)
         addresses = [p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr()]
         aligned = aligned and all(x % 16 == 0 for x in addresses)
-        aligned = aligned and all(s == 1 or s % 16 == 0 for s in (sam, sak, sbk, sbn, scm))
+        aligned = aligned and all(s == 1 or s % vec == 0 for s in (sam, sak, sbk, sbn, scm))
+        sizes_aligned = sizes_aligned and m % vec == 0 and n % vec == 0
         rows.append(
             addresses
             + [
@@ -387,6 +407,8 @@ def _launch_class(
         B_LAYOUT=b_layout,
         D_LAYOUT=d_layout,
         ALIGNED=aligned,
+        SIZES_ALIGNED=sizes_aligned,
+        VEC=vec,
         INPUT_PRECISION=_input_precision(dtype),
         META_COLS=_META_COLS,
     )

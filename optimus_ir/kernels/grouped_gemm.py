@@ -48,6 +48,7 @@ Design (why it is shaped like this):
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Sequence
 
@@ -143,6 +144,20 @@ def _address(row, col, DTYPE: tl.constexpr, ALIGNED: tl.constexpr):
     return p
 
 
+@triton.jit
+def _dot(a, b, acc, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """`acc + a @ b` in fp32. `UPCAST` (set only under the interpreter, for
+    bf16) multiplies fp32 copies: Triton 3.9's interpreter holds bf16 as
+    uint16 and its `tl.dot` multiplies those integers. bf16 products are
+    exact in fp32 and the accumulation is fp32 either way, so the result is
+    the one a GPU's bf16 MMA gives."""
+    if UPCAST:
+        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    return acc
+
+
 @triton.jit(do_not_specialize=["num_groups", "M_CLASS", "N_CLASS", "K_CLASS", "G_CLASS"])
 def _grouped_gemm_kernel(
     meta,
@@ -162,6 +177,7 @@ def _grouped_gemm_kernel(
     SIZES_ALIGNED: tl.constexpr,
     VEC: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
+    UPCAST_DOT: tl.constexpr,
     META_COLS: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -223,14 +239,14 @@ def _grouped_gemm_kernel(
         for _ in range(0, full_k):
             a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
             b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            acc = _dot(a, b, acc, INPUT_PRECISION, UPCAST_DOT)
             a_ptrs += a_step
             b_ptrs += b_step
         if full_k * BLOCK_K < K:
             mask_k = offs_k < K - full_k * BLOCK_K
             a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
             b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            acc = _dot(a, b, acc, INPUT_PRECISION, UPCAST_DOT)
 
         bias_address = tl.load(row + 3)
         if bias_address != 0:
@@ -410,6 +426,7 @@ def _launch_class(
         SIZES_ALIGNED=sizes_aligned,
         VEC=vec,
         INPUT_PRECISION=_input_precision(dtype),
+        UPCAST_DOT=_INTERPRET and dtype == torch.bfloat16,
         META_COLS=_META_COLS,
     )
     if config is None:
@@ -429,7 +446,7 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
     """`t` `[*, C]` as `[M, C]`: a view whenever the leading dims merge into
     one stride (contiguous tensors, split pieces, 2-D transposed views), a
     copy otherwise (reshape's rule)."""
-    return t.reshape(-1, t.shape[-1])
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])  # not -1: K may be 0
 
 
 def _check(

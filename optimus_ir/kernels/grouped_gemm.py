@@ -51,6 +51,7 @@ import inspect
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -191,7 +192,7 @@ def _grouped_gemm_kernel(
     num_programs = tl.num_programs(0)
     starts = tile_starts + TILE_ROW * (num_groups + 1)
     total_tiles = tl.load(starts + num_groups).to(tl.int32)
-    g = pid * 0
+    g = pid * 0  # an int32 tensor: the loop-carried member index keeps one type
     group_end = tl.load(starts + 1).to(tl.int32)
     for tile in range(pid, total_tiles, num_programs):
         # Tile ids of one program only grow: advance to the member holding it.
@@ -274,22 +275,17 @@ _autotuned_kernel = triton.autotune(
 )(_grouped_gemm_kernel)
 
 
+@dataclass(frozen=True, slots=True)
 class _Problem:
     """One GEMM of a launch: `c = epilogue(a @ b + bias)`; a `[M, K]`, b
     `[K, N]`, c `[M, N]` row-major, bias `[N]` or None, d (the backward's
     `dY`) `[M, N]` or None. All 2-D views, any strides."""
 
-    __slots__ = ("a", "b", "c", "bias", "d")
-
-    def __init__(
-        self,
-        a: torch.Tensor,
-        b: torch.Tensor,
-        c: torch.Tensor,
-        bias: torch.Tensor | None = None,
-        d: torch.Tensor | None = None,
-    ) -> None:
-        self.a, self.b, self.c, self.bias, self.d = a, b, c, bias, d
+    a: torch.Tensor
+    b: torch.Tensor
+    c: torch.Tensor
+    bias: torch.Tensor | None = None
+    d: torch.Tensor | None = None
 
 
 def _strides(t: torch.Tensor) -> tuple[int, int]:

@@ -38,14 +38,22 @@ return new tensors, made contiguous where torch kept an input's layout.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from optimus_ir.kernels.programs import (
+    ACTIVATIONS,
+    BINARY,
+    PROGRAM_GRAMMAR,
+    UNARY,
+    parse_program,
+    tensor_step_count,
+    torch_activation,
+)
 
 NAMESPACE = "optimus"
 
@@ -61,36 +69,14 @@ MULTI_POINTWISE_SCHEMA = "(Tensor[] inputs, Tensor[] others, str program) -> Ten
 KERNEL_DTYPES: frozenset[torch.dtype] = frozenset({torch.float32, torch.bfloat16, torch.float16})
 """The dtypes the Triton kernels take; others run the reference everywhere."""
 
-ACTIVATION_NAMES: tuple[str, ...] = (
-    "none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh",
-)
-"""The epilogue activations (`optimus_ir.kernels.activations.ACTIVATIONS`,
-which imports triton; this module must not)."""
+ACTIVATION_NAMES: tuple[str, ...] = tuple(ACTIVATIONS)
+"""The epilogue activations (`programs.ACTIVATIONS`)."""
 
-UNARY_STEPS: tuple[str, ...] = (
-    "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "neg", "exp", "abs",
-)
-BINARY_STEPS: tuple[str, ...] = ("add", "sub", "mul", "div", "maximum", "minimum")
-PROGRAM_GRAMMAR = """\
-program := step (';' step)*
-step    := unary | binary '(' 'other' ')' | binary '(' float ')'
-unary   := relu | gelu | gelu_tanh | silu | sigmoid | tanh | neg | exp | abs
-binary  := add | sub | mul | div | maximum | minimum"""
-"""multi_pointwise's program text (`pointwise.py`'s `parse_program` is the
-kernels' parser; `parse_program` here is the reference's)."""
-
-_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "none": lambda x: x,
-    "relu": torch.relu,
-    "gelu": F.gelu,
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "silu": F.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-}
+UNARY_STEPS: tuple[str, ...] = tuple(UNARY)
+BINARY_STEPS: tuple[str, ...] = tuple(BINARY)
 
 _UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    **{name: fn for name, fn in _ACTIVATIONS.items() if name != "none"},
+    **{name: torch_activation(name) for name in ACTIVATIONS if name != "none"},
     "neg": torch.neg,
     "exp": torch.exp,
     "abs": torch.abs,
@@ -111,61 +97,10 @@ _BINARY_SCALAR: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
 }
 
 
-def reference_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The torch function of epilogue activation `name` (ValueError if unknown)."""
-    fn = _ACTIVATIONS.get(name)
-    if fn is None:
-        raise ValueError(f"unknown activation '{name}' (known: {', '.join(ACTIVATION_NAMES)})")
-    return fn
+reference_activation = torch_activation
+"""The torch function of epilogue activation `name` (ValueError if unknown)."""
 
 
-Step = tuple[str, str, float | None]
-"""(name, kind, scalar): kind 'unary', 'tensor' (the next other) or 'scalar'."""
-
-
-@lru_cache(maxsize=256)
-def parse_program(program: str) -> tuple[Step, ...]:
-    """The steps of a multi_pointwise program (`PROGRAM_GRAMMAR`); a
-    ValueError names the step that is not one."""
-    steps: list[Step] = []
-    for text in program.split(";"):
-        step = text.strip()
-        name, paren, rest = step.partition("(")
-        name = name.strip()
-        if not paren:
-            if name not in _UNARY:
-                raise ValueError(f"multi_pointwise: unknown unary step '{step}' in '{program}'")
-            steps.append((name, "unary", None))
-            continue
-        if name not in _BINARY or not rest.endswith(")"):
-            raise ValueError(f"multi_pointwise: unknown binary step '{step}' in '{program}'")
-        argument = rest[:-1].strip()
-        if argument == "other":
-            steps.append((name, "tensor", None))
-            continue
-        try:
-            value = float(argument)
-        except ValueError:
-            raise ValueError(
-                f"multi_pointwise: step '{step}' takes 'other' or a float literal"
-            ) from None
-        if not math.isfinite(value):
-            raise ValueError(f"multi_pointwise: step '{step}' has a non-finite scalar")
-        steps.append((name, "scalar", value))
-    return tuple(steps)
-
-
-def tensor_step_count(program: str) -> int:
-    """How many steps of `program` read a tensor from `others`."""
-    return sum(1 for _, kind, _ in parse_program(program) if kind == "tensor")
-
-
-# ---------------------------------------------------------------------------
-# Which implementation runs
-# ---------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
 def triton_importable() -> bool:
     """Whether triton can be imported here (checked once)."""
     try:
@@ -478,7 +413,7 @@ def multi_pointwise_reference(
         j = 0
         y = x
         for name, kind, scalar in steps:
-            if kind == "unary":
+            if kind == "none":
                 y = _UNARY[name](y)
             elif kind == "scalar":
                 y = _BINARY_SCALAR[name](y, scalar)  # type: ignore[arg-type]

@@ -28,88 +28,21 @@ Design
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
+from optimus_ir.kernels.programs import Step, parse_program
+
+_NONE, _TENSOR, _SCALAR = 0, 1, 2
 
 MAX_STEPS = 8
 """Steps one launch applies; longer programs run in chunks."""
 _BLOCK = 1024
 _NUM_WARPS = 4
-
-UNARY: dict[str, int] = {
-    "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6,
-    "neg": 7, "exp": 8, "abs": 9,
-}
-"""Unary step name -> kernel code (1..6 are `activations.ACTIVATIONS` codes)."""
-BINARY: dict[str, int] = {
-    "add": 10, "sub": 11, "mul": 12, "div": 13, "maximum": 14, "minimum": 15,
-}
-"""Binary step name -> kernel code."""
-
-_NONE, _TENSOR, _SCALAR = 0, 1, 2
-_STEP_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?$")
-_FLOAT_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
-
-
-class Step(NamedTuple):
-    """One step of a pointwise program: `name`, and for binary steps whether
-    the operand is the member's next other tensor or `scalar`."""
-
-    name: str
-    operand: str  # "none" | "tensor" | "scalar"
-    scalar: float | None = None
-
-    @property
-    def code(self) -> int:
-        """The kernel's code of this step."""
-        return UNARY[self.name] if self.operand == "none" else BINARY[self.name]
-
-
-def parse_program(program: str) -> tuple[Step, ...]:
-    """The steps of `program` (`;`-separated `name`, `name(other)` or
-    `name(<float literal>)`); a ValueError names the first bad step."""
-    if not program.strip():
-        raise ValueError("pointwise program is empty")
-    steps: list[Step] = []
-    for index, text in enumerate(program.split(";")):
-        text = text.strip()
-        match = _STEP_RE.match(text)
-        if match is None:
-            raise ValueError(f"pointwise program step {index} '{text}' is not name or name(arg)")
-        name, arg = match.group(1), match.group(2)
-        if arg is None:
-            if name not in UNARY:
-                hint = " (a binary step needs an operand)" if name in BINARY else ""
-                raise ValueError(
-                    f"pointwise program step {index} '{text}': unknown unary op{hint} "
-                    f"(unary: {', '.join(UNARY)})"
-                )
-            steps.append(Step(name, "none"))
-            continue
-        if name not in BINARY:
-            raise ValueError(
-                f"pointwise program step {index} '{text}': unknown binary op "
-                f"(binary: {', '.join(BINARY)})"
-            )
-        arg = arg.strip()
-        if arg == "other":
-            steps.append(Step(name, "tensor"))
-        elif _FLOAT_RE.match(arg):
-            steps.append(Step(name, "scalar", float(arg)))
-        else:
-            raise ValueError(
-                f"pointwise program step {index} '{text}': operand must be 'other' "
-                f"or a float literal"
-            )
-    return tuple(steps)
-
 
 # ---------------------------------------------------------------------------
 # Kernels

@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion clean
+.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion bench-triton clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ bench-export: $(STAMP)
 # variants (8/64/256 towers, uniform and mixed, batch 64 and 512; ~10 minutes).
 bench-batch-fusion: $(STAMP)
 	$(PY) benchmarks/bench_batch_fusion.py
+
+# The Triton kernels on a GPU (issue 10): each kernel against the torch
+# lowering and looped torch ops, the 256-tower recsys model end to end (eager,
+# ours, Inductor, Inductor + PyTorch's Optimus, Inductor after ours) and the
+# targets as PASS/FAIL. Needs a CUDA device; `--smoke` checks it on a CPU.
+bench-triton: $(STAMP)
+	$(PY) benchmarks/bench_triton_kernels.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

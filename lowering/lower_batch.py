@@ -32,7 +32,11 @@ Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
 values: the exported module computes them once and caches them
 (`optimus_ir.param_cache`).
 
-A Triton lowering (another pass, same ops) replaces this one on GPU.
+With `kernels=auto` (the default) or `kernels=triton`, the kernel lowering
+(`lowering/lower_batch_kernels.py`) runs first: the ops it qualifies become
+calls of the custom ops `torch.ops.optimus.*` (Triton kernels on CUDA, their
+torch references elsewhere) over the members, no stacking; `auto` takes them
+for CUDA-typed tensors only, `triton` on any device, `torch` never.
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, shape
+from optimus_ir.diagnostics import OptimusError
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
+from optimus_ir.lowering.lower_batch_kernels import KERNEL_CHOICES, kernel_patterns
 from optimus_ir.passes.batch_fusion import regular_pieces
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalize import bind_aliases
@@ -437,17 +443,40 @@ class LowerPointwise(RewritePattern):
 @dataclass(frozen=True)
 class LowerBatch(ModulePass):
     """Lower every batch op to torch operator ops (see the module docstring):
-    first the conversions that cancel, then cats of members in order, then
+    first the conversions that cancel, then (unless `kernels=torch`) the ops
+    the kernels take, then cats of members in order, then
     the compute ops, then packs (now that it is known where members lie)
-    and unpacks."""
+    and unpacks.
+
+    Options:
+        kernels: `auto` (default): the compute ops on CUDA-typed tensors that
+            a kernel takes become `torch.ops.optimus.*` calls, the rest torch
+            ops; `triton`: the kernel calls on any device (their torch
+            reference runs off CUDA); `torch`: torch ops only.
+    """
 
     name = "lower-batch"
 
+    kernels: str = "auto"
+
+    def check_options(self) -> None:
+        """The `kernels` option is one of `KERNEL_CHOICES`."""
+        if self.kernels not in KERNEL_CHOICES:
+            raise OptimusError(
+                f"lower-batch: kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{self.kernels}'"
+            )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.check_options()
         aliases = AliasAnalysis(op)
         canonical = bind_aliases(BATCH_PATTERNS, aliases)
         config = RewriteConfig()
         listeners = [aliases.listener()]
+        kernels = kernel_patterns(aliases, self.kernels)
+        if kernels:
+            # before cats of members are rewritten: a cat of kernel results
+            # is one cat of the getitems, not a stack of stacks
+            GreedyRewriteDriver([*canonical, *kernels], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver([*canonical, CatOfMembers()], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver(
             [LowerLinear(), LowerLinearSharedInput(), LowerGroupedLinear(), LowerLayerNorm(), LowerPointwise()],

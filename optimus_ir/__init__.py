@@ -6,6 +6,10 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
 * `import_graph(gm, example_inputs=None) -> ImportedGraph`
 * `export_graph(imported_or_module, owner=None) -> GraphModule`
 * `torch.compile(model, backend="optimus")`, registered as an entry point.
+
+Importing the package registers the custom ops `torch.ops.optimus.*`
+(`optimus_ir.kernels.ops`; torch only, no triton), so an exported graph that
+calls them runs in any process that imported optimus_ir.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
+
+import optimus_ir.kernels.ops  # noqa: E402,F401  (registers torch.ops.optimus.*)
 
 _LAZY = {
     "optimize": "optimus_ir.api",

@@ -18,7 +18,8 @@ when unused, and mergeable with an identical op) when
   pure Python builtins (`operator.getitem`, `operator.add`, `getattr`...).
 
 Everything else is impure: unknown Python callables, `fx.call_module`,
-in-place and random ops, custom-op namespaces, ops with regions.
+in-place and random ops, custom-op namespaces (but the batch kernels
+`torch.ops.optimus.*`, listed pure), ops with regions.
 `fx.placeholder` and `fx.output` are never removed.
 
 Allocating factories (`torch.empty`, `torch.zeros`, ...) are removable when
@@ -86,6 +87,10 @@ PURE_FUNCTIONS: set[str] = {
     "torch.ops.aten._softmax.default",
     "torch.ops.aten._log_softmax.default",
     "torch.ops.aten._unsafe_view.default",
+    # the batch kernels (optimus_ir.kernels.ops): fresh results, inputs only read
+    "torch.ops.optimus.grouped_linear.default",
+    "torch.ops.optimus.batched_layer_norm.default",
+    "torch.ops.optimus.multi_pointwise.default",
 }
 
 # Exact targets that are never pure, even though they look like torch functions.

@@ -1,9 +1,10 @@
 """The activations a fused kernel may apply in its epilogue.
 
-One table, shared by the Triton kernels (`apply_activation`, a
-`triton.jit` function that selects by a `tl.constexpr` code, so each
-compiled kernel holds only its own activation) and by the torch reference
-implementations (`torch_activation`), so both agree on the names.
+One table (`programs.ACTIVATIONS`), shared by the Triton kernels
+(`apply_activation`, a `triton.jit` function that selects by a
+`tl.constexpr` code, so each compiled kernel holds only its own activation)
+and by the torch reference implementations (`torch_activation`), so both
+agree on the names.
 
 Names are those of the batch dialect's pointwise members: `none`, `relu`,
 `gelu` (erf), `gelu_tanh` (gelu's `approximate="tanh"`), `silu`,
@@ -12,49 +13,11 @@ Names are those of the batch dialect's pointwise members: `none`, `relu`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import torch
 import triton
 import triton.language as tl
 
-ACTIVATIONS: dict[str, int] = {
-    "none": 0,
-    "relu": 1,
-    "gelu": 2,
-    "gelu_tanh": 3,
-    "silu": 4,
-    "sigmoid": 5,
-    "tanh": 6,
-}
-"""Activation name -> the `tl.constexpr` code `apply_activation` takes."""
-
-_TORCH: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "none": lambda x: x,
-    "relu": torch.relu,
-    "gelu": torch.nn.functional.gelu,
-    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "silu": torch.nn.functional.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-}
-
-
-def activation_code(name: str) -> int:
-    """The code of activation `name`; a ValueError names the known ones."""
-    try:
-        return ACTIVATIONS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown activation '{name}' (known: {', '.join(ACTIVATIONS)})"
-        ) from None
-
-
-def torch_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The torch function computing activation `name` (the reference)."""
-    activation_code(name)
-    return _TORCH[name]
-
+# The names live where Triton is not needed (the custom ops, the lowering).
+from optimus_ir.kernels.programs import ACTIVATIONS, activation_code, torch_activation
 
 @triton.jit
 def _tanh(x):
@@ -109,3 +72,12 @@ def activation_grad(x, ACTIVATION: tl.constexpr):
         t = _tanh(x)
         g = 1.0 - t * t
     return g
+
+
+__all__ = [
+    "ACTIVATIONS",
+    "activation_code",
+    "activation_grad",
+    "apply_activation",
+    "torch_activation",
+]

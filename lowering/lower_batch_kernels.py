@@ -1,0 +1,416 @@
+"""The kernel lowering of the batch dialect: batch ops -> `torch.ops.optimus.*`.
+
+`lower-batch{kernels=auto|triton}` runs these patterns before the torch
+lowering (`lowering/lower_batch.py`); an op they leave is lowered to torch
+ops as before. Each qualifying op becomes one `fx.call_function` of a custom
+op of `optimus_ir.kernels.ops` with list arguments, returning a tuple, and
+one `operator.getitem` per member result:
+
+    batch.linear / linear_shared_input / grouped_linear -> optimus::grouped_linear
+    batch.layer_norm (over the last dim)                -> optimus::batched_layer_norm
+    batch.pointwise (ops the program grammar knows)     -> optimus::multi_pointwise
+
+Operands: a stacked operand made by a `batch.pack` (or a dim-0 slice of
+one) is passed as the packed member values themselves, no stack; any other
+stacked value is unbound into members (`batch.unpack`, views). Results: a
+`batch.unpack` of the op's result becomes the getitems themselves; any
+other use reads a `batch.pack` of them (a stack, where something needs one).
+
+Vertical fusion: where every use of a linear's or layer norm's stacked
+result is an activation (`batch.pointwise` of relu, gelu, gelu(tanh), silu,
+sigmoid, tanh; directly or through a dim-0 slice read by nothing else) and
+the uses take disjoint members, each use becomes one kernel over its members
+with that activation in its epilogue (the recsys towers' alternating
+tanh/relu: two layer-norm launches, no pointwise launch).
+
+Which ops qualify: member dtypes the kernels take (fp32, bf16, fp16); for
+`auto` only tensors typed on a CUDA device (`tensor<..., "cuda:0">`);
+`triton` on any device (elsewhere the op runs its torch reference, which
+computes what the torch lowering does). An op whose stacked values are
+written in place anywhere in their alias class keeps the torch lowering:
+members read where the op is must be what the stack held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    StringAttr,
+    TensorType,
+    TupleType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.dialects import batch as B
+from optimus_ir.dialects import torch as T
+from optimus_ir.lowering.lower_to_fx import call
+from optimus_ir.types import device_of
+
+KERNEL_CHOICES: tuple[str, ...] = ("auto", "triton", "torch")
+"""The values of lower-batch's `kernels` option."""
+
+GROUPED_LINEAR = "torch.ops.optimus.grouped_linear.default"
+BATCHED_LAYER_NORM = "torch.ops.optimus.batched_layer_norm.default"
+MULTI_POINTWISE = "torch.ops.optimus.multi_pointwise.default"
+_GETITEM = "_operator.getitem"
+
+_KERNEL_ELEMENT_TYPES = (Float32Type, BFloat16Type, Float16Type)
+
+_ACTIVATION_OF_FN = {
+    "torch.relu": "relu",
+    "torch.silu": "silu",
+    "torch.sigmoid": "sigmoid",
+    "torch.tanh": "tanh",
+}
+_UNARY_STEP_OF_FN = {**_ACTIVATION_OF_FN, "torch.neg": "neg", "torch.exp": "exp", "torch.abs": "abs"}
+_BINARY_STEP_OF_FN = {"torch.add": "add", "torch.sub": "sub", "torch.mul": "mul", "torch.div": "div"}
+
+
+def _kernel_type(ty: Attribute, kernels: str) -> bool:
+    """A tensor type the kernels take under `kernels` (auto: on CUDA only)."""
+    if not isinstance(ty, TensorType) or not isinstance(ty.element_type, _KERNEL_ELEMENT_TYPES):
+        return False
+    if kernels == "triton":
+        return True
+    device = device_of(ty)
+    return device is not None and device.startswith("cuda")
+
+
+def _gelu_name(properties: dict[str, Attribute]) -> str | None:
+    mode = properties.get("approximate")
+    value = mode.data if isinstance(mode, StringAttr) else "none"
+    return {"none": "gelu", "tanh": "gelu_tanh"}.get(value)
+
+
+def activation_of(op: Operation) -> str | None:
+    """The epilogue activation a `batch.pointwise` applies (one stacked
+    operand, a dtype-preserving activation), or None."""
+    if not isinstance(op, B.PointwiseOp) or op.stacked_flags != [True] or len(op.inputs) != 1:
+        return None
+    if op.inputs[0].type != op.result.type:
+        return None
+    fn = op.fn.data
+    if fn == "torch.gelu":
+        return _gelu_name(op.member_properties())
+    name = _ACTIVATION_OF_FN.get(fn)
+    return name if name is not None and not op.member_properties() else None
+
+
+def _float_text(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return repr(number)
+
+
+def pointwise_program(op: B.PointwiseOp) -> tuple[str, SSAValue | None] | None:
+    """`(program, other operand or None)` of multi_pointwise computing the
+    member op of `op`, or None where the grammar cannot say it bit for bit
+    (add/sub with alpha != 1, rounding division, a reversed sub/div, log,
+    nan_to_num, dropout, clamp with one-sided bounds are fine, ...)."""
+    fn = op.fn.data
+    props = op.member_properties()
+    if fn == "torch.gelu":
+        name = _gelu_name(props)
+        return None if name is None else (name, None)
+    if fn in _UNARY_STEP_OF_FN:
+        return None if props else (_UNARY_STEP_OF_FN[fn], None)
+    if fn == "torch.clamp":
+        steps = []
+        for key, step in (("min", "maximum"), ("max", "minimum")):
+            if key in props:
+                text = _float_text(T.number_value(props[key]))
+                if text is None:
+                    return None
+                steps.append(f"{step}({text})")
+        return (";".join(steps), None) if steps else None
+    name = _BINARY_STEP_OF_FN.get(fn)
+    if name is None:
+        return None
+    alpha = props.get("alpha")
+    if alpha is not None and T.number_value(alpha) != 1:
+        return None
+    mode = props.get("rounding_mode")
+    if isinstance(mode, StringAttr) and mode.data != "none":
+        return None
+    reverse = props.get("reverse")
+    reversed_ = reverse is not None and bool(T.number_value(reverse))
+    if len(op.inputs) == 2:
+        return None if reversed_ else (f"{name}(other)", op.inputs[1])
+    scalar = props.get("scalar")
+    text = None if scalar is None else _float_text(T.number_value(scalar))
+    if text is None:
+        return None
+    if reversed_:
+        if name in ("add", "mul"):  # s + x == x + s, s * x == x * s exactly
+            return f"{name}({text})", None
+        if name == "sub":  # s - x == -x + s exactly (IEEE subtraction)
+            return f"neg;add({text})", None
+        return None
+    return f"{name}({text})", None
+
+
+# ---------------------------------------------------------------------------
+# Members in, members out
+# ---------------------------------------------------------------------------
+
+
+class _Emitter:
+    """Builds the kernel calls of one rewrite before `anchor`."""
+
+    def __init__(self, rewriter: PatternRewriter, anchor: Operation, aliases: AliasAnalysis) -> None:
+        self.rewriter = rewriter
+        self.anchor = anchor
+        self.aliases = aliases
+
+    def insert(self, op: Operation) -> Operation:
+        op.location = self.anchor.location
+        self.rewriter.insert(op, InsertPoint.before(self.anchor))
+        return op
+
+    def members(self, value: SSAValue) -> list[SSAValue]:
+        """The member values of stacked `value`: a pack's members (or a
+        dim-0 slice of them) where nothing writes them, else an unpack."""
+        owner = value.owner
+        if isinstance(owner, B.PackOp) and not any(self.aliases.is_mutated(m) for m in owner.members):
+            return list(owner.members)
+        if (
+            isinstance(owner, T.SliceOp)
+            and owner.dim.data == 0
+            and isinstance(owner.input.owner, B.PackOp)
+            and not self.aliases.is_mutated(value)
+        ):
+            packed = self.members(owner.input)
+            return packed[owner.start.data : owner.end.data : owner.step.data]
+        unpack = self.insert(B.UnpackOp(value))
+        return list(unpack.results)
+
+    def call(self, target: str, args: list, result_types: Sequence[Attribute], hint: str | None) -> list[SSAValue]:
+        """One call of `target` and a getitem per result."""
+        whole = self.insert(call(target, args, {}, TupleType(tuple(result_types))))
+        whole.results[0].name_hint = f"{hint}_kernel" if hint else None
+        items = []
+        for i, ty in enumerate(result_types):
+            get = self.insert(call(_GETITEM, [whole.results[0], i], {}, ty))
+            get.results[0].name_hint = f"{hint}.{i}" if hint else None
+            items.append(get.results[0])
+        return items
+
+    def bind(self, stacked: SSAValue, members: list[SSAValue]) -> None:
+        """Make the users of `stacked` read `members`: an unpack's results
+        become them, any other user reads their pack."""
+        pack = None
+        for use in list(stacked.uses):
+            user = use.operation
+            if isinstance(user, B.UnpackOp) and len(user.outputs) == len(members):
+                for old, new in zip(user.outputs, members):
+                    self.rewriter.replace_all_uses_with(old, new)
+                self.rewriter.erase(user)
+                continue
+            if pack is None:
+                pack = self.insert(B.PackOp(members, result_type=stacked.type))
+                pack.results[0].name_hint = stacked.name_hint
+            self.rewriter.replace_uses_with_if(stacked, pack.results[0], lambda u, user=user: u.operation is user)
+
+
+def _activation_parts(result: SSAValue, n: int) -> list[tuple[list[int], Operation, Operation | None]] | None:
+    """`[(member indices, activation op, slice or None)]` when every use of
+    `result` is an activation over disjoint members (see the module doc)."""
+    parts = []
+    taken: set[int] = set()
+    for use in result.uses:
+        user = use.operation
+        piece = None
+        indices = list(range(n))
+        if isinstance(user, T.SliceOp) and user.dim.data == 0:
+            inner = user.result.get_unique_use()
+            if inner is None:
+                return None
+            piece, indices = user, list(range(n))[user.start.data : user.end.data : user.step.data]
+            user = inner.operation
+        if activation_of(user) is None or taken.intersection(indices):
+            return None
+        taken.update(indices)
+        parts.append((indices, user, piece))
+    parts.sort(key=lambda part: part[0][0] if part[0] else -1)
+    return parts or None
+
+
+class _KernelPattern(RewritePattern):
+    """A kernel lowering; `kernels` is lower-batch's option."""
+
+    def __init__(self, aliases: AliasAnalysis, kernels: str) -> None:
+        self.aliases = aliases
+        self.kernels = kernels
+
+    def qualifies(self, values: Sequence[SSAValue]) -> bool:
+        """All values have kernel types and none is written in place."""
+        return all(_kernel_type(v.type, self.kernels) for v in values) and not any(
+            self.aliases.is_mutated(v) for v in values
+        )
+
+    def fused(
+        self,
+        emit: _Emitter,
+        result: SSAValue,
+        n: int,
+        build,
+    ) -> None:
+        """Emit `build(indices, activation)` per activation part of `result`
+        (or once with "none" over all members) and rebind the users."""
+        parts = _activation_parts(result, n)
+        if parts is None or any(self.aliases.is_mutated(p[1].results[0]) for p in parts):
+            emit.bind(result, build(list(range(n)), "none"))
+            return
+        for indices, activation_op, piece in parts:
+            outputs = build(indices, activation_of(activation_op))
+            emit.bind(activation_op.results[0], outputs)
+            emit.rewriter.erase(activation_op)
+            if piece is not None:
+                emit.rewriter.erase(piece)
+
+
+class KernelLinear(_KernelPattern):
+    """`batch.linear`, `batch.linear_shared_input`, `batch.grouped_linear`
+    -> `optimus::grouped_linear` over the members (with the activation that
+    consumes a stacked result, where one does)."""
+
+    name = "kernel-linear"
+    roots = (B.LinearOp, B.LinearSharedInputOp, B.GroupedLinearOp)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, B.GroupedLinearOp):
+            if not self.qualifies([*op.members, *op.outputs]):
+                return
+            emit = _Emitter(rewriter, op, self.aliases)
+            n = op.member_count
+            xs, ws, bs = zip(*(op.member_operands(i) for i in range(n)))
+            outs = emit.call(
+                GROUPED_LINEAR, [list(xs), list(ws), list(bs), "none"],
+                [r.type for r in op.outputs], op.outputs[0].name_hint,
+            )
+            rewriter.replace(op, [], outs)
+            return
+        if not isinstance(op, B.LinearOp | B.LinearSharedInputOp):
+            return
+        operands = [op.input, op.weight, *([] if op.bias is None else [op.bias])]
+        if not self.qualifies([*operands, op.result]):
+            return
+        n = op.member_count
+        emit = _Emitter(rewriter, op, self.aliases)
+        xs = [op.input] * n if isinstance(op, B.LinearSharedInputOp) else emit.members(op.input)
+        ws = emit.members(op.weight)
+        bs = [None] * n if op.bias is None else emit.members(op.bias)
+        member = B.member_type(op.result.type)  # type: ignore[arg-type]
+        hint = op.result.name_hint
+
+        def build(indices: list[int], activation: str) -> list[SSAValue]:
+            args = [[xs[i] for i in indices], [ws[i] for i in indices], [bs[i] for i in indices], activation]
+            return emit.call(GROUPED_LINEAR, args, [member] * len(indices), hint)
+
+        self.fused(emit, op.result, n, build)
+        rewriter.erase(op)
+
+
+class KernelLayerNorm(_KernelPattern):
+    """`batch.layer_norm` over the last dim -> `optimus::batched_layer_norm`
+    (with the activation that consumes its result, where one does)."""
+
+    name = "kernel-layer-norm"
+    roots = (B.LayerNormOp,)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.LayerNormOp) or len(op.normalized_shape) != 1:
+            return
+        operands = [v for v in (op.input, op.weight, op.bias) if v is not None]
+        if not self.qualifies([*operands, op.result]):
+            return
+        n = op.member_count
+        emit = _Emitter(rewriter, op, self.aliases)
+        xs = emit.members(op.input)
+        ws = [None] * n if op.weight is None else emit.members(op.weight)
+        bs = [None] * n if op.bias is None else emit.members(op.bias)
+        member = B.member_type(op.result.type)  # type: ignore[arg-type]
+        eps = op.eps.value.data
+        hint = op.result.name_hint
+
+        def build(indices: list[int], activation: str) -> list[SSAValue]:
+            args = [
+                [xs[i] for i in indices], [ws[i] for i in indices], [bs[i] for i in indices],
+                eps, activation,
+            ]
+            return emit.call(BATCHED_LAYER_NORM, args, [member] * len(indices), hint)
+
+        self.fused(emit, op.result, n, build)
+        rewriter.erase(op)
+
+
+class KernelPointwise(_KernelPattern):
+    """`batch.pointwise` whose member op the program grammar says exactly
+    -> `optimus::multi_pointwise` (the other operand, stacked or shared,
+    must have the member's shape or be 1-D of its last dim)."""
+
+    name = "kernel-pointwise"
+    roots = (B.PointwiseOp,)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.PointwiseOp) or not op.stacked_flags[0]:
+            return
+        if not self.qualifies([*op.inputs, op.result]):
+            return
+        lhs = op.inputs[0]
+        if lhs.type != op.result.type:
+            return  # a broadcasting or promoting member op
+        found = pointwise_program(op)
+        if found is None:
+            return
+        program, other = found
+        member = B.member_type(op.result.type)  # type: ignore[arg-type]
+        n = op.member_count
+        if other is not None:
+            stacked = op.stacked_flags[1]
+            other_member = B.member_type(other.type) if stacked else other.type  # type: ignore[arg-type]
+            shape = other_member.get_shape()  # type: ignore[union-attr]
+            if other_member.element_type != member.element_type or (
+                tuple(shape) != tuple(member.get_shape()) and tuple(shape) != (member.get_shape()[-1],)
+            ):
+                return
+        emit = _Emitter(rewriter, op, self.aliases)
+        xs = emit.members(lhs)
+        others: list[SSAValue] = []
+        if other is not None:
+            others = emit.members(other) if op.stacked_flags[1] else [other] * n
+        outs = emit.call(MULTI_POINTWISE, [xs, others, program], [member] * n, op.result.name_hint)
+        emit.bind(op.result, outs)
+        rewriter.erase(op)
+
+
+def kernel_patterns(aliases: AliasAnalysis, kernels: str) -> list[RewritePattern]:
+    """The kernel lowering's patterns for lower-batch's `kernels` option
+    (none for `torch`)."""
+    if kernels == "torch":
+        return []
+    return [KernelLinear(aliases, kernels), KernelLayerNorm(aliases, kernels), KernelPointwise(aliases, kernels)]
+
+
+__all__ = [
+    "BATCHED_LAYER_NORM",
+    "GROUPED_LINEAR",
+    "KERNEL_CHOICES",
+    "KernelLayerNorm",
+    "KernelLinear",
+    "KernelPointwise",
+    "MULTI_POINTWISE",
+    "activation_of",
+    "kernel_patterns",
+    "pointwise_program",
+]

@@ -1,0 +1,482 @@
+"""Multi-tensor pointwise: one Triton launch applies a chain of unary/binary
+steps to every member, in registers, and its backward.
+
+Design
+------
+* `parse_program` turns the program text into `Step`s. A compiled kernel
+  holds the chain as compile-time step codes `OP0..OP7` (and, per step, where
+  its second operand comes from: a tensor of the member's others or an fp32
+  scalar argument, so a new scalar value does not recompile). Unused steps
+  compile to nothing. Longer programs run in chunks of `MAX_STEPS` steps
+  (the intermediate is materialised between chunks).
+* Members are covered by a block table: per member the prefix sum of its
+  `BLOCK`-element blocks in an int64 metadata table (field-major `[F, N]`,
+  with base pointers cast in the kernel, row strides, numel, last dim); a
+  program finds its member by counting prefix entries `<= program_id`.
+* Addressing: when every input and every full-shape other is contiguous and
+  no other broadcasts, offsets are the flat element index (`ROWS=False`);
+  otherwise element `e` is at `(e // D) * row_stride + e % D`, and a 1-D other
+  broadcast over rows is the same formula with row stride 0. Inputs no such
+  `[rows, D]` view describes are copied.
+* Backward in Triton too: the kernel recomputes the forward intermediates of
+  the chain in registers, then walks the steps back (chain rule). Gradients
+  of full-shape others are written directly; those of broadcast 1-D others
+  are written per element in fp32 and summed over rows with torch (one
+  `sum` per such member).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from optimus_ir.kernels.activations import activation_grad, apply_activation
+from optimus_ir.kernels.programs import Step, parse_program
+
+_NONE, _TENSOR, _SCALAR = 0, 1, 2
+
+MAX_STEPS = 8
+"""Steps one launch applies; longer programs run in chunks."""
+_BLOCK = 1024
+_NUM_WARPS = 4
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+_F_X, _F_Y, _F_NUMEL, _F_D, _F_SX, _F_START, _F_GX = range(7)
+_F_OTHERS = 7
+"""Per tensor step j: fields 7 + 3j (pointer), 8 + 3j (row stride, 0 when it
+broadcasts), 9 + 3j (its gradient's pointer, backward only)."""
+
+
+@triton.jit
+def _find_member(meta, N, pid, BLOCK_N: tl.constexpr):
+    idx = tl.arange(0, BLOCK_N)
+    starts = tl.load(meta + 5 * N + idx, mask=idx < N, other=0)
+    return tl.sum(((starts <= pid) & (idx < N)).to(tl.int32), axis=0) - 1
+
+
+@triton.jit
+def _operand(meta, N, m, e, row, col, mask, s, x_ref, SRC: tl.constexpr, J: tl.constexpr,
+             ROWS: tl.constexpr):
+    """The second operand of a step: tensor step J's other, scalar `s`, or 0."""
+    if SRC == 1:
+        ptr = tl.load(meta + (7 + 3 * J) * N + m).to(x_ref.dtype)
+        if ROWS:
+            stride = tl.load(meta + (8 + 3 * J) * N + m)
+            v = tl.load(ptr + row * stride + col, mask=mask, other=1.0)
+        else:
+            v = tl.load(ptr + e, mask=mask, other=1.0)
+        v = v.to(tl.float32)
+    elif SRC == 2:
+        v = tl.zeros_like(e).to(tl.float32) + s
+    else:
+        v = tl.zeros_like(e).to(tl.float32)
+    return v
+
+
+@triton.jit
+def _forward_step(v, o, OP: tl.constexpr):
+    """`v` through step code `OP` with operand `o` (0: no step)."""
+    if OP <= 6:
+        v = apply_activation(v, OP)
+    elif OP == 7:
+        v = -v
+    elif OP == 8:
+        v = tl.exp(v)
+    elif OP == 9:
+        v = tl.abs(v)
+    elif OP == 10:
+        v = v + o
+    elif OP == 11:
+        v = v - o
+    elif OP == 12:
+        v = v * o
+    elif OP == 13:
+        v = v / o
+    elif OP == 14:
+        v = tl.maximum(v, o, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        v = tl.minimum(v, o, propagate_nan=tl.PropagateNan.ALL)
+    return v
+
+
+@triton.jit
+def _backward_step(v, o, g, OP: tl.constexpr):
+    """(d/dv, d/do) of step `OP` at input `v`, operand `o`, times upstream `g`.
+    Ties of maximum/minimum split the gradient in halves, as torch does."""
+    go = g * 0.0
+    if OP == 0:
+        gv = g
+    elif OP <= 6:
+        gv = g * activation_grad(v, OP)
+    elif OP == 7:
+        gv = -g
+    elif OP == 8:
+        gv = g * tl.exp(v)
+    elif OP == 9:
+        gv = tl.where(v > 0.0, g, tl.where(v < 0.0, -g, 0.0))
+    elif OP == 10:
+        gv = g
+        go = g
+    elif OP == 11:
+        gv = g
+        go = -g
+    elif OP == 12:
+        gv = g * o
+        go = g * v
+    elif OP == 13:
+        gv = g / o
+        go = -g * v / (o * o)
+    elif OP == 14:
+        gv = tl.where(v > o, g, tl.where(v == o, 0.5 * g, 0.0))
+        go = tl.where(o > v, g, tl.where(v == o, 0.5 * g, 0.0))
+    else:
+        gv = tl.where(v < o, g, tl.where(v == o, 0.5 * g, 0.0))
+        go = tl.where(o < v, g, tl.where(v == o, 0.5 * g, 0.0))
+    return gv, go
+
+
+@triton.jit
+def _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC: tl.constexpr, J: tl.constexpr):
+    if SRC == 1:
+        ptr = tl.load(meta + (9 + 3 * J) * N + m)
+        # A broadcast other (row stride 0) gets fp32 per-element terms the
+        # launcher sums over rows; a full one its gradient in its dtype.
+        if tl.load(meta + (8 + 3 * J) * N + m) == 0:
+            tl.store(ptr.to(tl.pointer_type(tl.float32)) + e, go, mask=mask)
+        else:
+            tl.store(ptr.to(x_ref.dtype) + e, go.to(x_ref.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _address(meta, N, BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
+             ROWS: tl.constexpr):
+    """This program's member, element indices, their rows/cols and mask."""
+    pid = tl.program_id(0)
+    m = _find_member(meta, N, pid, BLOCK_N)
+    block = pid - tl.load(meta + 5 * N + m)
+    numel = tl.multiple_of(tl.load(meta + 2 * N + m), ALIGN)
+    e = block * BLOCK + tl.arange(0, BLOCK)
+    mask = e < numel
+    if ROWS:
+        d = tl.multiple_of(tl.load(meta + 3 * N + m), ALIGN)
+        row = e // d
+        col = e - row * d
+    else:
+        row = e
+        col = e
+    return m, e, row, col, mask
+
+
+@triton.jit
+def _multi_pointwise_fwd_kernel(
+    meta, x_ref, N, S0, S1, S2, S3, S4, S5, S6, S7,
+    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
+    OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
+    SRC0: tl.constexpr, SRC1: tl.constexpr, SRC2: tl.constexpr, SRC3: tl.constexpr,
+    SRC4: tl.constexpr, SRC5: tl.constexpr, SRC6: tl.constexpr, SRC7: tl.constexpr,
+    J0: tl.constexpr, J1: tl.constexpr, J2: tl.constexpr, J3: tl.constexpr,
+    J4: tl.constexpr, J5: tl.constexpr, J6: tl.constexpr, J7: tl.constexpr,
+    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    """y = chain(x) for one BLOCK of one member."""
+    m, e, row, col, mask = _address(meta, N, BLOCK, BLOCK_N, ALIGN, ROWS)
+    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    y_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    if ROWS:
+        sx = tl.multiple_of(tl.load(meta + 4 * N + m), ALIGN)
+        v = tl.load(x_ptr + row * sx + col, mask=mask, other=0.0).to(tl.float32)
+    else:
+        v = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS), OP0)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS), OP1)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS), OP2)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS), OP3)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS), OP4)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS), OP5)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS), OP6)
+    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS), OP7)
+    tl.store(y_ptr + e, v.to(x_ref.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _multi_pointwise_bwd_kernel(
+    meta, x_ref, N, S0, S1, S2, S3, S4, S5, S6, S7,
+    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
+    OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
+    SRC0: tl.constexpr, SRC1: tl.constexpr, SRC2: tl.constexpr, SRC3: tl.constexpr,
+    SRC4: tl.constexpr, SRC5: tl.constexpr, SRC6: tl.constexpr, SRC7: tl.constexpr,
+    J0: tl.constexpr, J1: tl.constexpr, J2: tl.constexpr, J3: tl.constexpr,
+    J4: tl.constexpr, J5: tl.constexpr, J6: tl.constexpr, J7: tl.constexpr,
+    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    """dx (and the others' gradients) of one BLOCK of one member: field Y
+    holds dy (same addressing as x), GX the contiguous dx."""
+    m, e, row, col, mask = _address(meta, N, BLOCK, BLOCK_N, ALIGN, ROWS)
+    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    dy_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    dx_ptr = tl.multiple_of(tl.load(meta + 6 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    if ROWS:
+        sx = tl.multiple_of(tl.load(meta + 4 * N + m), ALIGN)
+        v0 = tl.load(x_ptr + row * sx + col, mask=mask, other=0.0).to(tl.float32)
+    else:
+        v0 = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
+    # dy is made contiguous by the launcher.
+    g = tl.load(dy_ptr + e, mask=mask, other=0.0).to(tl.float32)
+    o0 = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS)
+    o1 = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS)
+    o2 = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS)
+    o3 = _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS)
+    o4 = _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS)
+    o5 = _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS)
+    o6 = _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS)
+    o7 = _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS)
+    v1 = _forward_step(v0, o0, OP0)
+    v2 = _forward_step(v1, o1, OP1)
+    v3 = _forward_step(v2, o2, OP2)
+    v4 = _forward_step(v3, o3, OP3)
+    v5 = _forward_step(v4, o4, OP4)
+    v6 = _forward_step(v5, o5, OP5)
+    v7 = _forward_step(v6, o6, OP6)
+    g, go = _backward_step(v7, o7, g, OP7)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC7, J7)
+    g, go = _backward_step(v6, o6, g, OP6)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC6, J6)
+    g, go = _backward_step(v5, o5, g, OP5)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC5, J5)
+    g, go = _backward_step(v4, o4, g, OP4)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC4, J4)
+    g, go = _backward_step(v3, o3, g, OP3)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC3, J3)
+    g, go = _backward_step(v2, o2, g, OP2)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC2, J2)
+    g, go = _backward_step(v1, o1, g, OP1)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC1, J1)
+    g, go = _backward_step(v0, o0, g, OP0)
+    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC0, J0)
+    tl.store(dx_ptr + e, g.to(x_ref.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------
+# Launchers
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    """`t` as `[rows, D]` with unit column stride (a view where one exists)."""
+    d = t.shape[-1] if t.dim() else 1
+    try:
+        rows = t.view(-1, d) if d > 0 else t.reshape(-1, 0)
+    except RuntimeError:
+        rows = t.reshape(-1, d).contiguous()
+    if d > 1 and rows.stride(1) != 1:
+        rows = rows.contiguous()
+    return rows
+
+
+def _alignment(values: Sequence[int], element_size: int) -> int:
+    cap = max(1, 16 // element_size)
+    g = 0
+    for v in values:
+        g = math.gcd(g, int(v))
+    return cap if g == 0 else min(cap, g & -g)
+
+
+def _tensor_steps(steps: Sequence[Step]) -> int:
+    return sum(1 for s in steps if s.operand == "tensor")
+
+
+def _check(inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor],
+           steps: Sequence[Step]) -> list[list[tuple[torch.Tensor, bool]]]:
+    """others as `[tensor step][member] -> (tensor, broadcasts)`, validated."""
+    n, k = len(inputs), _tensor_steps(steps)
+    if len(others) != k * n:
+        raise ValueError(
+            f"multi pointwise: {len(others)} others for {k} tensor steps and {n} members "
+            f"(expected {k * n}, step-major)"
+        )
+    table: list[list[tuple[torch.Tensor, bool]]] = []
+    for j in range(k):
+        column = []
+        for i, x in enumerate(inputs):
+            o = others[j * n + i]
+            d = x.shape[-1] if x.dim() else 1
+            if o.dtype != x.dtype:
+                raise ValueError(
+                    f"multi pointwise: other {j} of member {i} is {o.dtype}, its input {x.dtype}"
+                )
+            if o.shape == x.shape:
+                column.append((o, False))
+            elif o.dim() == 1 and o.shape[0] == d:
+                column.append((o.contiguous(), True))
+            else:
+                raise ValueError(
+                    f"multi pointwise: other {j} of member {i} has shape {tuple(o.shape)}; "
+                    f"expected {tuple(x.shape)} or ({d},)"
+                )
+        table.append(column)
+    return table
+
+
+def _chunks(steps: Sequence[Step]) -> list[tuple[tuple[Step, ...], int]]:
+    """The program in launches of at most MAX_STEPS steps, each with the index
+    of its first tensor step."""
+    out, first = [], 0
+    for c in range(0, len(steps), MAX_STEPS):
+        chunk = tuple(steps[c:c + MAX_STEPS])
+        out.append((chunk, first))
+        first += _tensor_steps(chunk)
+    return out
+
+
+def _step_args(steps: Sequence[Step]) -> tuple[list[float], dict[str, int]]:
+    scalars = [0.0] * MAX_STEPS
+    const: dict[str, int] = {}
+    j = 0
+    for k in range(MAX_STEPS):
+        if k < len(steps):
+            s = steps[k]
+            const[f"OP{k}"] = s.code
+            const[f"SRC{k}"] = {"none": _NONE, "tensor": _TENSOR, "scalar": _SCALAR}[s.operand]
+            const[f"J{k}"] = j if s.operand == "tensor" else 0
+            if s.operand == "tensor":
+                j += 1
+            if s.scalar is not None:
+                scalars[k] = s.scalar
+        else:
+            const[f"OP{k}"], const[f"SRC{k}"], const[f"J{k}"] = 0, _NONE, 0
+    return scalars, const
+
+
+def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequence[torch.Tensor],
+            third: Sequence[torch.Tensor | None], others: list[list[tuple[torch.Tensor, bool]]],
+            other_grads: list[list[torch.Tensor | None]] | None, steps: tuple[Step, ...],
+            first_tensor: int) -> None:
+    """One launch of `kernel` over the members `group`: x, then y (forward) or
+    dy (backward), then dx (backward); others of this chunk's tensor steps."""
+    x0 = xs[group[0]]
+    device, esize = x0.device, x0.element_size()
+    k = _tensor_steps(steps)
+    columns: list[list[int]] = [[] for _ in range(_F_OTHERS + 3 * k)]
+    align_values: list[int] = []
+    rows_mode = False
+    start = 0
+    for i in group:
+        xr = _rows(xs[i])
+        n_el = xs[i].numel()
+        d = xr.shape[1]
+        if not xs[i].is_contiguous() or xr.data_ptr() % esize:
+            rows_mode = True
+        values = [xr.data_ptr(), second[i].data_ptr(), n_el, d, xr.stride(0), start,
+                  0 if third[i] is None else third[i].data_ptr()]
+        align_values += [n_el, d, xr.stride(0) if xr.shape[0] > 1 else d]
+        align_values += [t.data_ptr() // esize for t in (xr, second[i], third[i]) if t is not None]
+        for j in range(k):
+            o, broadcast = others[first_tensor + j][i]
+            orows = o if broadcast else _rows(o)
+            if broadcast or not o.is_contiguous():
+                rows_mode = True
+            stride = 0 if broadcast else orows.stride(0)
+            grad = None if other_grads is None else other_grads[first_tensor + j][i]
+            values += [orows.data_ptr(), stride, 0 if grad is None else grad.data_ptr()]
+            align_values += [orows.data_ptr() // esize, stride if orows.shape[0] > 1 else d]
+            if orows.data_ptr() % esize:
+                align_values.append(1)
+        for field, value in enumerate(values):
+            columns[field].append(value)
+        start += triton.cdiv(n_el, _BLOCK)
+    if start == 0:
+        return
+    align = _alignment(align_values, esize)
+    scalars, const = _step_args(steps)
+    meta = torch.tensor(columns, dtype=torch.int64, device=device)
+    kernel[(start,)](
+        meta, x0, len(group), *scalars, **const, BLOCK=_BLOCK,
+        BLOCK_N=triton.next_power_of_2(len(group)), ALIGN=align, PTR_ALIGN=align * esize,
+        ROWS=rows_mode, num_warps=_NUM_WARPS,
+    )
+
+
+def _by_dtype(inputs: Sequence[torch.Tensor]) -> list[list[int]]:
+    groups: dict[torch.dtype, list[int]] = {}
+    for i, x in enumerate(inputs):
+        groups.setdefault(x.dtype, []).append(i)
+    return list(groups.values())
+
+
+def _forward_chunks(inputs, table, chunks) -> list[list[torch.Tensor]]:
+    """The values entering each chunk and the final outputs: [chunk][member]."""
+    values = [list(inputs)]
+    for steps, first in chunks:
+        current = values[-1]
+        outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
+        for group in _by_dtype(current):
+            _launch(_multi_pointwise_fwd_kernel, group, current, outputs,
+                    [None] * len(current), table, None, steps, first)
+        values.append(outputs)
+    return values
+
+
+def multi_pointwise_forward(inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor],
+                            program: str) -> list[torch.Tensor]:
+    """`program` applied to every member in one launch (per input dtype, per
+    `MAX_STEPS` steps): results fresh, contiguous, of each input's shape and
+    dtype, computed in fp32. `others[j * N + i]` is member i's operand of the
+    j-th tensor step: of the member's shape, or 1-D of its last dim."""
+    steps = parse_program(program)
+    table = _check(inputs, others, steps)
+    if not inputs:
+        return []
+    return _forward_chunks(inputs, table, _chunks(steps))[-1]
+
+
+def multi_pointwise_backward(
+    grad_outputs: Sequence[torch.Tensor | None], inputs: Sequence[torch.Tensor],
+    others: Sequence[torch.Tensor], program: str,
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Gradients of `multi_pointwise_forward`: `(grad_inputs, grad_others)`,
+    grad_others flat and step-major like `others`, each of its other's shape
+    and dtype (broadcast 1-D others get the sum over rows, in fp32 then cast).
+    The kernel recomputes the chain's intermediates; a None grad output
+    counts as zeros."""
+    steps = parse_program(program)
+    table = _check(inputs, others, steps)
+    n, k = len(inputs), len(table)
+    if not inputs:
+        return [], []
+    chunks = _chunks(steps)
+    values = _forward_chunks(inputs, table, chunks[:-1]) if len(chunks) > 1 else [list(inputs)]
+    grads = [
+        torch.zeros(x.shape, dtype=x.dtype, device=x.device) if g is None
+        else g.to(x.dtype).expand(x.shape).contiguous()
+        for g, x in zip(grad_outputs, inputs)
+    ]
+    # Per element gradient buffers of others: fp32 for the broadcast ones.
+    other_grads: list[list[torch.Tensor]] = [
+        [torch.empty(x.shape, dtype=torch.float32 if b else x.dtype, device=x.device)
+         for (o, b), x in zip(table[j], inputs)]
+        for j in range(k)
+    ]
+    for c in range(len(chunks) - 1, -1, -1):
+        steps_c, first = chunks[c]
+        current = values[c]
+        dxs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
+        for group in _by_dtype(current):
+            _launch(_multi_pointwise_bwd_kernel, group, current, grads, dxs, table,
+                    other_grads, steps_c, first)
+        grads = dxs
+    grad_others: list[torch.Tensor] = []
+    for j in range(k):
+        for i in range(n):
+            o, broadcast = table[j][i]
+            g = other_grads[j][i]
+            if broadcast:
+                g = g.reshape(-1, o.shape[0]).sum(0).to(o.dtype)
+            grad_others.append(g)
+    return grads, grad_others

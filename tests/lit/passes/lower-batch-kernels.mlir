@@ -1,0 +1,99 @@
+// RUN: optimus-opt %s -p 'lower-batch{kernels=triton}' --split-input-file | filecheck %s
+// RUN: optimus-opt %s -p 'lower-batch{kernels=torch}' --split-input-file | filecheck %s --check-prefix=TORCH
+// RUN: optimus-opt %s -p lower-batch --split-input-file | filecheck %s --check-prefix=AUTO
+
+// Towers: the packed members are passed as they are (split pieces and
+// parameters, no stack); a stack that is not a pack (%g) is unbound; the
+// layer norm takes the tanh that consumes it; the unpack and the cat read
+// the getitems.
+// CHECK-LABEL: fx.graph @towers
+// CHECK:         %y_kernel = fx.call_function "torch.ops.optimus.grouped_linear.default"([%p0, %p1], [%w0, %w1], [%b0, %b1], "none")
+// CHECK-NEXT:    %y.0 = fx.call_function "_operator.getitem"(%y_kernel, 0) : tensor<4x8xf32>
+// CHECK-NEXT:    %y.1 = fx.call_function "_operator.getitem"(%y_kernel, 1) : tensor<4x8xf32>
+// CHECK-NEXT:    %[[G0:.*]], %[[G1:.*]] = torch.unbind %g dim 0
+// CHECK-NEXT:    %n_kernel = fx.call_function "torch.ops.optimus.batched_layer_norm.default"([%y.0, %y.1], [%[[G0]], %[[G1]]], [none, none], 1.0e-05, "tanh")
+// CHECK:         %r = torch.cat %n.0, %n.1 dim 1
+// CHECK-NOT:     torch.stack
+// CHECK-NOT:     torch.tanh
+// TORCH-LABEL: fx.graph @towers
+// TORCH-NOT:     torch.ops.optimus
+// TORCH:         torch.baddbmm
+// AUTO-LABEL:  fx.graph @towers
+// AUTO-NOT:      torch.ops.optimus
+// AUTO:          torch.baddbmm
+fx.graph @towers {
+  %x = fx.placeholder "x" : tensor<4x32xf32>
+  %p0, %p1 = torch.split %x sections [16, 16] dim 1 : tensor<4x32xf32> -> tensor<4x16xf32>, tensor<4x16xf32>
+  %w0 = fx.get_attr "w0" : tensor<8x16xf32>
+  %w1 = fx.get_attr "w1" : tensor<8x16xf32>
+  %b0 = fx.get_attr "b0" : tensor<8xf32>
+  %b1 = fx.get_attr "b1" : tensor<8xf32>
+  %g = fx.get_attr "g" : tensor<2x8xf32>
+  %s = batch.pack %p0, %p1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<2x4x16xf32>
+  %w = batch.pack %w0, %w1 : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<2x8x16xf32>
+  %b = batch.pack %b0, %b1 : tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %y = batch.linear %s, %w bias %b : tensor<2x4x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32> -> tensor<2x4x8xf32>
+  %n = batch.layer_norm %y normalized_shape [8] weight %g : tensor<2x4x8xf32>, tensor<2x8xf32> -> tensor<2x4x8xf32>
+  %t = batch.pointwise %n fn "torch.tanh" stacked [true] fn_properties {} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %a, %c = batch.unpack %t : tensor<2x4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  %r = torch.cat %a, %c dim 1 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x16xf32>
+  fx.output %r
+}
+
+// -----
+
+// Different activations on disjoint members: one layer norm each.
+// CHECK-LABEL: fx.graph @two_activations
+// CHECK:         fx.call_function "torch.ops.optimus.batched_layer_norm.default"([%x0, %x2], [none, none], [none, none], 1.0e-05, "gelu_tanh")
+// CHECK:         fx.call_function "torch.ops.optimus.batched_layer_norm.default"([%x1, %x3], [none, none], [none, none], 1.0e-05, "relu")
+// CHECK-NOT:     torch.gelu
+// CHECK-NOT:     torch.relu
+fx.graph @two_activations {
+  %x0 = fx.placeholder "x0" : tensor<4x8xbf16>
+  %x1 = fx.placeholder "x1" : tensor<4x8xbf16>
+  %x2 = fx.placeholder "x2" : tensor<4x8xbf16>
+  %x3 = fx.placeholder "x3" : tensor<4x8xbf16>
+  %s = batch.pack %x0, %x1, %x2, %x3 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x4x8xbf16>
+  %n = batch.layer_norm %s normalized_shape [8] : tensor<4x4x8xbf16> -> tensor<4x4x8xbf16>
+  %even = torch.slice %n dim 0 start 0 end 4 step 2 : tensor<4x4x8xbf16> -> tensor<2x4x8xbf16>
+  %odd = torch.slice %n dim 0 start 1 end 4 step 2 : tensor<4x4x8xbf16> -> tensor<2x4x8xbf16>
+  %u = batch.pointwise %even fn "torch.gelu" stacked [true] fn_properties {"approximate": "tanh"} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  %v = batch.pointwise %odd fn "torch.relu" stacked [true] fn_properties {} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  fx.output (%u, %v)
+}
+
+// -----
+
+// What stays torch: add with alpha != 1 (the program grammar has no alpha)
+// and fp64 members (no kernel takes them). A shared 1-D operand is every
+// member's other.
+// CHECK-LABEL: fx.graph @torch_left
+// CHECK:         %[[X:.*]], %[[Y:.*]], %[[Z:.*]] = torch.unbind %x dim 0
+// CHECK-NEXT:    %k_kernel = fx.call_function "torch.ops.optimus.multi_pointwise.default"([%[[X]], %[[Y]], %[[Z]]], [%o, %o, %o], "add(other)")
+// CHECK:         %k = torch.stack %k.0, %k.1, %k.2 dim 0
+// CHECK-NEXT:    %a = torch.add %k, %o alpha 2
+// CHECK-NEXT:    %e = torch.exp %d
+fx.graph @torch_left {
+  %x = fx.placeholder "x" : tensor<3x4x8xf32>
+  %o = fx.placeholder "o" : tensor<8xf32>
+  %d = fx.placeholder "d" : tensor<3x4x8xf64>
+  %k = batch.pointwise %x, %o fn "torch.add" stacked [true, false] fn_properties {"alpha": 1} : tensor<3x4x8xf32>, tensor<8xf32> -> tensor<3x4x8xf32>
+  %a = batch.pointwise %k, %o fn "torch.add" stacked [true, false] fn_properties {"alpha": 2} : tensor<3x4x8xf32>, tensor<8xf32> -> tensor<3x4x8xf32>
+  %e = batch.pointwise %d fn "torch.exp" stacked [true] fn_properties {} : tensor<3x4x8xf64> -> tensor<3x4x8xf64>
+  fx.output (%a, %e)
+}
+
+// -----
+
+// kernels=auto takes the kernels for CUDA-typed tensors only.
+// CHECK-LABEL: fx.graph @on_cuda
+// CHECK:         torch.ops.optimus.multi_pointwise.default{{.*}}"sigmoid"
+// AUTO-LABEL:  fx.graph @on_cuda
+// AUTO:          torch.ops.optimus.multi_pointwise.default{{.*}}"sigmoid"
+// TORCH-LABEL: fx.graph @on_cuda
+// TORCH:         torch.sigmoid
+fx.graph @on_cuda {
+  %x = fx.placeholder "x" : tensor<2x4x8xf16, "cuda:0">
+  %s = batch.pointwise %x fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<2x4x8xf16, "cuda:0"> -> tensor<2x4x8xf16, "cuda:0">
+  fx.output %s
+}

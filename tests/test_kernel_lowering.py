@@ -17,6 +17,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,27 @@ def test_pointwise_kernel_under_the_interpreter(triton_on_cpu) -> None:
     want = K.multi_pointwise_reference(xs, others, program)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, **KERNEL_TOL)
+
+
+def test_a_failing_kernel_falls_back_to_the_reference_with_one_warning(monkeypatch) -> None:
+    # A kernel that does not compile on the user's Triton or GPU must not
+    # stop the program: one KernelFallbackWarning, the reference's results,
+    # and no second try for that op.
+    def broken(*args, **kwargs):
+        raise RuntimeError("PassManager::run failed")
+
+    monkeypatch.delenv("OPTIMUS_TRITON_ON_CPU", raising=False)
+    monkeypatch.setattr(K, "_takes_triton", lambda tensors, op: op not in K._FAILED_KERNELS)
+    monkeypatch.setattr(K, "_launcher", lambda module, name: broken)
+    monkeypatch.setattr(K, "_FAILED_KERNELS", set())
+    xs = [torch.randn(3, 4), torch.randn(2, 5)]
+    ws = [torch.randn(6, 4), torch.randn(1, 5)]
+    bs = [torch.randn(6), torch.randn(1)]
+    with pytest.warns(K.KernelFallbackWarning, match="grouped_linear.*PassManager::run failed"):
+        got = torch.ops.optimus.grouped_linear(xs, ws, bs, "relu")
+    expected = K.grouped_linear_reference(xs, ws, bs, "relu")
+    assert all(torch.equal(g, e) for g, e in zip(got, expected))
+    assert K._FAILED_KERNELS == {"grouped_linear"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.ops.optimus.grouped_linear(xs, ws, bs, "relu")

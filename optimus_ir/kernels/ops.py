@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -119,10 +120,42 @@ def triton_on_cpu() -> bool:
     )
 
 
-def _takes_triton(tensors: Sequence[torch.Tensor]) -> bool:
-    """Whether a call on `tensors` runs the Triton launcher: CUDA tensors (or
-    CPU ones under `triton_on_cpu`) of kernel dtypes, with triton importable."""
-    if not tensors:
+class KernelFallbackWarning(UserWarning):
+    """A Triton kernel failed on the device; its op runs the torch reference
+    from then on (same results, without the kernel's speed)."""
+
+
+_FAILED_KERNELS: set[str] = set()
+"""Ops whose Triton kernel failed in this process (`_guarded`)."""
+
+
+def _guarded(op: str, launch: Callable[[], Any], reference: Callable[[], Any]) -> Any:
+    """`launch()` (a Triton kernel of `op`), or, when it fails on a real
+    device, `reference()` after one warning, with `op` off Triton for the
+    rest of the process: a kernel that does not compile on this Triton or
+    GPU must not stop the user's program. Under `triton_on_cpu` (the tests
+    of the kernels) a failure raises."""
+    try:
+        return launch()
+    except Exception as error:  # noqa: BLE001 - any kernel failure falls back
+        if triton_on_cpu():
+            raise
+        _FAILED_KERNELS.add(op)
+        warnings.warn(
+            f"optimus::{op}: the Triton kernel failed ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}); running the torch "
+            "reference for this op from now on",
+            KernelFallbackWarning,
+            stacklevel=3,
+        )
+        return reference()
+
+
+def _takes_triton(tensors: Sequence[torch.Tensor], op: str) -> bool:
+    """Whether a call of `op` on `tensors` runs the Triton launcher: CUDA
+    tensors (or CPU ones under `triton_on_cpu`) of kernel dtypes, with triton
+    importable and `op`'s kernel not failed before."""
+    if not tensors or op in _FAILED_KERNELS:
         return False
     first = tensors[0]
     if first.device.type == "cuda":
@@ -242,8 +275,12 @@ def grouped_linear(
     _check_grouped(inputs, weights, biases)
     reference_activation(activation)
     _no_grad_through_nones("grouped_linear", biases, "biases")
-    if _takes_triton([*inputs, *weights]):
-        return _grouped_linear_triton(inputs, weights, biases, activation)
+    if _takes_triton([*inputs, *weights], "grouped_linear"):
+        return _guarded(
+            "grouped_linear",
+            lambda: _grouped_linear_triton(inputs, weights, biases, activation),
+            lambda: _fresh(grouped_linear_reference(inputs, weights, biases, activation)),
+        )
     return _fresh(grouped_linear_reference(inputs, weights, biases, activation))
 
 
@@ -260,7 +297,7 @@ def _grouped_linear_setup(ctx, inputs, output) -> None:
     ctx.count = len(xs)
     ctx.has_bias = [b is not None for b in bs]
     ctx.activation = activation
-    ctx.triton = _takes_triton([*xs, *ws])
+    ctx.triton = _takes_triton([*xs, *ws], "grouped_linear")
     ctx.save_for_backward(*xs, *ws, *[b for b in bs if b is not None])
 
 
@@ -285,7 +322,11 @@ def _grouped_linear_backward(ctx, grads):
     if ctx.triton:
         outs_like = [x.new_empty((*x.shape[:-1], w.shape[0])) for x, w in zip(xs, ws)]
         backward = _launcher("grouped_gemm", "grouped_linear_backward")
-        gx, gw, gb = backward(_grad_or_zeros(grads, outs_like), xs, ws, bs, ctx.activation)
+        gx, gw, gb = _guarded(
+            "grouped_linear",
+            lambda: backward(_grad_or_zeros(grads, outs_like), xs, ws, bs, ctx.activation),
+            lambda: _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads),
+        )
     else:
         gx, gw, gb = _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads)
     return (list(gx), list(gw), _as_input(bs, gb), None)[: ctx.arg_count]
@@ -346,11 +387,17 @@ def batched_layer_norm(
     reference_activation(activation)
     _no_grad_through_nones("batched_layer_norm", weights, "weights")
     _no_grad_through_nones("batched_layer_norm", biases, "biases")
-    if _takes_triton(inputs):
+    reference = lambda: _fresh(  # noqa: E731
+        batched_layer_norm_reference(inputs, weights, biases, eps, activation)
+    )
+    if _takes_triton(inputs, "batched_layer_norm"):
         forward = _launcher("layer_norm", "batched_layer_norm_forward")
-        outputs, _, _ = forward(list(inputs), list(weights), list(biases), eps, activation)
-        return list(outputs)
-    return _fresh(batched_layer_norm_reference(inputs, weights, biases, eps, activation))
+        return _guarded(
+            "batched_layer_norm",
+            lambda: list(forward(list(inputs), list(weights), list(biases), eps, activation)[0]),
+            reference,
+        )
+    return reference()
 
 
 @batched_layer_norm.register_fake
@@ -368,7 +415,7 @@ def _batched_layer_norm_setup(ctx, inputs, output) -> None:
     ctx.has_bias = [b is not None for b in bs]
     ctx.eps = eps
     ctx.activation = activation
-    ctx.triton = _takes_triton(xs)
+    ctx.triton = _takes_triton(xs, "batched_layer_norm")
     ctx.save_for_backward(*xs, *[w for w in ws if w is not None], *[b for b in bs if b is not None])
 
 
@@ -380,9 +427,21 @@ def _batched_layer_norm_backward(ctx, grads):
     if ctx.triton:
         forward = _launcher("layer_norm", "batched_layer_norm_forward")
         backward = _launcher("layer_norm", "batched_layer_norm_backward")
-        # the statistics are recomputed (the op's schema returns only outputs)
-        outputs, means, rstds = forward(xs, ws, bs, ctx.eps, ctx.activation)
-        gx, gw, gb = backward(_grad_or_zeros(grads, outputs), xs, ws, bs, means, rstds, ctx.activation)
+
+        def launch():
+            # the statistics are recomputed (the op's schema returns only outputs)
+            outputs, means, rstds = forward(xs, ws, bs, ctx.eps, ctx.activation)
+            return backward(
+                _grad_or_zeros(grads, outputs), xs, ws, bs, means, rstds, ctx.activation
+            )
+
+        gx, gw, gb = _guarded(
+            "batched_layer_norm",
+            launch,
+            lambda: _differentiate(
+                batched_layer_norm_reference, (xs, ws, bs), (ctx.eps, ctx.activation), grads
+            ),
+        )
     else:
         gx, gw, gb = _differentiate(
             batched_layer_norm_reference, (xs, ws, bs), (ctx.eps, ctx.activation), grads
@@ -442,10 +501,13 @@ def multi_pointwise(
     """One pointwise program applied to N members in one call: Triton on
     CUDA (and on CPU under `OPTIMUS_TRITON_ON_CPU=1`), else the reference."""
     _check_pointwise(inputs, others, program)
-    if _takes_triton([*inputs, *others]):
+    reference = lambda: _fresh(multi_pointwise_reference(inputs, others, program))  # noqa: E731
+    if _takes_triton([*inputs, *others], "multi_pointwise"):
         forward = _launcher("pointwise", "multi_pointwise_forward")
-        return list(forward(list(inputs), list(others), program))
-    return _fresh(multi_pointwise_reference(inputs, others, program))
+        return _guarded(
+            "multi_pointwise", lambda: list(forward(list(inputs), list(others), program)), reference
+        )
+    return reference()
 
 
 @multi_pointwise.register_fake
@@ -458,7 +520,7 @@ def _multi_pointwise_setup(ctx, inputs, output) -> None:
     xs, others, program = inputs
     ctx.count = len(xs)
     ctx.program = program
-    ctx.triton = _takes_triton([*xs, *others])
+    ctx.triton = _takes_triton([*xs, *others], "multi_pointwise")
     ctx.save_for_backward(*xs, *others)
 
 
@@ -467,7 +529,11 @@ def _multi_pointwise_backward(ctx, grads):
     xs, others = saved[: ctx.count], saved[ctx.count :]
     if ctx.triton:
         backward = _launcher("pointwise", "multi_pointwise_backward")
-        gx, go = backward(_grad_or_zeros(grads, xs), xs, others, ctx.program)
+        gx, go = _guarded(
+            "multi_pointwise",
+            lambda: backward(_grad_or_zeros(grads, xs), xs, others, ctx.program),
+            lambda: _differentiate(multi_pointwise_reference, (xs, others), (ctx.program,), grads),
+        )
         return list(gx), list(go), None
     gx, go = _differentiate(multi_pointwise_reference, (xs, others), (ctx.program,), grads)
     return gx, go, None
@@ -483,6 +549,7 @@ CUSTOM_OP_TARGETS: tuple[str, ...] = tuple(
 """The fx call targets of the three ops (pure: `optimus_ir.effects`)."""
 
 __all__ = [
+    "KernelFallbackWarning",
     "ACTIVATION_NAMES",
     "BINARY_STEPS",
     "CUSTOM_OP_TARGETS",

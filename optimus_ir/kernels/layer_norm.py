@@ -31,7 +31,6 @@ Design
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -39,6 +38,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
+from optimus_ir.kernels.layout import alignment, row_view
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -297,31 +297,10 @@ def _partial_reduce_kernel(
         tl.store(db_ptr + cols, tl.sum(acc_db, axis=0).to(w_ref.dtype.element_ty), mask=cmask)
 
 
-def _rows(t: torch.Tensor) -> torch.Tensor:
-    """`t` as `[M, D]` rows over its last dim with unit column stride: a view
-    where one exists (split pieces, leading dims), a contiguous copy otherwise."""
+def _norm_rows(t: torch.Tensor) -> torch.Tensor:
     if t.dim() == 0:
         raise ValueError("layer norm needs tensors of at least one dimension")
-    d = t.shape[-1]
-    try:
-        rows = t.view(-1, d) if d > 0 else t.reshape(-1, 0)
-    except RuntimeError:
-        rows = t.reshape(-1, d).contiguous()
-    if d > 1 and rows.stride(1) != 1:
-        rows = rows.contiguous()
-    return rows
-
-
-def _alignment(values: Sequence[int], element_size: int) -> int:
-    """The largest power of two (at most 16 bytes' worth of elements)
-    dividing every value (element counts or element-unit addresses)."""
-    cap = max(1, 16 // element_size)
-    g = 0
-    for v in values:
-        g = math.gcd(g, int(v))
-    if g == 0:
-        return cap
-    return min(cap, g & -g)
+    return row_view(t)
 
 
 def _num_warps(elements: int) -> int:
@@ -400,7 +379,7 @@ def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rs
         outputs[i] = torch.empty(x.shape, dtype=dtype, device=device)
         means[i] = torch.empty(x.shape[:-1], dtype=torch.float32, device=device)
         rstds[i] = torch.empty(x.shape[:-1], dtype=torch.float32, device=device)
-        rows.append(_rows(x))
+        rows.append(_norm_rows(x))
         ws.append(None if weights[i] is None else weights[i].to(w_dtype).contiguous())
         bs.append(None if biases[i] is None else biases[i].to(w_dtype).contiguous())
     max_d = max(r.shape[1] for r in rows)
@@ -429,7 +408,7 @@ def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rs
             align_values.append(1)
     if start == 0:
         return
-    align = _alignment(align_values, esize)
+    align = alignment(align_values, esize)
     w_ref = next((p for p in ws + bs if p is not None), x0)
     # Weight loads use the same column offsets: their pointers must be
     # aligned to ALIGN of their own elements too (the pointer hint is in bytes).
@@ -497,7 +476,7 @@ def _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, 
             grad_biases[i] = torch.empty(biases[i].shape, dtype=w_dtype, device=device)
         mean = means[i].to(torch.float32).contiguous()
         rstd = rstds[i].to(torch.float32).contiguous()
-        members.append((i, _rows(x), _rows(dy.expand(x.shape)), w, b, mean, rstd))
+        members.append((i, _norm_rows(x), row_view(dy.expand(x.shape)), w, b, mean, rstd))
     max_d = max(m[1].shape[1] for m in members)
     looped = max_d > _MAX_FUSED_D_BWD
     block_d = min(_LOOP_CHUNK, triton.next_power_of_2(max_d)) if looped else triton.next_power_of_2(max_d)
@@ -539,7 +518,7 @@ def _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, 
             columns[field].append(0)
     if start == 0:
         return
-    align = _alignment(align_values, esize)
+    align = alignment(align_values, esize)
     params = [m[3] for m in members] + [m[4] for m in members]
     w_ref = next((p for p in params if p is not None), x0)
     ptr_align = align * min(esize, w_ref.element_size())

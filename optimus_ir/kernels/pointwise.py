@@ -27,7 +27,6 @@ Design
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -35,6 +34,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
+from optimus_ir.kernels.layout import alignment, row_view
 from optimus_ir.kernels.programs import Step, parse_program
 
 _NONE, _TENSOR, _SCALAR = 0, 1, 2
@@ -268,26 +268,6 @@ def _multi_pointwise_bwd_kernel(
 # Launchers
 
 
-def _rows(t: torch.Tensor) -> torch.Tensor:
-    """`t` as `[rows, D]` with unit column stride (a view where one exists)."""
-    d = t.shape[-1] if t.dim() else 1
-    try:
-        rows = t.view(-1, d) if d > 0 else t.reshape(-1, 0)
-    except RuntimeError:
-        rows = t.reshape(-1, d).contiguous()
-    if d > 1 and rows.stride(1) != 1:
-        rows = rows.contiguous()
-    return rows
-
-
-def _alignment(values: Sequence[int], element_size: int) -> int:
-    cap = max(1, 16 // element_size)
-    g = 0
-    for v in values:
-        g = math.gcd(g, int(v))
-    return cap if g == 0 else min(cap, g & -g)
-
-
 def _tensor_steps(steps: Sequence[Step]) -> int:
     return sum(1 for s in steps if s.operand == "tensor")
 
@@ -368,7 +348,7 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
     rows_mode = False
     start = 0
     for i in group:
-        xr = _rows(xs[i])
+        xr = row_view(xs[i])
         n_el = xs[i].numel()
         d = xr.shape[1]
         if not xs[i].is_contiguous() or xr.data_ptr() % esize:
@@ -379,7 +359,7 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         align_values += [t.data_ptr() // esize for t in (xr, second[i], third[i]) if t is not None]
         for j in range(k):
             o, broadcast = others[first_tensor + j][i]
-            orows = o if broadcast else _rows(o)
+            orows = o if broadcast else row_view(o)
             if broadcast or not o.is_contiguous():
                 rows_mode = True
             stride = 0 if broadcast else orows.stride(0)
@@ -393,7 +373,7 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         start += triton.cdiv(n_el, _BLOCK)
     if start == 0:
         return
-    align = _alignment(align_values, esize)
+    align = alignment(align_values, esize)
     scalars, const = _step_args(steps)
     meta = torch.tensor(columns, dtype=torch.int64, device=device)
     kernel[(start,)](

@@ -1,0 +1,33 @@
+"""Launch-side layout helpers the row-wise kernels share (no Triton)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+
+def row_view(t: torch.Tensor) -> torch.Tensor:
+    """`t` as `[rows, D]` over its last dim with unit column stride: a view
+    where one exists (split pieces, leading dims), a contiguous copy
+    otherwise; a 0-d tensor is one row of one element."""
+    d = t.shape[-1] if t.dim() else 1
+    try:
+        rows = t.view(-1, d) if d > 0 else t.reshape(-1, 0)
+    except RuntimeError:
+        rows = t.reshape(-1, d).contiguous()
+    if d > 1 and rows.stride(1) != 1:
+        rows = rows.contiguous()
+    return rows
+
+
+def alignment(values: Sequence[int], element_size: int) -> int:
+    """The largest power of two (at most 16 bytes' worth of elements)
+    dividing every value (element counts or element-unit addresses): what
+    the kernels may declare with `tl.multiple_of` for vector loads."""
+    cap = max(1, 16 // element_size)
+    g = 0
+    for v in values:
+        g = math.gcd(g, int(v))
+    return cap if g == 0 else min(cap, g & -g)

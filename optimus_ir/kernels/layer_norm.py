@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
-from optimus_ir.kernels.layout import alignment, row_view
+from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -146,6 +146,30 @@ def _layer_norm_fwd_kernel(
 
 
 @triton.jit
+def _row_chunk_terms(
+    x_row, dy_row, w_ptr, b_ptr, start, cols, D, mean, rstd, has_w, has_b,
+    BLOCK_D: tl.constexpr, ACTIVATION: tl.constexpr,
+):
+    """Columns `start + cols` of one row for the looped backward's two
+    passes: the mask, xhat, dz = dy * act'(xhat * w + b) (0 off the row) and
+    w (1 without affine), all fp32."""
+    cmask = start + cols < D
+    x = tl.load(x_row + start + cols, mask=cmask, other=0.0)
+    dy = tl.load(dy_row + start + cols, mask=cmask, other=0.0)
+    w = tl.full([BLOCK_D], 1.0, tl.float32)
+    b = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if has_w != 0:
+        w = tl.load(w_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
+    if has_b != 0:
+        b = tl.load(b_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
+    xhat = tl.where(cmask, (x.to(tl.float32) - mean) * rstd, 0.0)
+    dz = dy.to(tl.float32)
+    if ACTIVATION != 0:
+        dz = dz * activation_grad(xhat * w + b, ACTIVATION)
+    return cmask, xhat, tl.where(cmask, dz, 0.0), w
+
+
+@triton.jit
 def _layer_norm_bwd_kernel(
     meta, x_ref, w_ref, partial_dw, partial_db, N, rows_per_program, partial_width,
     ACTIVATION: tl.constexpr, ROWS: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -223,39 +247,20 @@ def _layer_norm_bwd_kernel(
             acc1 = tl.zeros([BLOCK_D], dtype=tl.float32)
             acc2 = tl.zeros([BLOCK_D], dtype=tl.float32)
             for start in range(0, D, BLOCK_D):
-                cmask = start + cols < D
-                x = tl.load(x_row + start + cols, mask=cmask, other=0.0)
-                dy = tl.load(dy_row + start + cols, mask=cmask, other=0.0)
-                w = tl.full([BLOCK_D], 1.0, tl.float32)
-                b = tl.zeros([BLOCK_D], dtype=tl.float32)
-                if has_w != 0:
-                    w = tl.load(w_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
-                if has_b != 0:
-                    b = tl.load(b_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
-                xhat = tl.where(cmask, (x.to(tl.float32) - mean) * rstd, 0.0)
-                dz = dy.to(tl.float32)
-                if ACTIVATION != 0:
-                    dz = dz * activation_grad(xhat * w + b, ACTIVATION)
-                g = tl.where(cmask, dz * w, 0.0)
+                cmask, xhat, dz, w = _row_chunk_terms(
+                    x_row, dy_row, w_ptr, b_ptr, start, cols, D, mean, rstd,
+                    has_w, has_b, BLOCK_D, ACTIVATION,
+                )
+                g = dz * w
                 acc1 += g * xhat
                 acc2 += g
             c1 = tl.sum(acc1, axis=0) / D
             c2 = tl.sum(acc2, axis=0) / D
             for start in range(0, D, BLOCK_D):
-                cmask = start + cols < D
-                x = tl.load(x_row + start + cols, mask=cmask, other=0.0)
-                dy = tl.load(dy_row + start + cols, mask=cmask, other=0.0)
-                w = tl.full([BLOCK_D], 1.0, tl.float32)
-                b = tl.zeros([BLOCK_D], dtype=tl.float32)
-                if has_w != 0:
-                    w = tl.load(w_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
-                if has_b != 0:
-                    b = tl.load(b_ptr + start + cols, mask=cmask, other=0.0).to(tl.float32)
-                xhat = tl.where(cmask, (x.to(tl.float32) - mean) * rstd, 0.0)
-                dz = dy.to(tl.float32)
-                if ACTIVATION != 0:
-                    dz = dz * activation_grad(xhat * w + b, ACTIVATION)
-                dz = tl.where(cmask, dz, 0.0)
+                cmask, xhat, dz, w = _row_chunk_terms(
+                    x_row, dy_row, w_ptr, b_ptr, start, cols, D, mean, rstd,
+                    has_w, has_b, BLOCK_D, ACTIVATION,
+                )
                 g = dz * w
                 dx = (g - xhat * c1 - c2) * rstd
                 tl.store(dx_row + start + cols, dx.to(x_ref.dtype.element_ty),
@@ -336,15 +341,6 @@ def _check(inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor | None
                 )
 
 
-def _by_dtype(inputs: Sequence[torch.Tensor]) -> list[list[int]]:
-    """Member indices grouped by input dtype (one launch per dtype: the
-    kernel's pointer element type is a compile-time constant)."""
-    groups: dict[torch.dtype, list[int]] = {}
-    for i, x in enumerate(inputs):
-        groups.setdefault(x.dtype, []).append(i)
-    return list(groups.values())
-
-
 def batched_layer_norm_forward(
     inputs: Sequence[torch.Tensor],
     weights: Sequence[torch.Tensor | None],
@@ -364,7 +360,7 @@ def batched_layer_norm_forward(
     outputs: list[torch.Tensor] = [torch.empty(0)] * n
     means: list[torch.Tensor] = [torch.empty(0)] * n
     rstds: list[torch.Tensor] = [torch.empty(0)] * n
-    for group in _by_dtype(inputs):
+    for group in indices_by_dtype(inputs):
         _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rstds)
     return outputs, means, rstds
 
@@ -450,7 +446,7 @@ def batched_layer_norm_backward(
     grad_inputs: list[torch.Tensor] = [torch.empty(0)] * n
     grad_weights: list[torch.Tensor | None] = [None] * n
     grad_biases: list[torch.Tensor | None] = [None] * n
-    for group in _by_dtype(inputs):
+    for group in indices_by_dtype(inputs):
         _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, code,
                         grad_inputs, grad_weights, grad_biases)
     return grad_inputs, grad_weights, grad_biases

@@ -31,3 +31,12 @@ def alignment(values: Sequence[int], element_size: int) -> int:
     for v in values:
         g = math.gcd(g, int(v))
     return cap if g == 0 else min(cap, g & -g)
+
+
+def indices_by_dtype(inputs: Sequence[torch.Tensor]) -> list[list[int]]:
+    """Member indices grouped by dtype, in first-seen order: one launch per
+    dtype, since a kernel's pointer element type is a compile-time constant."""
+    groups: dict[torch.dtype, list[int]] = {}
+    for i, x in enumerate(inputs):
+        groups.setdefault(x.dtype, []).append(i)
+    return list(groups.values())

@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
-from optimus_ir.kernels.layout import alignment, row_view
+from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
 from optimus_ir.kernels.programs import Step, parse_program
 
 _NONE, _TENSOR, _SCALAR = 0, 1, 2
@@ -383,20 +383,13 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
     )
 
 
-def _by_dtype(inputs: Sequence[torch.Tensor]) -> list[list[int]]:
-    groups: dict[torch.dtype, list[int]] = {}
-    for i, x in enumerate(inputs):
-        groups.setdefault(x.dtype, []).append(i)
-    return list(groups.values())
-
-
 def _forward_chunks(inputs, table, chunks) -> list[list[torch.Tensor]]:
     """The values entering each chunk and the final outputs: [chunk][member]."""
     values = [list(inputs)]
     for steps, first in chunks:
         current = values[-1]
         outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
-        for group in _by_dtype(current):
+        for group in indices_by_dtype(current):
             _launch(_multi_pointwise_fwd_kernel, group, current, outputs,
                     [None] * len(current), table, None, steps, first)
         values.append(outputs)
@@ -447,7 +440,7 @@ def multi_pointwise_backward(
         steps_c, first = chunks[c]
         current = values[c]
         dxs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
-        for group in _by_dtype(current):
+        for group in indices_by_dtype(current):
             _launch(_multi_pointwise_bwd_kernel, group, current, grads, dxs, table,
                     other_grads, steps_c, first)
         grads = dxs

@@ -5,7 +5,11 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
 * `optimize(model_or_graph_module, example_inputs, pipeline=None) -> GraphModule`
 * `import_graph(gm, example_inputs=None) -> ImportedGraph`
 * `export_graph(imported_or_module, owner=None) -> GraphModule`
-* `torch.compile(model, backend="optimus")`, registered as an entry point.
+* `torch.compile(model, backend="optimus")`, registered as an entry point;
+  `optimus_ir.backend(**options)` makes a backend with options
+  (`optimus_ir.backend.BackendOptions`);
+* `optimus_ir.inductor_pass(**options)`: the pipeline as Inductor's pre-grad
+  custom pass (`torch._inductor.config.pre_grad_custom_pass`).
 
 Importing the package registers the custom ops `torch.ops.optimus.*`
 (`optimus_ir.kernels.ops`; torch only, no triton), so an exported graph that
@@ -19,6 +23,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 import optimus_ir.kernels.ops  # noqa: E402,F401  (registers torch.ops.optimus.*)
+import optimus_ir.backend  # noqa: E402,F401  (a callable module: optimus_ir.backend(...))
 
 _LAZY = {
     "optimize": "optimus_ir.api",
@@ -31,6 +36,9 @@ _LAZY = {
     "export_graph": "optimus_ir.exporter",
     "GraphExportError": "optimus_ir.exporter",
     "optimus_backend": "optimus_ir.backend",
+    "BackendOptions": "optimus_ir.backend",
+    "inductor_pass": "optimus_ir.inductor_hook",
+    "OptimusInductorPass": "optimus_ir.inductor_hook",
 }
 
 
@@ -43,4 +51,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module_name), name)
 
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "backend"])

@@ -26,12 +26,13 @@ kind before and after, the passes run with their statistics, time per phase.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,23 +435,25 @@ def _optimize(
     guard_strides: bool,
     freeze: bool = False,
     cache_parameters: bool = True,
+    after_pass: Callable[[Any, ModuleOp], None] | None = None,
 ) -> torch.fx.GraphModule:
     """`optimize`; `guard_strides=False` leaves out the call-time stride
     check (the torch.compile backend: Dynamo guards on strides itself);
-    `cache_parameters=False` leaves parameter-only values where they are."""
+    `cache_parameters=False` leaves parameter-only values where they are;
+    `after_pass(pass, module)` is called after every pass (the backend logs
+    the IR with it). An exception carries the phase it was raised in
+    (`failed_phase`) and, from a pass, the pass (`pipeline.failed_pass`)."""
     from optimus_ir.passes.registry import DEFAULT_PIPELINE
     from optimus_ir.pipeline import default_verify_each, parse_pipeline
 
     kwargs = dict(example_kwargs or {})
     phases: dict[str, float] = {}
-    start = time.perf_counter()
-    gm = capture(model, example_inputs, kwargs)
-    flat_inputs = _flat_inputs(gm, example_inputs, kwargs)
-    phases["capture"] = time.perf_counter() - start
+    with _phase("capture", phases):
+        gm = capture(model, example_inputs, kwargs)
+        flat_inputs = _flat_inputs(gm, example_inputs, kwargs)
 
-    start = time.perf_counter()
-    program = import_graph(gm, flat_inputs)
-    phases["import"] = time.perf_counter() - start
+    with _phase("import", phases):
+        program = import_graph(gm, flat_inputs)
 
     text = DEFAULT_PIPELINE if pipeline is None else pipeline
     if verify_each is None:
@@ -459,12 +462,18 @@ def _optimize(
     if validate:
         from optimus_ir.validation import DifferentialValidator
 
-        start = time.perf_counter()
-        # The validator calls the graph with its flat inputs.
-        flat_program = ImportedGraph(program.module, program.owner, program.objects, None)
-        validator = DifferentialValidator(flat_program, inputs=flat_inputs)
-        hook = lambda pass_, module: validator.after_pass(pass_.name, module)  # noqa: E731
-        phases["validation setup"] = time.perf_counter() - start
+        with _phase("validation setup", phases):
+            # The validator calls the graph with its flat inputs.
+            flat_program = ImportedGraph(program.module, program.owner, program.objects, None)
+            validator = DifferentialValidator(flat_program, inputs=flat_inputs)
+            hook = lambda pass_, module: validator.after_pass(pass_.name, module)  # noqa: E731
+    if after_pass is not None:
+        validating = hook
+
+        def hook(pass_: Any, module: ModuleOp) -> None:
+            if validating is not None:
+                validating(pass_, module)
+            after_pass(pass_, module)
 
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
@@ -472,9 +481,8 @@ def _optimize(
     lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
     if lower_last:
         passes.pop()
-    start = time.perf_counter()
     rewrites_before = statistics.budget.used if statistics is not None else 0
-    with collect_diagnostics() as diagnostics:
+    with _phase("passes", phases), collect_diagnostics() as diagnostics:
         stats, text, layout_specialized = _run_passes(
             program, passes, text, lower_last, statistics, hook, verify_each, rewrites_before
         )
@@ -482,17 +490,15 @@ def _optimize(
     for diagnostic in diagnostics:
         if diagnostic.severity is Severity.WARNING:
             warnings.warn(str(diagnostic), stacklevel=3)
-    phases["passes"] = time.perf_counter() - start
 
-    start = time.perf_counter()
-    # The mode is baked into the captured graph; the module refuses the other.
-    training = model.training if isinstance(model, torch.nn.Module) else None
-    result = export_graph(
-        program,
-        fallback=gm if guard_strides and layout_specialized else None,
-        training=training if guard_strides else None,
-    )
-    phases["export"] = time.perf_counter() - start
+    with _phase("export", phases):
+        # The mode is baked into the captured graph; the module refuses the other.
+        training = model.training if isinstance(model, torch.nn.Module) else None
+        result = export_graph(
+            program,
+            fallback=gm if guard_strides and layout_specialized else None,
+            training=training if guard_strides else None,
+        )
 
     # Counted before the parameter cache: the ops the pipeline made (the
     # cache's own plumbing is one call and a getitem per value).
@@ -501,9 +507,8 @@ def _optimize(
     if cache_parameters:
         from optimus_ir.param_cache import cache_parameter_expressions
 
-        start = time.perf_counter()
-        cached = cache_parameter_expressions(result, freeze=freeze)
-        phases["parameter cache"] = time.perf_counter() - start
+        with _phase("parameter cache", phases):
+            cached = cache_parameter_expressions(result, freeze=freeze)
 
     report = OptimizeReport(
         ops_before=count_fx_ops(gm),
@@ -517,6 +522,34 @@ def _optimize(
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     return result
+
+
+FAILED_PHASE_ATTRIBUTE = "optimus_phase"
+"""The attribute an exception raised by `_optimize` carries: the phase
+(capture, import, passes, export, ...) it was raised in."""
+
+
+@contextlib.contextmanager
+def _phase(name: str, phases: dict[str, float]) -> Iterator[None]:
+    """Time one phase of `_optimize` into `phases[name]`; an exception
+    leaving it is marked with the phase (the innermost mark wins)."""
+    start = time.perf_counter()
+    try:
+        yield
+    except Exception as error:
+        if getattr(error, FAILED_PHASE_ATTRIBUTE, None) is None:
+            try:
+                setattr(error, FAILED_PHASE_ATTRIBUTE, name)
+            except AttributeError:
+                pass
+        raise
+    finally:
+        phases[name] = time.perf_counter() - start
+
+
+def failed_phase(error: BaseException) -> str | None:
+    """The phase of `_optimize` that raised `error` (`_phase`), or None."""
+    return getattr(error, FAILED_PHASE_ATTRIBUTE, None)
 
 
 def _run_passes(

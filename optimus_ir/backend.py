@@ -1,107 +1,315 @@
 """`torch.compile(model, backend="optimus")`: optimus-ir as a compiler stage.
 
-Registered through the `torch_dynamo_backends` entry point. Dynamo hands us
-each captured graph (with its example values in node.meta); we optimize it and
-pass the result on to Inductor (default) or run it as it is (`inner="eager"`).
-Options come through `torch.compile(..., options={...})`:
+Registered through the `torch_dynamo_backends` entry point, so it works right
+after installing the package, without importing optimus_ir first. Dynamo
+hands us each captured graph (several per model at graph breaks, one more
+per recompile), with its example values in `node.meta`; we optimize it and
+pass the result on to Inductor (default) or run it as it is
+(`inner="eager"`). Options (`BackendOptions`) come through
+`torch.compile(..., options={...})` or the factory::
 
-* `pipeline`: a `-p` pipeline text (default: the default pipeline);
-* `inner`: "inductor" (default) or "eager";
-* `validate`: check every pass differentially (slow; for debugging);
-* `verify_each`: verify the IR after every pass (default: once, after the
-  last pass, unless `OPTIMUS_VERIFY_EACH=1`).
+    torch.compile(model, backend="optimus", options={"remarks": True})
+    torch.compile(model, backend=optimus_ir.backend(strict=True, inner="eager"))
+
+The factory is this module itself: `optimus_ir.backend(...)` calls `backend`.
+The `OptimusBackend` it returns records what it did with every graph
+(`outcomes`).
 
 A graph optimus-ir cannot handle (one it cannot import or type, a pass or
 the export failing, a validation failure) is not an error of the user's
 program: the backend warns once per graph (`OptimusFallbackWarning`, naming
-the problem) and hands the graph on unoptimized. A bad `pipeline` text or
-unknown option is the caller's mistake and raises.
+the graph, the pass or phase and the error) and hands the graph on
+unoptimized; `strict=True` (or `OPTIMUS_STRICT=1`) raises
+`OptimusBackendError` instead. A bad `pipeline` text or an unknown option
+is the caller's mistake and always raises.
+
+Observability: one INFO line per graph on the `optimus_ir.backend` logger
+(ops before -> after, fusions applied, time in our passes) -- enable it with
+`TORCH_LOGS="optimus_ir"` or `OPTIMUS_LOG=info`. At DEBUG
+(`TORCH_LOGS="+optimus_ir"`, `OPTIMUS_LOG=debug`) the `optimus_ir.ir` logger
+gets the IR after every pass and `optimus_ir.remarks` every remark (what was
+fused and why the rest was not); `remarks=True` prints the remarks to stderr
+without any logging set-up.
 
 Dynamo guards on the strides of the inputs itself, so the backend's graph
 carries no stride check of its own (`optimize()`'s result does). Values
 computed from parameters alone are cached (`optimus_ir.param_cache`) only
-with `inner="eager"`: Inductor traces the module and folds constants itself.
+with `inner="eager"`: Inductor traces the module and folds constants itself
+(`freeze=True` asks Inductor to freeze the parameters, as its own
+`freezing` option does, for inference).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import dataclasses
+import io
+import logging
+import os
+import sys
+import time
+import types
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
+
+log = logging.getLogger("optimus_ir.backend")
+ir_log = logging.getLogger("optimus_ir.ir")
+remark_log = logging.getLogger("optimus_ir.remarks")
+
+INNER_COMPILERS = ("inductor", "eager")
+"""What the optimized graph is handed to: Inductor, or nothing (run it)."""
+
+STRICT_ENV = "OPTIMUS_STRICT"
+"""`1`: a graph the backend cannot optimize raises instead of running
+unoptimized (the default of the `strict` option)."""
+
+LOG_ENV = "OPTIMUS_LOG"
+"""`info` or `debug`: log the `optimus_ir` loggers to stderr at that level
+(for users who do not use `TORCH_LOGS`)."""
 
 
 class OptimusFallbackWarning(UserWarning):
     """A graph the torch.compile backend could not optimize runs unoptimized."""
 
 
-def optimus_backend(
+class OptimusBackendError(RuntimeError):
+    """A graph could not be optimized and the backend runs in strict mode."""
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """The options of the backend (and, but for `inner` and `freeze`, of
+    the Inductor pass `optimus_ir.inductor_pass`)."""
+
+    pipeline: str | None = None
+    """A `-p` pipeline text; None: the default pipeline."""
+    inner: str = "inductor"
+    """Hand the optimized graph to "inductor", or run it as it is ("eager")."""
+    validate: bool = False
+    """Check every pass differentially on random inputs (slow; debugging)."""
+    verify_each: bool | None = None
+    """Verify the IR after every pass (default: once at the end, unless
+    `OPTIMUS_VERIFY_EACH=1`)."""
+    freeze: bool = False
+    """Treat the parameters as constants (inference only): `inner="eager"`
+    computes parameter-only values once without checks; Inductor freezes."""
+    remarks: bool = False
+    """Print the passes' remarks to stderr for every graph."""
+    strict: bool | None = None
+    """Raise `OptimusBackendError` instead of falling back (default:
+    `OPTIMUS_STRICT`)."""
+
+    def __post_init__(self) -> None:
+        if self.pipeline is not None and not isinstance(self.pipeline, str):
+            raise TypeError(f"optimus: option 'pipeline' must be a pipeline text, not {type(self.pipeline).__name__}")
+        if self.inner not in INNER_COMPILERS:
+            raise ValueError(f"optimus: unknown inner compiler {self.inner!r} (choose from {', '.join(INNER_COMPILERS)})")
+        for name in ("validate", "freeze", "remarks"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"optimus: option {name!r} must be True or False, not {getattr(self, name)!r}")
+        for name in ("verify_each", "strict"):
+            if getattr(self, name) not in (None, True, False):
+                raise TypeError(f"optimus: option {name!r} must be True, False or None, not {getattr(self, name)!r}")
+        if self.pipeline is not None:
+            from optimus_ir.pipeline import parse_pipeline
+
+            parse_pipeline(self.pipeline)  # a bad pipeline raises PipelineError here
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any], exclude: Sequence[str] = ()) -> BackendOptions:
+        """The options of a dict; an unknown key raises TypeError listing the known ones."""
+        known = [f.name for f in dataclasses.fields(cls) if f.name not in exclude]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(f"optimus: unknown option(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+        return cls(**options)
+
+    def describe(self) -> str:
+        """The options that differ from the defaults, as keyword arguments."""
+        defaults = BackendOptions()
+        return ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(defaults, f.name)
+        )
+
+    @property
+    def is_strict(self) -> bool:
+        return _env_flag(STRICT_ENV) if self.strict is None else self.strict
+
+
+@dataclass
+class GraphOutcome:
+    """What the backend did with one graph Dynamo handed it."""
+
+    graph: str
+    """The graph's name: Dynamo's compile id (`0/1`: frame 0, recompile 1)."""
+    ops_before: int
+    ops_after: int
+    optimized: bool
+    """False: the graph runs unoptimized (`reason` says why)."""
+    reason: str | None = None
+    fusions: int = 0
+    """Batch-fusion groups fused."""
+    rewrites: int = 0
+    """Pattern rewrites of all passes (split/cat eliminations included)."""
+    seconds: float = 0.0
+    """Time spent in optimus-ir on this graph (import, passes, export)."""
+    report: Any = None
+    """The `OptimizeReport` (None when the graph was passed through)."""
+
+    def describe(self) -> str:
+        """The one line the backend logs for the graph."""
+        head = f"optimus: graph {self.graph}: "
+        if not self.optimized:
+            return head + f"{self.ops_before} ops passed through unoptimized: {self.reason}"
+        return (
+            head
+            + f"{self.ops_before} -> {self.ops_after} ops, {self.fusions} batch fusion(s), "
+            f"{self.rewrites} rewrite(s), {self.seconds * 1e3:.1f} ms in optimus-ir"
+        )
+
+
+def _graph_name() -> str:
+    """Dynamo's compile id of the graph being compiled (`frame/recompile`)."""
+    try:
+        from torch._guards import CompileContext
+
+        compile_id = CompileContext.current_compile_id()
+    except Exception:  # noqa: BLE001 - an internal API; the name is cosmetic
+        compile_id = None
+    if compile_id is None:
+        _graph_name.counter += 1  # type: ignore[attr-defined]
+        return f"#{_graph_name.counter}"  # type: ignore[attr-defined]
+    return str(compile_id)
+
+
+_graph_name.counter = 0  # type: ignore[attr-defined]
+
+
+def _configure_logging_from_env() -> None:
+    """`OPTIMUS_LOG=info|debug`: a stderr handler on the `optimus_ir` logger
+    (once; left alone when TORCH_LOGS or the user configured it)."""
+    level = os.environ.get(LOG_ENV, "").strip().upper()
+    root = logging.getLogger("optimus_ir")
+    if not level or getattr(root, "_optimus_env_handler", False):
+        return
+    if level not in ("INFO", "DEBUG"):
+        warnings.warn(f"{LOG_ENV}={level.lower()!r} is not 'info' or 'debug'; ignored", stacklevel=3)
+        root._optimus_env_handler = True  # type: ignore[attr-defined]
+        return
+    root.setLevel(level)
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        root.addHandler(handler)
+    root._optimus_env_handler = True  # type: ignore[attr-defined]
+
+
+def _log_ir_after(graph: str) -> Callable[[Any, Any], None] | None:
+    """The after-pass hook that logs the IR (only when DEBUG is on: printing
+    a large module costs as much as a pass)."""
+    if not ir_log.isEnabledFor(logging.DEBUG):
+        return None
+    from xdsl.printer import Printer
+
+    def after_pass(pass_: Any, module: Any) -> None:
+        text = io.StringIO()
+        Printer(stream=text).print_op(module)
+        ir_log.debug("graph %s: IR after %s:\n%s", graph, pass_.name, text.getvalue())
+
+    return after_pass
+
+
+def _describe_failure(error: BaseException) -> str:
+    from optimus_ir.api import failed_phase
+    from optimus_ir.pipeline import failed_pass
+
+    crashed = failed_pass(error)
+    where = f"pass '{crashed}'" if crashed else f"{failed_phase(error) or 'optimus-ir'}"
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    return f"{where} failed ({type(error).__name__}: {first_line})"
+
+
+def optimize_dynamo_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
+    options: BackendOptions,
     *,
-    pipeline: str | None = None,
-    inner: str = "inductor",
-    validate: bool = False,
-    verify_each: bool | None = None,
-    options: dict[str, Any] | None = None,
-    **unknown: Any,
-) -> Callable[..., Any]:
-    """Dynamo backend: optimize `gm`, then compile it with `inner`.
+    cache_parameters: bool,
+    who: str = "optimus backend",
+) -> tuple[torch.fx.GraphModule, GraphOutcome]:
+    """Optimize one graph Dynamo captured; the graph to run (`gm` itself when
+    it is passed through) and what happened. Never raises for a failure
+    inside optimus-ir unless `options.is_strict`."""
+    from optimus_ir.api import count_fx_ops
 
-    torch.compile hands `options={...}` over as one keyword; its entries
-    override the keyword arguments."""
-    if options:
-        known = {
-            "pipeline": pipeline,
-            "inner": inner,
-            "validate": validate,
-            "verify_each": verify_each,
-        }
-        unknown.update({k: v for k, v in options.items() if k not in known})
-        known.update({k: v for k, v in options.items() if k in known})
-        pipeline, inner = known["pipeline"], known["inner"]
-        validate, verify_each = known["validate"], known["verify_each"]
-    if unknown:
-        raise TypeError(
-            f"optimus backend: unknown option(s) {sorted(unknown)}; "
-            "known: pipeline, inner, validate, verify_each"
-        )
-    import warnings
-
-    from optimus_ir.pipeline import PipelineError, parse_pipeline
-
-    if inner not in ("inductor", "eager"):
-        raise ValueError(f"optimus backend: unknown inner compiler '{inner}' (inductor, eager)")
-    if pipeline is not None:
-        parse_pipeline(pipeline)  # a bad pipeline raises PipelineError here
+    _configure_logging_from_env()
+    graph = _graph_name()
+    ops_before = sum(count_fx_ops(gm).values())
+    if ops_before == 0:
+        outcome = GraphOutcome(graph, 0, 0, optimized=False, reason="no operations to optimize")
+        log.info("%s", outcome.describe())
+        return gm, outcome
+    start = time.perf_counter()
     try:
-        optimized = _optimize_graph(gm, example_inputs, pipeline, validate, verify_each, inner)
-    except PipelineError:
-        raise
+        optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph))
     except Exception as error:  # noqa: BLE001 - whatever fails, the user's program must run
-        where = f"{type(error).__name__}: {error}"
+        reason = _describe_failure(error)
+        if options.is_strict:
+            raise OptimusBackendError(f"{who}: graph {graph}: {reason}") from error
+        outcome = GraphOutcome(graph, ops_before, ops_before, optimized=False, reason=reason)
+        log.info("%s", outcome.describe())
         warnings.warn(
-            f"optimus backend: cannot optimize this graph ({where.splitlines()[0]}); "
-            "running it unoptimized",
+            f"{who}: cannot optimize graph {graph}: {reason}; running it unoptimized "
+            f"(strict=True or {STRICT_ENV}=1 raises instead)",
             OptimusFallbackWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        optimized = gm
-    if inner == "eager":
-        return optimized.forward
-    from torch._inductor.compile_fx import compile_fx
+        return gm, outcome
+    report = optimized.optimus_report  # type: ignore[attr-defined]
+    # A remark holds its op, and with it the whole IR of the graph: keep
+    # the message and the location only.
+    report.remarks = [dataclasses.replace(remark, op=None) for remark in report.remarks]
+    outcome = GraphOutcome(
+        graph,
+        ops_before,
+        sum(count_fx_ops(optimized).values()),
+        optimized=True,
+        fusions=sum(r.counters.get("groups fused", 0) for r in report.statistics.by_pass("batch-fusion")),
+        rewrites=report.statistics.total_rewrites,
+        seconds=time.perf_counter() - start,
+        report=report,
+    )
+    log.info("%s", outcome.describe())
+    _emit_remarks(graph, report.remarks, options.remarks)
+    return optimized, outcome
 
-    return compile_fx(optimized, list(example_inputs))
+
+def _emit_remarks(graph: str, remarks: Sequence[Any], to_stderr: bool) -> None:
+    if remark_log.isEnabledFor(logging.DEBUG):
+        for remark in remarks:
+            remark_log.debug("graph %s: %s", graph, remark.message)
+    if to_stderr:
+        for remark in remarks:
+            print(f"optimus: graph {graph}: remark: {remark.message}", file=sys.stderr)
 
 
 def _optimize_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
-    pipeline: str | None,
-    validate: bool,
-    verify_each: bool | None,
-    inner: str,
+    options: BackendOptions,
+    cache_parameters: bool,
+    after_pass: Callable[[Any, Any], None] | None,
 ) -> torch.fx.GraphModule:
     """`gm` optimized for the backend (no stride guard: Dynamo guards)."""
     from optimus_ir.api import _optimize
@@ -109,15 +317,81 @@ def _optimize_graph(
     return _optimize(
         gm,
         example_inputs,
-        pipeline,
-        validate=validate,
+        options.pipeline,
+        validate=options.validate,
         statistics=None,
         example_kwargs=None,
-        verify_each=verify_each,
+        verify_each=options.verify_each,
         guard_strides=False,
+        freeze=options.freeze,
+        cache_parameters=cache_parameters,
+        after_pass=after_pass,
+    )
+
+
+@dataclass
+class OptimusBackend:
+    """A Dynamo backend with fixed options (what `optimus_ir.backend(...)`
+    returns): `torch.compile(model, backend=optimus_ir.backend(...))`."""
+
+    options: BackendOptions = field(default_factory=BackendOptions)
+    outcomes: list[GraphOutcome] = field(default_factory=list)
+    """Every graph this backend was handed, in order, and what it did."""
+
+    def __repr__(self) -> str:
+        # what Dynamo prints in its errors: the options, not the outcomes
+        return f"optimus_ir.backend({self.options.describe()})"
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **ignored: Any) -> Callable[..., Any]:
         # Inductor traces the module with fake tensors (the cache would only
         # compute its values inline) and folds constants itself; with
         # Dynamo's default of lifting parameters to graph inputs there are no
         # parameter-only values to cache anyway.
-        cache_parameters=inner == "eager",
-    )
+        eager = self.options.inner == "eager"
+        optimized, outcome = optimize_dynamo_graph(gm, example_inputs, self.options, cache_parameters=eager)
+        self.outcomes.append(outcome)
+        if eager:
+            return optimized.forward
+        from torch._inductor import config
+        from torch._inductor.compile_fx import compile_fx
+
+        # Inductor pickles the module into its FX graph cache key; the
+        # report is ours (kept in `outcomes`), not part of the graph.
+        optimized.__dict__.pop("optimus_report", None)
+
+        # freeze=False leaves a freezing the user configured alone
+        with config.patch(freezing=True) if self.options.freeze else contextlib.nullcontext():
+            return compile_fx(optimized, list(example_inputs))
+
+
+def backend(**options: Any) -> OptimusBackend:
+    """A torch.compile backend with these options (`BackendOptions`):
+    `torch.compile(model, backend=optimus_ir.backend(remarks=True))`. Bad
+    options raise here, before anything is compiled."""
+    return OptimusBackend(BackendOptions.from_mapping(options))
+
+
+def optimus_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    options: Mapping[str, Any] | None = None,
+    **keywords: Any,
+) -> Callable[..., Any]:
+    """The registered backend (`backend="optimus"`): optimize `gm`, then
+    compile it with the inner compiler. torch.compile hands
+    `options={...}` over as one keyword; its entries override keywords."""
+    merged = {**keywords, **dict(options or {})}
+    return OptimusBackend(BackendOptions.from_mapping(merged))(gm, example_inputs)
+
+
+class _BackendModule(types.ModuleType):
+    """This module, callable: `optimus_ir.backend(...)` is `backend(...)`,
+    while `from optimus_ir.backend import OptimusFallbackWarning` and the
+    entry point `optimus_ir.backend:optimus_backend` keep working."""
+
+    def __call__(self, **options: Any) -> OptimusBackend:
+        return backend(**options)
+
+
+sys.modules[__name__].__class__ = _BackendModule

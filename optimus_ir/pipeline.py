@@ -320,9 +320,11 @@ class PassManager:
 
         stack = contextlib.ExitStack()
         started = [0.0]
+        running: list[PassRecord | None] = [None]
         pipeline_start = time.perf_counter()
 
         def callback(previous: ModulePass | None, mod: ModuleOp, upcoming: ModulePass | None) -> None:
+            running[0] = None
             if previous is not None:
                 record = statistics.passes[-1]
                 record.seconds = time.perf_counter() - started[0]
@@ -341,12 +343,17 @@ class PassManager:
                 # verification and validation, and reclaims the erased ops.
                 stack.enter_context(gc_paused())
                 started[0] = time.perf_counter()
+                running[0] = record
 
         try:
             PassPipeline(self.passes, callback).apply(ctx, module)
             if self.verify_at_end and not self.verify_each and self.passes:
                 spec = statistics.passes[-1].spec if statistics.passes else ""
                 verify_module(module, f"after pass '{spec}' (end of pipeline)")
+        except Exception as error:
+            if running[0] is not None:
+                name_failing_pass(error, running[0].spec)
+            raise
         finally:
             stack.close()
             statistics.total_seconds += time.perf_counter() - pipeline_start
@@ -362,6 +369,30 @@ class PassManager:
             stream.write(f"// -----// IR Dump After {record.spec} //----- //\n")
             Printer(stream=stream).print_op(module)
             stream.write("\n\n")
+
+
+FAILED_PASS_ATTRIBUTE = "optimus_pass"
+"""The attribute an exception raised inside a pass carries: the pass as
+written in the pipeline (`batch-fusion{min-size=2}`), for the callers that
+fall back instead of failing (the torch.compile backend names it)."""
+
+
+def name_failing_pass(error: BaseException, spec: str) -> None:
+    """Mark `error` as raised inside the pass `spec` (once: the innermost
+    pipeline that saw it knows the pass best) and add a note saying so, so
+    the traceback of a crashing pass names it."""
+    if getattr(error, FAILED_PASS_ATTRIBUTE, None) is not None:
+        return
+    try:
+        setattr(error, FAILED_PASS_ATTRIBUTE, spec)
+    except AttributeError:  # an exception type with __slots__
+        return
+    error.add_note(f"(raised inside the optimus-ir pass '{spec}')")
+
+
+def failed_pass(error: BaseException) -> str | None:
+    """The pass `error` was raised in (`name_failing_pass`), or None."""
+    return getattr(error, FAILED_PASS_ATTRIBUTE, None)
 
 
 def run_pipeline(

@@ -60,6 +60,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     # testing only (a deliberately wrong pass for validation and bisection):
     "test-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestMiscompilePass"),
     "test-alias-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestAliasMiscompilePass"),
+    "test-fail": lazy("optimus_ir.passes.test_miscompile", "TestFailPass"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),

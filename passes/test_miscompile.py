@@ -1,4 +1,5 @@
-"""`test-miscompile`: a deliberately wrong pass, for testing validation.
+"""`test-miscompile`: a deliberately wrong pass, for testing validation
+(and `test-fail`, a pass that crashes, for testing fallbacks).
 
 Like MLIR's `-test-...` passes, this exists only to exercise the tooling:
 `--validate-each` must catch it and `--bisect-rewrites` must find the one
@@ -156,3 +157,22 @@ class TestAliasMiscompilePass(ModulePass):
 
 def _is_in_place_name(name: str) -> bool:
     return name.endswith("_") and not name.startswith("_")
+
+
+class TestPassFailure(RuntimeError):
+    """What `test-fail` raises: a stand-in for a bug inside a pass."""
+
+
+@dataclass(frozen=True)
+class TestFailPass(ModulePass):
+    """Deliberately crash (testing only): raise `TestPassFailure` with
+    `message`. The callers that must survive a broken pass (the
+    torch.compile backend and the Inductor hook fall back to the
+    unoptimized graph, naming the pass; strict mode raises) are tested
+    with it, as `optimus-opt` reports it with the pass's name."""
+
+    name = "test-fail"
+    message: str = "deliberate failure"
+
+    def apply(self, ctx, op: ModuleOp) -> None:  # type: ignore[override]
+        raise TestPassFailure(self.message)

@@ -284,8 +284,12 @@ class OptimusOptMain(xDSLOptMain):
             diagnostics = [d for d in diagnostics if d.severity is not Severity.REMARK]
         self._print_reports(statistics)
         if internal_error is not None:
+            from optimus_ir.pipeline import failed_pass
+
+            crashed = failed_pass(internal_error)
+            where = f" in pass '{crashed}'" if crashed else ""
             print(
-                f"{name}: internal error: {type(internal_error).__name__}: {internal_error}",
+                f"{name}: internal error{where}: {type(internal_error).__name__}: {internal_error}",
                 file=sys.stderr,
             )
             if os.environ.get("OPTIMUS_TRACEBACK"):

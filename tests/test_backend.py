@@ -1,0 +1,341 @@
+"""optimus-ir as a compiler stage: the torch.compile backend (options, the
+factory, graph breaks and recompiles, fallback and strict mode, logging) and
+the Inductor pre-grad hook (with Inductor's FX graph cache on and off)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch._dynamo.utils import counters
+from torch._inductor import config as inductor_config
+
+import optimus_ir
+from examples.recsys import make_recsys_model
+from optimus_ir.backend import (
+    BackendOptions,
+    OptimusBackend,
+    OptimusBackendError,
+    OptimusFallbackWarning,
+)
+from optimus_ir.pipeline import PipelineError
+
+ROOT = Path(__file__).resolve().parents[1]
+FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"
+FUSE_ALL = (
+    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
+    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
+)
+"""The default pipeline, but fusing every group (no cost model): small
+models, quick to compile with Inductor, that still fuse."""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> None:
+    torch._dynamo.reset()
+
+
+class TwoGraphs(nn.Module):
+    """Two tower blocks with a graph break between them: two Dynamo graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+        self.second = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.cat([torch.relu(m(p)) for m, p in zip(self.first, torch.split(x, 8, dim=1))], dim=1)
+        torch._dynamo.graph_break()
+        return torch.cat([torch.tanh(m(p)) for m, p in zip(self.second, torch.split(y, 8, dim=1))], dim=1)
+
+
+def _two_graphs() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return TwoGraphs().eval(), torch.randn(16, 32)
+
+
+# --- options and the factory ------------------------------------------------------------
+
+
+def test_factory_is_the_module_called_and_checks_options_at_once() -> None:
+    made = optimus_ir.backend(inner="eager", remarks=True)
+    assert isinstance(made, OptimusBackend)
+    assert made.options == BackendOptions(inner="eager", remarks=True)
+    assert repr(made) == "optimus_ir.backend(inner='eager', remarks=True)"
+    with pytest.raises(TypeError, match="unknown option.*'bogus'.*known: pipeline"):
+        optimus_ir.backend(bogus=1)
+    with pytest.raises(ValueError, match="unknown inner compiler 'tvm'"):
+        optimus_ir.backend(inner="tvm")
+    with pytest.raises(TypeError, match="'freeze' must be True or False"):
+        optimus_ir.backend(freeze="yes")
+    with pytest.raises(PipelineError, match="unknown pass 'no-such-pass'"):
+        optimus_ir.backend(pipeline="no-such-pass")
+
+
+def test_factory_backend_optimizes_and_records_each_graph() -> None:
+    model, (x,) = make_recsys_model(num_towers=16)
+    made = optimus_ir.backend(inner="eager")
+    compiled = torch.compile(model, backend=made)
+    torch.testing.assert_close(compiled(x), model(x))
+    (outcome,) = made.outcomes
+    assert outcome.optimized and outcome.graph == "0/0"
+    assert outcome.fusions >= 1
+    assert outcome.report.ops_after["linear"] < outcome.report.ops_before["linear"]
+
+
+def test_options_through_torch_compile() -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    compiled = torch.compile(
+        model, backend="optimus", options={"inner": "eager", "pipeline": "raise-fx,split-cat-simplify,lower-to-fx"}
+    )
+    torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
+    compiled = torch.compile(model, backend="optimus", options={"inner": "eager", "pipeline": "nope"})
+    with pytest.raises(Exception, match="unknown pass 'nope'"):
+        compiled(x)
+
+
+def test_freeze_with_inductor_matches_under_no_grad() -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    compiled = torch.compile(model, backend="optimus", options={"freeze": True})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_freeze_eager_computes_stacked_parameters_once() -> None:
+    model, (x,) = make_recsys_model(num_towers=16)
+    made = optimus_ir.backend(inner="eager", freeze=True)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend=made)(x), model(x))
+    assert made.outcomes[0].fusions >= 1
+
+
+# --- graph breaks, recompiles -----------------------------------------------------------
+
+
+def test_graph_break_gives_two_graphs_both_optimized() -> None:
+    model, x = _two_graphs()
+    made = optimus_ir.backend(inner="eager")
+    compiled = torch.compile(model, backend=made)
+    torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
+    assert [o.optimized for o in made.outcomes] == [True, True]
+    assert all(o.fusions >= 1 for o in made.outcomes)
+    assert len({o.graph for o in made.outcomes}) == 2  # named apart
+
+
+def test_recompile_is_a_new_graph_with_its_own_name() -> None:
+    model, (x,) = make_recsys_model(num_towers=4)
+    made = optimus_ir.backend(inner="eager")
+    compiled = torch.compile(model, backend=made, dynamic=False)
+    for batch in (8, 12):
+        batch_x = torch.randn(batch, x.shape[1])
+        torch.testing.assert_close(compiled(batch_x), model(batch_x), rtol=0, atol=0)
+    assert [o.graph for o in made.outcomes] == ["0/0", "0/1"]
+
+
+def test_graph_without_operations_is_passed_through_with_a_reason(caplog: pytest.LogCaptureFixture) -> None:
+    made = optimus_ir.backend(inner="eager")
+    with caplog.at_level(logging.INFO, logger="optimus_ir"):
+        out = torch.compile(lambda x: x, backend=made)(torch.ones(2))
+    assert torch.equal(out, torch.ones(2))
+    if made.outcomes:  # Dynamo may skip a graph without ops entirely
+        assert not made.outcomes[0].optimized
+        assert "no operations" in made.outcomes[0].reason
+
+
+# --- a failing pass: fallback, strict mode ---------------------------------------------
+
+
+def test_failing_pass_falls_back_with_one_warning_naming_the_pass() -> None:
+    model, x = _two_graphs()
+    made = optimus_ir.backend(inner="eager", pipeline=FAILING)
+    with pytest.warns(OptimusFallbackWarning) as record:
+        out = torch.compile(model, backend=made)(x)
+    torch.testing.assert_close(out, model(x), rtol=0, atol=0)
+    messages = [str(w.message) for w in record if w.category is OptimusFallbackWarning]
+    assert len(messages) == 2  # one per graph
+    for message in messages:
+        assert "pass 'test-fail{message=\"boom\"}' failed (TestPassFailure: boom)" in message
+        assert "running it unoptimized" in message
+    assert [o.optimized for o in made.outcomes] == [False, False]
+    assert "test-fail" in made.outcomes[0].reason
+
+
+def test_failing_pass_with_inductor_still_runs() -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    with pytest.warns(OptimusFallbackWarning, match="test-fail"):
+        out = torch.compile(model, backend="optimus", options={"pipeline": FAILING})(x)
+    torch.testing.assert_close(out, model(x))
+
+
+def test_strict_mode_raises_naming_the_pass() -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    compiled = torch.compile(model, backend=optimus_ir.backend(inner="eager", strict=True, pipeline=FAILING))
+    with pytest.raises(Exception, match="graph 0/0: pass 'test-fail.*' failed") as info:
+        compiled(x)
+    assert any(isinstance(e, OptimusBackendError) for e in _chain(info.value))
+
+
+def test_strict_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPTIMUS_STRICT", "1")
+    model, (x,) = make_recsys_model(num_towers=2)
+    compiled = torch.compile(model, backend="optimus", options={"inner": "eager", "pipeline": FAILING})
+    with pytest.raises(Exception, match="test-fail"):
+        compiled(x)
+
+
+def _chain(error: BaseException | None) -> list[BaseException]:
+    found = []
+    while error is not None:
+        found.append(error)
+        error = error.__cause__ or error.__context__
+    return found
+
+
+# --- observability ---------------------------------------------------------------------
+
+
+def test_one_info_line_per_graph(caplog: pytest.LogCaptureFixture) -> None:
+    model, x = _two_graphs()
+    with caplog.at_level(logging.INFO, logger="optimus_ir"):
+        torch.compile(model, backend="optimus", options={"inner": "eager"})(x)
+    lines = [r.getMessage() for r in caplog.records if r.name == "optimus_ir.backend"]
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert line.startswith("optimus: graph ")
+        assert " -> " in line and "batch fusion(s)" in line and "ms in optimus-ir" in line
+
+
+def test_debug_logs_the_ir_after_each_pass_and_the_remarks(caplog: pytest.LogCaptureFixture) -> None:
+    model, (x,) = make_recsys_model(num_towers=16)
+    with caplog.at_level(logging.DEBUG, logger="optimus_ir"):
+        torch.compile(model, backend="optimus", options={"inner": "eager"})(x)
+    ir = [r.getMessage() for r in caplog.records if r.name == "optimus_ir.ir"]
+    assert any(m.startswith("graph 0/0: IR after batch-fusion:") and "batch.linear" in m for m in ir)
+    assert any("IR after lower-to-fx" in m for m in ir)
+    remarks = [r.getMessage() for r in caplog.records if r.name == "optimus_ir.remarks"]
+    assert any(m.startswith("graph 0/0: batch-fusion: fused 16 torch.linear") for m in remarks), remarks
+
+
+def test_remarks_option_prints_them(capsys: pytest.CaptureFixture[str]) -> None:
+    model, (x,) = make_recsys_model(num_towers=16)
+    torch.compile(model, backend="optimus", options={"inner": "eager", "remarks": True})(x)
+    err = capsys.readouterr().err
+    assert "optimus: graph 0/0: remark: batch-fusion: fused 16 torch.linear" in err
+    assert "not fused" in err  # and why the rest was not
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, sys, torch
+    from torch import nn
+    # (TORCH_LOGS="optimus_ir" imports the package to set up its logger)
+    assert "optimus_ir" not in sys.modules or "TORCH_LOGS" in os.environ
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    x = torch.randn(3, 4)
+    out = torch.compile(model, backend="optimus", options={"inner": "eager"})(x)
+    torch.testing.assert_close(out, model(x), rtol=0, atol=0)
+    assert "optimus_ir" in sys.modules
+    print("OK", "optimus" in torch._dynamo.list_backends())
+    """
+)
+
+
+def _run_fresh(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(env_extra)
+    # outside the checkout, so only the installed package (and its entry point) is found
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd="/", env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_entry_point_in_a_fresh_interpreter_without_importing_optimus_ir() -> None:
+    done = _run_fresh({})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "OK True"
+
+
+def test_torch_logs_enables_the_graph_line() -> None:
+    done = _run_fresh({"TORCH_LOGS": "optimus_ir"})
+    assert done.returncode == 0, done.stderr
+    assert "optimus: graph 0/0: " in done.stderr and " -> " in done.stderr
+
+
+def test_optimus_log_env_enables_the_graph_line() -> None:
+    done = _run_fresh({"OPTIMUS_LOG": "info"})
+    assert done.returncode == 0, done.stderr
+    assert "[optimus_ir.backend] optimus: graph 0/0: " in done.stderr
+
+
+# --- the Inductor pre-grad hook --------------------------------------------------------
+
+
+@pytest.fixture
+def inductor_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty Inductor cache directory for the test."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_inductor_pass_options() -> None:
+    made = optimus_ir.inductor_pass(remarks=True)
+    assert repr(made) == "optimus_ir.inductor_pass(remarks=True)"
+    for name in ("inner", "freeze", "validate"):
+        with pytest.raises(TypeError, match=f"'{name}' is not an option inside Inductor"):
+            optimus_ir.inductor_pass(**{name: True})
+    assert made.uuid() == optimus_ir.inductor_pass(remarks=True).uuid()
+    assert made.uuid() != optimus_ir.inductor_pass(pipeline="raise-fx,lower-to-fx").uuid()
+
+
+def test_inductor_pass_with_the_fx_graph_cache(inductor_cache: Path) -> None:
+    model, (x,) = make_recsys_model(num_towers=4)
+    hook = optimus_ir.inductor_pass(pipeline=FUSE_ALL)
+    with torch.no_grad(), inductor_config.patch(pre_grad_custom_pass=hook, fx_graph_cache=True):
+        counters.clear()
+        torch.testing.assert_close(torch.compile(model)(x), model(x))
+        assert counters["inductor"]["fxgraph_cache_miss"] == 1
+        assert hook.outcomes[0].optimized and hook.outcomes[0].fusions >= 1
+        # the same set-up again: served from the cache (the pass identifies itself)
+        torch._dynamo.reset()
+        counters.clear()
+        torch.testing.assert_close(torch.compile(model)(x), model(x))
+        assert counters["inductor"]["fxgraph_cache_hit"] == 1
+        assert counters["inductor"].get("fxgraph_cache_bypass", 0) == 0
+    # another pipeline (a deliberately wrong one) must not get the cached graph
+    wrong = optimus_ir.inductor_pass(pipeline="raise-fx,test-miscompile,lower-to-fx")
+    torch._dynamo.reset()
+    counters.clear()
+    with torch.no_grad(), inductor_config.patch(pre_grad_custom_pass=wrong, fx_graph_cache=True):
+        out = torch.compile(model)(x)
+    assert counters["inductor"]["fxgraph_cache_miss"] == 1
+    assert not torch.allclose(out, model(x))  # tanh became sigmoid: not a stale result
+
+
+def test_inductor_pass_without_the_cache_and_a_failing_pass(inductor_cache: Path) -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    hook = optimus_ir.inductor_pass(pipeline=FAILING)
+    with torch.no_grad(), inductor_config.patch(pre_grad_custom_pass=hook, fx_graph_cache=False):
+        with pytest.warns(OptimusFallbackWarning, match="optimus inductor pass: .*test-fail"):
+            out = torch.compile(model)(x)
+    torch.testing.assert_close(out, model(x))
+    assert not hook.outcomes[0].optimized
+
+
+def test_backend_with_inductor_cache_on_and_off(inductor_cache: Path) -> None:
+    model, (x,) = make_recsys_model(num_towers=2)
+    seen = []
+    for cached in (True, False, True):
+        torch._dynamo.reset()
+        counters.clear()
+        with torch.no_grad(), inductor_config.patch(fx_graph_cache=cached):
+            torch.testing.assert_close(torch.compile(model, backend="optimus")(x), model(x))
+        seen.append((counters["inductor"]["fxgraph_cache_miss"], counters["inductor"]["fxgraph_cache_hit"]))
+    # the graph Inductor gets is ours: cached by its own content like any other
+    assert seen == [(1, 0), (0, 0), (0, 1)]

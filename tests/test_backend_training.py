@@ -22,9 +22,9 @@ reduction over a broadcast; everything else (layer norm over the stacked
 members, pointwise ops, data movement) computes each element as before. So
 values and gradients are compared with `rtol=1e-5, atol=1e-6` (a few ulps of
 the O(0.01..1) values these models produce); Inductor (which fuses and
-reorders reductions of its own) with `rtol=1e-4, atol=1e-5`. The largest
-differences measured are in the module docstring's neighbour,
-docs/architecture.md ("Training").
+reorders reductions of its own) with `rtol=1e-4, atol=1e-5`. Measured on
+this CPU (`pytest -s` prints them): at most 1.5e-8 with `inner="eager"`
+(0 where only pointwise ops fused), 1.6e-7 through Inductor.
 """
 
 from __future__ import annotations

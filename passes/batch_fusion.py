@@ -380,6 +380,9 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
                     key = None
         keys.append(key)
 
+    # the batch symbol of each candidate, read before any group is fused
+    # (fusing a producer group replaces the operands of the next level)
+    batch_symbols = {op: _batch_symbol(op, dims) for op, key in zip(ops, keys) if key is not None}
     result = find_independent_groups(
         block_dag(ops), keys, min_size=options.min_size, max_size=options.max_size
     )
@@ -420,7 +423,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
             fused += 1
             touched = True
             why = f" ({estimate.describe()})" if estimate is not None else ""
-            why += _symbolic_note(part, dims)
+            why += _symbolic_note(batch_symbols.get(part[0]), dims)
             emit_remark(
                 part[0],
                 f"batch-fusion: fused {len(part)} {key.op_name}{_names(part)} into {_BATCH_OP[key.kind]}{why}",
@@ -568,20 +571,27 @@ def _dynamic_exclusion(sizes: Sequence[int] | None, kind: str) -> str | None:
     return None
 
 
-def _symbolic_note(members: Sequence[Operation], dims: SymbolicDims) -> str:
-    """The remark's note on the symbolic batch dim of a fused group: which
-    symbol it is and the size the cost model priced it at."""
-    first = members[0]
-    for value in first.operands:
+def _batch_symbol(op: Operation, dims: SymbolicDims) -> Symbol | None:
+    """The symbol of a candidate's symbolic batch dim (its first tensor
+    operand's leading dim), None when it is static."""
+    for value in op.operands:
         found = dims.dims(value)
         if found and isinstance(found[0], Symbol):
-            hint = dims.hint(found[0])
-            at = (
-                f"its example size {hint}" if hint is not None
-                else f"the default size {DEFAULT_SYMBOLIC_SIZE} (no example size known)"
-            )
-            return f"; symbolic batch dim {found[0]}, priced at {at}"
-    return ""
+            return found[0]
+    return None
+
+
+def _symbolic_note(symbol: Symbol | None, dims: SymbolicDims) -> str:
+    """The remark's note on the symbolic batch dim of a fused group: which
+    symbol it is and the size the cost model priced it at."""
+    if symbol is None:
+        return ""
+    hint = dims.hint(symbol)
+    at = (
+        f"its example size {hint}" if hint is not None
+        else f"the default size {DEFAULT_SYMBOLIC_SIZE} (no example size known)"
+    )
+    return f"; symbolic batch dim {symbol}, priced at {at}"
 
 
 _LAYER_NORM_TARGETS = frozenset(

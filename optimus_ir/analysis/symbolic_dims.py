@@ -11,7 +11,8 @@ tensor value a *symbol*, equal symbols meaning equal sizes at run time:
   other `?` dim of a placeholder, and every `?` dim of an op the rules below
   do not know, gets a fresh symbol equal only to itself (one dim of one
   value is its own size);
-* propagation through the operator ops whose result sizes are operand sizes:
+* propagation through the operator ops (and the batch ops batch-fusion
+  creates, so the next level of a fused graph keeps its symbols) whose result sizes are operand sizes:
   pointwise ops (right-aligned broadcasting; a `?` result dim takes the
   symbol the `?` operand dims agree on, fresh when they disagree: with one
   of them 1 the result could be the other), layer_norm, linear (leading
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
+from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.types import DYNAMIC
@@ -228,6 +230,24 @@ def _derive(analysis: SymbolicDims, value: OpResult) -> Sequence[Dim | None] | N
             if i not in set(destination):
                 out[i] = next(rest)
         return out
+    if isinstance(op, B.PackOp):
+        return (None, *_known(analysis, op.members[0]))
+    if isinstance(op, B.UnpackOp):
+        return _known(analysis, op.input)[1:]
+    if isinstance(op, B.LayerNormOp):
+        return _known(analysis, op.input)
+    if isinstance(op, B.LinearOp):
+        return (*_known(analysis, op.input)[:-1], None)
+    if isinstance(op, B.LinearSharedInputOp):
+        return (None, *_known(analysis, op.input)[:-1], None)
+    if isinstance(op, B.PointwiseOp):
+        rank = len(value.type.get_shape())  # type: ignore[union-attr]
+        shapes = [
+            _known(analysis, v)
+            for v, stacked in zip(op.inputs, op.stacked_flags)
+            if isinstance(v.type, TensorType) and (not stacked or len(v.type.get_shape()) == rank)
+        ]
+        return _broadcast(analysis, shapes, rank)
     if isinstance(op, T.CatOp):
         x = list(_known(analysis, op.inputs[0]))
         x[op.dim.data] = None  # type: ignore[call-overload]
@@ -268,6 +288,12 @@ _RULE_OPS = (
     T.MovedimOp,
     T.CatOp,
     T.StackOp,
+    B.PackOp,
+    B.UnpackOp,
+    B.LayerNormOp,
+    B.LinearOp,
+    B.LinearSharedInputOp,
+    B.PointwiseOp,
 )
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     BoolAttr,
     DictionaryAttr,
@@ -815,6 +816,8 @@ class PlaceholderOp(IRDLOperation):
     target = prop_def(StringAttr)
     default = opt_prop_def(Attribute)
     strides = opt_prop_def(ArrayAttr[IntAttr])
+    symbols = opt_prop_def(ArrayAttr[StringAttr])
+    size_hints = opt_prop_def(ArrayAttr[IntAttr])
     result = result_def()
     traits = traits_def(HasParent(GraphOp))
 
@@ -824,6 +827,8 @@ class PlaceholderOp(IRDLOperation):
         result_type: Attribute,
         default: Attribute | None = None,
         strides: Sequence[int] | None = None,
+        symbols: Sequence[str] | None = None,
+        size_hints: Sequence[int] | None = None,
     ) -> None:
         properties: dict[str, Attribute] = {
             "target": target if isinstance(target, StringAttr) else StringAttr(target)
@@ -833,10 +838,15 @@ class PlaceholderOp(IRDLOperation):
         strides_attr = _strides_attr(strides)
         if strides_attr is not None:
             properties["strides"] = strides_attr
+        if symbols is not None:
+            properties["symbols"] = ArrayAttr([StringAttr(s) for s in symbols])
+        if size_hints is not None:
+            properties["size_hints"] = ArrayAttr([IntAttr(int(h)) for h in size_hints])
         Operation.__init__(self, result_types=(result_type,), properties=properties)
 
     def verify_(self) -> None:
         _verify_strides(self, self.strides)
+        _verify_symbols(self)
         verify_value_type(self, self.result.type)
 
     def print(self, printer: Printer) -> None:
@@ -846,6 +856,12 @@ class PlaceholderOp(IRDLOperation):
             printer.print_string(" default ")
             print_literal(printer, self.default, ())
         _print_strides(printer, self.strides)
+        if self.symbols is not None:
+            printer.print_string(" symbols [")
+            printer.print_list(self.symbols.data, lambda s: printer.print_string_literal(s.data))
+            printer.print_string("]")
+        if self.size_hints is not None:
+            printer.print_string(f" hints [{', '.join(str(h.data) for h in self.size_hints.data)}]")
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
@@ -856,8 +872,29 @@ class PlaceholderOp(IRDLOperation):
         if parser.parse_optional_keyword("default") is not None:
             default = parse_literal(parser, _OperandCollector())
         strides = _parse_optional_strides(parser)
+        symbols = None
+        if parser.parse_optional_keyword("symbols") is not None:
+            symbols = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_str_literal)
+        hints = None
+        if parser.parse_optional_keyword("hints") is not None:
+            hints = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         parser.parse_punctuation(":")
-        return cls(target, parser.parse_type(), default, strides)
+        return cls(target, parser.parse_type(), default, strides, symbols, hints)
+
+    def dim_symbols(self) -> tuple[str | None, ...] | None:
+        """Per dim of the result: the symbol its `?` size was at import
+        (`"s77"`, from Dynamo's SymInt), None for a static dim or an
+        unnamed one; None when nothing was recorded."""
+        if self.symbols is None:
+            return None
+        return tuple(s.data or None for s in self.symbols.data)
+
+    def dim_hints(self) -> tuple[int, ...] | None:
+        """Per dim: the size the example input had (the SymInt's hint for a
+        `?` dim); None when not recorded."""
+        if self.size_hints is None:
+            return None
+        return tuple(h.data for h in self.size_hints.data)
 
 
 @irdl_op_definition
@@ -904,6 +941,27 @@ class GetAttrOp(IRDLOperation):
         strides = _parse_optional_strides(parser)
         parser.parse_punctuation(":")
         return cls(target, parser.parse_type(), strides)
+
+
+def _verify_symbols(op: PlaceholderOp) -> None:
+    """`symbols` and `hints`, where present, have one entry per dim of the
+    tensor result; a named symbol is only on a `?` dim."""
+    ty = op.result.type
+    for name, attr in (("symbols", op.symbols), ("hints", op.size_hints)):
+        if attr is None:
+            continue
+        if not isinstance(ty, TensorType):
+            raise VerifyException(f"'{op.name}' op has {name} but its result is not a tensor")
+        if len(attr.data) != len(ty.get_shape()):
+            raise VerifyException(
+                f"'{op.name}' op has {len(attr.data)} {name} for a rank-{len(ty.get_shape())} tensor"
+            )
+    if op.symbols is not None and isinstance(ty, TensorType):
+        for size, symbol in zip(ty.get_shape(), op.symbols.data):
+            if symbol.data and size != DYNAMIC_INDEX:
+                raise VerifyException(
+                    f"'{op.name}' op names symbol \"{symbol.data}\" for a static dim of size {size}"
+                )
 
 
 def row_major_strides(sizes: Sequence[int]) -> tuple[int, ...]:

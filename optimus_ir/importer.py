@@ -27,7 +27,13 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from optimus_ir.dialects import fx
 from optimus_ir.literals import encode_literal
 from optimus_ir.objects import ObjectTable
-from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, element_type_of, tensor_type_of
+from optimus_ir.types import (
+    DYNAMIC,
+    UnsupportedDTypeError,
+    element_type_of,
+    symbolic_sizes,
+    tensor_type_of,
+)
 
 
 class GraphImportError(ValueError):
@@ -242,8 +248,10 @@ class _Builder:
             default = None
             if node.args:
                 default = self.literal(node.args[0], {}, [])
-            strides = _recorded_strides(_node_value(node))
-            return fx.PlaceholderOp(self.string(node.target), result_type, default, strides)  # type: ignore[arg-type]
+            value = _node_value(node)
+            strides = _recorded_strides(value)
+            symbols, hints = symbolic_sizes(value)
+            return fx.PlaceholderOp(self.string(node.target), result_type, default, strides, symbols, hints)  # type: ignore[arg-type]
         if node.op == "get_attr":
             # The owner's tensor is what runs; its strides, not the metadata's.
             try:

@@ -117,6 +117,47 @@ def _static_or_dynamic(size: object) -> int:
     return DYNAMIC
 
 
+def symbolic_sizes(value: object) -> tuple[tuple[str, ...] | None, tuple[int, ...] | None]:
+    """For a (fake) tensor with symbolic sizes: per dim, the symbol of each
+    `?` dim (the SymInt's expression, `"s77"`; "" for static dims) and the
+    size the example had (the SymInt's hint); (None, None) when every size
+    is static or the value is not a tensor.
+
+    Dynamo gives two sizes it knows to be equal the same symbol (and guards
+    on it), so equal names are equal sizes at run time: the fact batch
+    fusion needs to fuse members with a symbolic batch dim."""
+    shape = getattr(value, "shape", None)
+    if shape is None or not hasattr(value, "dtype"):
+        return None, None
+    symbols: list[str] = []
+    hints: list[int] = []
+    dynamic = False
+    for size in shape:
+        if isinstance(size, int) or _static_or_dynamic(size) != DYNAMIC:
+            symbols.append("")
+            hints.append(int(size) if isinstance(size, int) else _static_or_dynamic(size))
+            continue
+        dynamic = True
+        symbols.append(str(size))
+        hints.append(_size_hint(size))
+    if not dynamic:
+        return None, None
+    return tuple(symbols), tuple(hints)
+
+
+def _size_hint(size: object) -> int:
+    """The example's value of a SymInt (its hint), or DYNAMIC when unknown
+    (an unbacked size)."""
+    try:
+        hint = size.node.hint  # type: ignore[attr-defined]
+    except AttributeError:
+        return DYNAMIC
+    try:
+        return int(hint) if hint is not None else DYNAMIC
+    except (TypeError, ValueError):
+        return DYNAMIC
+
+
 def device_of(tensor_ty: TensorType) -> str | None:
     """The device string of a tensor type, or None when unknown."""
     encoding = tensor_ty.encoding

@@ -49,6 +49,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import AliasAnalysis, all_static, shape
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
+from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
 from optimus_ir.cost_model import CostModel, GroupEstimate, calibrated_cost_model, default_cost_model
 from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
 from optimus_ir.dialects import batch as B
@@ -59,7 +60,7 @@ from optimus_ir.passes.canonicalize import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig, patch_operands
 from optimus_ir.statistics import current_pass_context
 from optimus_ir.traits import is_removable
-from optimus_ir.types import device_of
+from optimus_ir.types import DYNAMIC, device_of
 
 # ---------------------------------------------------------------------------
 # Grouping keys
@@ -105,22 +106,35 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def _tensor_fields(name: str, ty: Attribute | None) -> list[tuple[str, Hashable]]:
+def _tensor_fields(
+    name: str, ty: Attribute | None, value: SSAValue | None = None, dims: SymbolicDims | None = None
+) -> list[tuple[str, Hashable]]:
+    """The shape, dtype and device fields of one operand; a `?` dim is
+    keyed by its symbol (`dims`), so members agree only on proven-equal
+    sizes."""
     if not isinstance(ty, TensorType):
         return [(name, None)]
+    sizes: tuple[Hashable, ...] = tuple(ty.get_shape())
+    if value is not None and dims is not None and DYNAMIC in sizes:
+        sizes = tuple(str(d) if isinstance(d, Symbol) else d for d in dims.dims(value) or sizes)
     return [
-        (f"{name} shape", tuple(ty.get_shape())),
+        (f"{name} shape", sizes),
         (f"{name} dtype", ty.element_type),
         (f"{name} device", device_of(ty)),
     ]
 
 
 def candidate_key(
-    op: Operation, segment: int, shared_inputs: set[tuple], grouped_linear: bool = False
+    op: Operation,
+    segment: int,
+    shared_inputs: set[tuple],
+    grouped_linear: bool = False,
+    dims: SymbolicDims | None = None,
 ) -> GroupKey | None:
     """The grouping key of `op`, or None when it is not a fusion candidate
     kind (the caller checks mutation and effects). With `grouped_linear`,
-    linears of different shapes share a key (dtype, device, bias, rank)."""
+    linears of different shapes share a key (dtype, device, bias, rank).
+    `dims` names the symbols of `?` dims in the shape fields."""
     fields: list[tuple[str, Hashable]]
     if isinstance(op, T.LinearOp):
         bias = op.bias.type if op.bias is not None else None
@@ -141,11 +155,11 @@ def candidate_key(
             fields.append(("input value", id(op.input)))
         else:
             kind = "linear"
-            fields = [*_tensor_fields("input", op.input.type), *fields]
+            fields = [*_tensor_fields("input", op.input.type, op.input, dims), *fields]
     elif isinstance(op, T.LayerNormOp):
         kind = "layer_norm"
         fields = [
-            *_tensor_fields("input", op.input.type),
+            *_tensor_fields("input", op.input.type, op.input, dims),
             ("normalized_shape", T.ints(op.normalized_shape)),
             ("eps", T.number_value(op.eps)),
             *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
@@ -155,7 +169,7 @@ def candidate_key(
         kind = "pointwise"
         fields = []
         for i, operand in enumerate(op.operands):
-            fields.extend(_tensor_fields(f"operand {i}", operand.type))
+            fields.extend(_tensor_fields(f"operand {i}", operand.type, operand, dims))
         for name in sorted(op.properties):
             fields.append((name, _literal_value(op.properties[name])))
     else:
@@ -216,6 +230,8 @@ def _piece_of(
             offsets[owner] = starts
         index = value.index  # type: ignore[attr-defined]
         size = value.type.get_shape()[owner.dim.data]
+        if size < 0 or shape(owner.input)[owner.dim.data] < 0:  # type: ignore[index]
+            return None  # a split along a symbolic dim: its view is not proven
         return owner.input, owner.dim.data, starts[index], size
     if isinstance(owner, T.SliceOp) and owner.step.data == 1:
         ty = owner.input.type
@@ -333,6 +349,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
     context = current_pass_context(options.name)
     ops = list(block.ops)
     aliases = AliasAnalysis(block)
+    dims = SymbolicDims(block)
 
     # Linears sharing one input (and weight/bias types) fuse on the shared input.
     shared_count: dict[tuple, int] = {}
@@ -346,19 +363,26 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
     segment = 0
     for op in ops:
         key = None
-        if not is_removable(op):
+        if is_barrier(op):
             segment += 1
+        elif not is_removable(op):
+            pass  # a read-only call: no candidate, but members may move past it
         else:
-            key = candidate_key(op, segment, shared, options.grouped_linear)
+            key = candidate_key(op, segment, shared, options.grouped_linear, dims)
+            if key is None:
+                _remark_runtime_eps(op)
             if key is not None and not options.enabled(key.kind):
                 key = None
             if key is not None:
-                reason = _exclusion(op, aliases)
+                reason = _exclusion(op, key.kind, aliases)
                 if reason is not None:
                     emit_remark(op, f"batch-fusion: {_name(op)} not fused: {reason}")
                     key = None
         keys.append(key)
 
+    # the batch symbol of each candidate, read before any group is fused
+    # (fusing a producer group replaces the operands of the next level)
+    batch_symbols = {op: _batch_symbol(op, dims) for op, key in zip(ops, keys) if key is not None}
     result = find_independent_groups(
         block_dag(ops), keys, min_size=options.min_size, max_size=options.max_size
     )
@@ -379,7 +403,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
                 "they compute the same value (cse merges them)",
             )
             continue
-        for part, estimate in _choose_parts(model, key, members, provenance, options, group_of):
+        for part, estimate in _choose_parts(model, key, members, provenance, options, group_of, dims):
             if context.budget.exhausted:
                 break
             if estimate is not None and not estimate.profitable:
@@ -399,6 +423,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
             fused += 1
             touched = True
             why = f" ({estimate.describe()})" if estimate is not None else ""
+            why += _symbolic_note(batch_symbols.get(part[0]), dims)
             emit_remark(
                 part[0],
                 f"batch-fusion: fused {len(part)} {key.op_name}{_names(part)} into {_BATCH_OP[key.kind]}{why}",
@@ -451,6 +476,7 @@ def _choose_parts(
     provenance: _Provenance,
     options: BatchFusion,
     group_of: dict[Operation, int] | None = None,
+    dims: SymbolicDims | None = None,
 ) -> list[tuple[list[Operation], GroupEstimate | None]]:
     """The group as the search found it, split by the earlier stacks its
     members come from (when the cost model prefers several copy-free groups
@@ -460,13 +486,13 @@ def _choose_parts(
     estimate (None without a cost model)."""
     if model is None:
         return [(members, None)]
-    whole = estimate_group(model, key.kind, members, provenance, group_of)
+    whole = estimate_group(model, key.kind, members, provenance, group_of, dims)
     best: list[tuple[list[Operation], GroupEstimate | None]] = [(members, whole)]
     best_gain = whole.gain_s
     parts = split_by_source(key.kind, members, provenance)
     if parts is not None and len(parts) > 1:
         fusable = [p for p in parts if len(p) >= options.min_size]
-        estimates = [estimate_group(model, key.kind, p, provenance, group_of) for p in fusable]
+        estimates = [estimate_group(model, key.kind, p, provenance, group_of, dims) for p in fusable]
         gain = sum(max(e.gain_s, 0.0) for e in estimates)
         if gain > best_gain:
             best, best_gain = list(zip(fusable, estimates)), gain
@@ -479,7 +505,7 @@ def _choose_parts(
     while len(members) // count >= max(options.min_size, 2):
         size = -(-len(members) // count)
         chunks = [ordered[i : i + size] for i in range(0, len(ordered), size)]
-        estimates = [estimate_group(model, key.kind, c, provenance, group_of) for c in chunks]
+        estimates = [estimate_group(model, key.kind, c, provenance, group_of, dims) for c in chunks]
         gain = sum(e.gain_s for e in estimates)
         if gain > best_gain * 1.05 and all(len(c) >= options.min_size for c in chunks):
             best, best_gain = list(zip(chunks, estimates)), gain
@@ -512,14 +538,83 @@ def _names(ops: Sequence[Operation]) -> str:
     return f" ({', '.join(hints)}{more})" if hints else ""
 
 
-def _exclusion(op: Operation, aliases: AliasAnalysis) -> str | None:
+def _exclusion(op: Operation, kind: str, aliases: AliasAnalysis) -> str | None:
+    """Why `op` (a candidate of fusion kind `kind`) must not be fused, or None."""
     for value in (*op.operands, *op.results):
-        if not all_static(shape(value)):
-            return "dynamic shape"
+        reason = _dynamic_exclusion(shape(value), kind)
+        if reason is not None:
+            return reason
     for value in (*op.operands, *op.results):
         if aliases.is_mutated(value):
             return f"mutation: %{value.name_hint or 'value'} (or a tensor it may alias) is written in place"
     return None
+
+
+def _dynamic_exclusion(sizes: Sequence[int] | None, kind: str) -> str | None:
+    """Why a value of shape `sizes` keeps its op out of fusion kind `kind`,
+    or None. A symbolic size is fine only as the leading (batch) dim of a
+    value whose other dims are static: the members then stack to
+    `[N, ?, ...]` and the batched op computes the same math for any batch
+    size (its lowering needs at most one `?` per reshape, written -1).
+    Members' batch dims must also be one symbol: the grouping key holds the
+    symbols (`SymbolicDims`), so unequal or unproven ones never meet in a
+    group. The grouped GEMM form compares member types to find equal
+    shapes, which `?` cannot prove: no dynamic shapes there."""
+    if sizes is None or all_static(sizes):
+        return None
+    if kind == "grouped-linear":
+        return "dynamic shape (grouped-linear members need static shapes)"
+    if any(d == DYNAMIC for d in sizes[1:]):
+        return "dynamic shape: a symbolic size other than the leading (batch) dim"
+    if len(sizes) < 2 and kind in ("linear", "linear-shared-input", "layer_norm"):
+        return "dynamic shape: the symbolic size is the feature dim"
+    return None
+
+
+def _batch_symbol(op: Operation, dims: SymbolicDims) -> Symbol | None:
+    """The symbol of a candidate's symbolic batch dim (its first tensor
+    operand's leading dim), None when it is static."""
+    for value in op.operands:
+        found = dims.dims(value)
+        if found and isinstance(found[0], Symbol):
+            return found[0]
+    return None
+
+
+def _symbolic_note(symbol: Symbol | None, dims: SymbolicDims) -> str:
+    """The remark's note on the symbolic batch dim of a fused group: which
+    symbol it is and the size the cost model priced it at."""
+    if symbol is None:
+        return ""
+    hint = dims.hint(symbol)
+    at = (
+        f"its example size {hint}" if hint is not None
+        else f"the default size {DEFAULT_SYMBOLIC_SIZE} (no example size known)"
+    )
+    return f"; symbolic batch dim {symbol}, priced at {at}"
+
+
+_LAYER_NORM_TARGETS = frozenset(
+    {"torch.nn.functional.layer_norm", "torch.layer_norm", "torch.ops.aten.layer_norm.default"}
+)
+
+
+def _remark_runtime_eps(op: Operation) -> None:
+    """A remark on a layer norm left as an fx call because its eps is a
+    value computed at run time (with `dynamic=True` Dynamo lifts
+    `nn.LayerNorm`'s float eps into a tensor input read with `.item()`):
+    its members could have different eps, so it is never fused."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data not in _LAYER_NORM_TARGETS:
+        return
+    for operand in op.operands[1:]:
+        if not isinstance(operand.type, TensorType):
+            emit_remark(
+                op,
+                f"batch-fusion: {_name(op)} not fused: its eps is a runtime value "
+                f"(%{operand.name_hint or 'value'}, e.g. Dynamo's .item() of a lifted float "
+                "under dynamic=True), so members cannot be shown to agree on it",
+            )
+            return
 
 
 def _explain_rejections(
@@ -576,39 +671,53 @@ _TRANSCENDENTAL = frozenset(
 )
 
 
-def _bytes(value: SSAValue) -> int:
-    """Bytes of a tensor value."""
+DEFAULT_SYMBOLIC_SIZE = 64
+"""The size the cost model assumes for a symbolic dim without an example
+size (hand-written IR; Dynamo's graphs record the SymInt's hint on the
+placeholder, which is used instead)."""
+
+
+def _bytes(value: SSAValue, dims: SymbolicDims | None = None) -> int:
+    """Bytes of a tensor value (a `?` dim at its example size)."""
     width = getattr(value.type.element_type, "bitwidth", 32)  # type: ignore[union-attr]
-    return _elements(value) * max(int(width) // 8, 1)
+    return _elements(value, dims) * max(int(width) // 8, 1)
 
 
-def _elements(value: SSAValue) -> int:
+def _elements(value: SSAValue, dims: SymbolicDims | None = None) -> int:
+    """Elements of a tensor value; a `?` dim counts as its example size
+    (`dims`' hint) or `DEFAULT_SYMBOLIC_SIZE`."""
     ty = value.type
     count = 1
     if isinstance(ty, TensorType):
-        for d in ty.get_shape():
+        sizes = ty.get_shape()
+        if DYNAMIC in sizes:
+            sizes = (
+                dims.size_hints(value, DEFAULT_SYMBOLIC_SIZE) if dims is not None
+                else tuple(DEFAULT_SYMBOLIC_SIZE if d == DYNAMIC else d for d in sizes)
+            )
+        for d in sizes:
             count *= max(d, 1)
     return count
 
 
-def _member_kernel(kind: str, op: Operation) -> tuple[str, float]:
+def _member_kernel(kind: str, op: Operation, dims: SymbolicDims | None = None) -> tuple[str, float]:
     """The measured kernel kind and size of one member op."""
     if kind in ("linear", "linear-shared-input", "grouped-linear"):
         x, w = op.operands[0], op.operands[1]
         k = x.type.get_shape()[-1]  # type: ignore[union-attr]
-        return "linear", 2.0 * _elements(x) * _elements(w) / max(k, 1)
+        return "linear", 2.0 * _elements(x, dims) * _elements(w) / max(k, 1)
     if kind == "layer_norm":  # the kernel's cost goes with the rows it normalizes
         normalized = 1
         for d in T.ints(op.normalized_shape):  # type: ignore[attr-defined]
             normalized *= max(d, 1)
-        return "layer_norm", float(_elements(op.operands[0]) // normalized)
+        return "layer_norm", float(_elements(op.operands[0], dims) // normalized)
     if op.name in _TRANSCENDENTAL:
         name = "transcendental"
     elif isinstance(op, T.BinaryPointwiseOp) and op.rhs is not None:  # type: ignore[attr-defined]
         name = "binary"
     else:
         name = "pointwise"
-    return name, float(_elements(op.results[0]))
+    return name, float(_elements(op.results[0], dims))
 
 
 def _operand_slots(kind: str, members: Sequence[Operation]) -> list[list[SSAValue]]:
@@ -651,15 +760,17 @@ def _results_feed_one_group(members: Sequence[Operation], group_of: dict[Operati
 def estimate_group(
     model: CostModel, kind: str, members: Sequence[Operation], provenance: _Provenance,
     group_of: dict[Operation, int] | None = None,
+    dims: SymbolicDims | None = None,
 ) -> GroupEstimate:
     """What fusing `members` is expected to save on the model's device
     (`group_of`: the search's group of each candidate, to see whether the
-    results feed another group directly)."""
+    results feed another group directly; `dims`: the example sizes of
+    symbolic dims)."""
     n = len(members)
-    member_kind, size = _member_kernel(kind, members[0])
+    member_kind, size = _member_kernel(kind, members[0], dims)
     estimate = GroupEstimate(members_s=n * model.kernel_seconds(member_kind, size), fused_s=0.0)
     if kind == "grouped-linear":  # the generic lowering: one linear per member
-        estimate.fused_s = sum(model.kernel_seconds(*_member_kernel(kind, m)) for m in members)
+        estimate.fused_s = sum(model.kernel_seconds(*_member_kernel(kind, m, dims)) for m in members)
         return estimate
     slots = _operand_slots(kind, members)
     sources = [_slot_source(values, provenance) for values in slots]
@@ -681,7 +792,7 @@ def estimate_group(
         estimate.fused_s = model.kernel_seconds("layer_norm", n * size)
         first = members[0]
         affine = sum(v is not None for v in (first.weight, first.bias))  # type: ignore[attr-defined]
-        estimate.fused_s += affine * model.kernel_seconds("binary", float(n * _elements(first.operands[0])))
+        estimate.fused_s += affine * model.kernel_seconds("binary", float(n * _elements(first.operands[0], dims)))
         estimate.views += sum(live_views(1, i) for i in range(1, 1 + affine))
     else:
         estimate.fused_s = model.kernel_seconds(member_kind, n * size)
@@ -691,7 +802,7 @@ def estimate_group(
         if source in ("stack", "pieces"):
             estimate.views += 1 if source == "stack" else 3
             continue
-        copied = _bytes(values[0]) * n
+        copied = _bytes(values[0], dims) * n
         estimate.bytes_copied += copied
         estimate.copies_s += model.kernel_seconds("stack", copied)
     if not _results_feed_one_group(members, group_of):
@@ -860,6 +971,26 @@ def _replace_uses(subst: dict[SSAValue, SSAValue]) -> None:
         patch_operands(user, subst)
 
 
+_READ_ONLY_METHODS = frozenset({"item"})
+"""Tensor methods `effects` calls impure (they leave the tensor world: a
+host sync, a Python number) that write nothing: fused members may move
+past them, and they may move (after their operands, never across a write).
+With `dynamic=True` Dynamo reads every `nn.LayerNorm`'s eps with `.item()`
+between the towers; as barriers they would cut every group apart."""
+
+
+def is_barrier(op: Operation) -> bool:
+    """An op nothing may move across: one with effects (`is_removable` is
+    false), but for the read-only methods of `_READ_ONLY_METHODS`."""
+    if is_removable(op):
+        return False
+    return not (
+        isinstance(op, fx.CallMethodOp)
+        and op.target.data in _READ_ONLY_METHODS
+        and not op.kwargs.data
+    )
+
+
 def restore_dominance(block: Block) -> None:
     """Reorder `block` so that every op comes after the ops it uses, moving
     as little as possible: a stable topological sort (by original position)
@@ -870,7 +1001,7 @@ def restore_dominance(block: Block) -> None:
     start = 0
     while start < len(ops):
         end = start
-        while end < len(ops) and is_removable(ops[end]):
+        while end < len(ops) and not is_barrier(ops[end]):
             end += 1
         if end > start:
             _sort_segment(block, ops[start:end], position)

@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion bench-triton clean
+.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ bench-batch-fusion: $(STAMP)
 # targets as PASS/FAIL. Needs a CUDA device; `--smoke` checks it on a CPU.
 bench-triton: $(STAMP)
 	$(PY) benchmarks/bench_triton_kernels.py
+
+# torch.compile with and without us (issue 11) on the 64-tower mixed recsys
+# model: Inductor alone, Inductor + PyTorch's Optimus, Inductor after ours;
+# first-call compile time in fresh processes with fresh Inductor cache dirs,
+# steady-state time interleaved; the targets as PASS/FAIL (~15 minutes).
+bench-compile: $(STAMP)
+	$(PY) benchmarks/bench_compile.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

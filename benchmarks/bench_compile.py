@@ -25,6 +25,7 @@ alone (within 2%, the spread of a quiet machine).
 
     python benchmarks/bench_compile.py                       # 64 mixed towers, batch 64
     python benchmarks/bench_compile.py --towers 8 --repeats 1 --steady-repeats 5   # quick
+    python benchmarks/bench_compile.py --smoke                # the runner works (tested)
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ COMPILE_TARGET = 0.8
 """ours+inductor's compile time over inductor's, at most."""
 STEADY_MARGIN = 0.02
 """How much slower than Inductor the steady state may measure (noise)."""
+TOLERANCE = 1e-4
+"""The largest max abs difference to eager accepted (fp32; batched matmuls
+and Inductor's fusions reorder sums)."""
 
 
 def build(towers: int, batch: int) -> tuple[Any, Any]:
@@ -141,8 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steady-repeats", type=int, default=15)
     parser.add_argument("--sample-ms", type=float, default=50.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the runner, not speed")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.towers, args.batch, args.repeats, args.steady_repeats, args.sample_ms = 2, 8, 1, 2, 1.0
     if args.child:
         print(json.dumps(child_compile(args.child, args.towers, args.batch)))
         return 0
@@ -176,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{med / base_steady:.2f}x | {diffs[variant]:.2e} |"
         )
     ok = True
+    wrong = [v for v in variants if diffs[v] > TOLERANCE]
+    if wrong:
+        ok = False
+        print(f"\nWRONG RESULTS: {', '.join(wrong)} differ from eager by more than {TOLERANCE}")
+    if args.smoke:
+        print("\nsmoke run: tiny sizes, timings not meaningful; targets not judged")
+        return 0 if ok else 1
     if base_compile and "ours+inductor" in compile_s:
         ratio = statistics.median(compile_s["ours+inductor"]) / base_compile
         passed = ratio <= COMPILE_TARGET

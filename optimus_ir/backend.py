@@ -357,11 +357,14 @@ class OptimusBackend:
 
         # Inductor pickles the module into its FX graph cache key; the
         # report is ours (kept in `outcomes`), not part of the graph.
-        optimized.__dict__.pop("optimus_report", None)
-
-        # freeze=False leaves a freezing the user configured alone
-        with config.patch(freezing=True) if self.options.freeze else contextlib.nullcontext():
-            return compile_fx(optimized, list(example_inputs))
+        report = optimized.__dict__.pop("optimus_report", None)
+        try:
+            # freeze=False leaves a freezing the user configured alone
+            with config.patch(freezing=True) if self.options.freeze else contextlib.nullcontext():
+                return compile_fx(optimized, list(example_inputs))
+        finally:
+            if report is not None:
+                optimized.optimus_report = report  # type: ignore[attr-defined]
 
 
 def backend(**options: Any) -> OptimusBackend:

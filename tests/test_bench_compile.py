@@ -1,0 +1,38 @@
+"""Smoke test of benchmarks/bench_compile.py: `--smoke` runs every variant
+(fresh processes with fresh Inductor cache dirs for the compile times, the
+steady state interleaved) on a tiny model, checks every result against eager
+and prints the table; it does not judge timings."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_compile.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_compile", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_compile", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_smoke_run_measures_every_variant_and_checks_results(capsys) -> None:
+    assert _bench().main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    for variant in ("inductor", "inductor+optimus", "ours+inductor"):
+        assert f"| {variant} |" in out
+        assert f"compile {variant}" in out
+    assert "WRONG RESULTS" not in out
+    assert "smoke run" in out
+
+
+def test_unknown_variant_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown variant 'tvm'"):
+        _bench().compile_and_call("tvm", None, None)

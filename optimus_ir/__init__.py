@@ -12,8 +12,9 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
   custom pass (`torch._inductor.config.pre_grad_custom_pass`).
 
 Importing the package registers the custom ops `torch.ops.optimus.*`
-(`optimus_ir.kernels.ops`; torch only, no triton), so an exported graph that
-calls them runs in any process that imported optimus_ir.
+(`optimus_ir.kernels.ops`, `optimus_ir.inductor_handoff`; torch only, no
+triton), so an exported graph that calls them runs in any process that
+imported optimus_ir.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 import optimus_ir.kernels.ops  # noqa: E402,F401  (registers torch.ops.optimus.*)
 import optimus_ir.backend  # noqa: E402,F401  (a callable module: optimus_ir.backend(...))
+import optimus_ir.inductor_handoff  # noqa: E402,F401  (registers torch.ops.optimus.stack)
 
 _LAZY = {
     "optimize": "optimus_ir.api",

@@ -31,6 +31,10 @@ gets the IR after every pass and `optimus_ir.remarks` every remark (what was
 fused and why the rest was not); `remarks=True` prints the remarks to stderr
 without any logging set-up.
 
+Before Inductor gets our graph, wide stacks of graph inputs (the weights of
+a batched linear) become one opaque call (`optimus_ir.inductor_handoff`):
+Inductor would generate a loop per input for them.
+
 Dynamo guards on the strides of the inputs itself, so the backend's graph
 carries no stride check of its own (`optimize()`'s result does). Values
 computed from parameters alone are cached (`optimus_ir.param_cache`) only
@@ -166,6 +170,9 @@ class GraphOutcome:
     """Time spent in optimus-ir on this graph (import, passes, export)."""
     report: Any = None
     """The `OptimizeReport` (None when the graph was passed through)."""
+    opaque_stacks: int = 0
+    """Wide stacks of graph inputs handed to Inductor as one opaque call
+    (`optimus_ir.inductor_handoff`)."""
 
     def describe(self) -> str:
         """The one line the backend logs for the graph."""
@@ -355,6 +362,10 @@ class OptimusBackend:
         from torch._inductor import config
         from torch._inductor.compile_fx import compile_fx
 
+        if outcome.optimized:
+            from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
+
+            outcome.opaque_stacks = make_wide_input_stacks_opaque(optimized)
         # Inductor pickles the module into its FX graph cache key; the
         # report is ours (kept in `outcomes`), not part of the graph.
         report = optimized.__dict__.pop("optimus_report", None)

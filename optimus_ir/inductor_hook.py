@@ -72,7 +72,10 @@ class OptimusInductorPass(CustomGraphPass):
         )
         self.outcomes.append(outcome)
         if optimized is not gm:
+            from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
+
             replace_graph(gm, optimized)
+            outcome.opaque_stacks = make_wide_input_stacks_opaque(gm)
 
     def uuid(self) -> str:
         """What the result depends on besides the graph (see the module docs)."""

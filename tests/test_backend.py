@@ -341,3 +341,26 @@ def test_backend_with_inductor_cache_on_and_off(inductor_cache: Path) -> None:
         assert counters["inductor"].get("fxgraph_cache_bypass", 0) == 0
     # the graph Inductor gets is ours: cached by its own content like any other
     assert seen == [(1, 0), (0, 0), (0, 1)]
+
+
+# --- the model corpus, inference, static and dynamic ------------------------------------
+
+from models import CASES, clone_inputs  # noqa: E402
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_corpus_inference_through_the_backend(case, dynamic: bool) -> None:
+    """Every corpus model through `backend="optimus"` in strict mode (so a
+    graph optimus-ir cannot handle fails the test instead of falling back):
+    outputs and inputs written in place equal eager's."""
+    model, inputs = case.factory()
+    made = optimus_ir.backend(inner="eager", strict=True)
+    compiled = torch.compile(model, backend=made, dynamic=dynamic)
+    want_inputs, got_inputs = clone_inputs(inputs), clone_inputs(inputs)
+    with torch.no_grad():
+        want = model(*want_inputs)
+        got = compiled(*got_inputs)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_inputs, want_inputs)
+    assert made.outcomes and all(o.optimized or o.reason == "no operations to optimize" for o in made.outcomes)

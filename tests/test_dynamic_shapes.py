@@ -199,7 +199,7 @@ def test_import_records_symbols_and_hints() -> None:
     compiled(torch.randn(5, x.shape[1]))
     imported = import_graph(compiled.captured[-1])
     text = str(imported.module)
-    assert f'symbols ["s' in text and f"hints [5, {x.shape[1]}]" in text
+    assert 'symbols ["s' in text and f"hints [5, {x.shape[1]}]" in text
     from optimus_ir.parsing import parse_module
 
     assert str(parse_module(text)) == text  # the custom syntax round-trips

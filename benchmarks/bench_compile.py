@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--towers", type=int, default=64)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="fresh processes per variant for compile time")
-    parser.add_argument("--steady-repeats", type=int, default=15)
+    parser.add_argument("--steady-repeats", type=int, default=60)
     parser.add_argument("--sample-ms", type=float, default=50.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the runner, not speed")

@@ -364,3 +364,15 @@ def test_corpus_inference_through_the_backend(case, dynamic: bool) -> None:
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got_inputs, want_inputs)
     assert made.outcomes and all(o.optimized or o.reason == "no operations to optimize" for o in made.outcomes)
+
+
+def test_inductor_pass_with_dynamic_batch(inductor_cache: Path) -> None:
+    model, (x,) = make_recsys_model(num_towers=4)
+    hook = optimus_ir.inductor_pass(pipeline=FUSE_ALL)
+    with torch.no_grad(), inductor_config.patch(pre_grad_custom_pass=hook):
+        compiled = torch.compile(model, dynamic=True)
+        for batch in (3, 17):
+            batch_x = torch.randn(batch, x.shape[1])
+            torch.testing.assert_close(compiled(batch_x), model(batch_x))
+    assert hook.outcomes and all(o.optimized for o in hook.outcomes)
+    assert hook.outcomes[-1].fusions >= 1

@@ -5,21 +5,14 @@ and prints the table; it does not judge timings."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_compile.py"
+from benchmark_scripts import load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_compile", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_compile", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_compile")
 
 
 @pytest.mark.slow

@@ -4,22 +4,16 @@ and JSON come out (no timing assertions)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_exported_module.py"
+from benchmark_scripts import load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_exported_module", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_exported_module", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_exported_module")
 
 
 def test_quick_run_writes_table_and_json(tmp_path: Path) -> None:

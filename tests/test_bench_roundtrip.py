@@ -4,22 +4,16 @@ raise-fx/lower-to-fx passes) with identical outputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_roundtrip.py"
+from benchmark_scripts import load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_roundtrip", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_roundtrip", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_roundtrip")
 
 
 def test_generated_graph_shape_and_metadata() -> None:

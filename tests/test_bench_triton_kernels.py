@@ -4,22 +4,15 @@ issue's targets; without `--smoke` and without CUDA it refuses clearly."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_triton_kernels.py"
+from benchmark_scripts import load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_triton_kernels", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_triton_kernels", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_triton_kernels")
 
 
 def test_smoke_run_prints_every_row_and_target(capsys) -> None:

@@ -461,14 +461,11 @@ def test_inductor_traces_the_cache() -> None:
 
 
 def test_benchmark_smoke_run(tmp_path) -> None:
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_param_cache.py"
-    spec = importlib.util.spec_from_file_location("bench_param_cache", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_param_cache")
     threads = torch.get_num_threads()
     try:
         results = bench.main(

@@ -237,12 +237,25 @@ def _log_ir_after(graph: str) -> Callable[[Any, Any], None] | None:
     return after_pass
 
 
+_PHASE_NAMES = {
+    "capture": "the capture",
+    "import": "the import",
+    "validation setup": "the validation set-up",
+    "passes": "the pipeline",
+    "export": "the export",
+    "parameter cache": "the parameter cache",
+}
+"""How the fallback warning names a phase of `api._optimize` that failed
+outside any one pass."""
+
+
 def _describe_failure(error: BaseException) -> str:
     from optimus_ir.api import failed_phase
     from optimus_ir.pipeline import failed_pass
 
     crashed = failed_pass(error)
-    where = f"pass '{crashed}'" if crashed else f"{failed_phase(error) or 'optimus-ir'}"
+    phase = failed_phase(error)
+    where = f"pass '{crashed}'" if crashed else _PHASE_NAMES.get(phase or "", phase or "optimus-ir")
     first_line = (str(error).strip().splitlines() or [""])[0]
     return f"{where} failed ({type(error).__name__}: {first_line})"
 

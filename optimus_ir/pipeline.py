@@ -360,10 +360,16 @@ class PassManager:
         return statistics
 
     def _after_pass(self, pass_: ModulePass, record: PassRecord, module: ModuleOp) -> None:
-        if self.verify_each:
-            verify_module(module, f"after pass '{record.spec}'")
-        if self.validate_each is not None:
-            self.validate_each(pass_, module)
+        # IR that fails to verify, or results that changed, right after a
+        # pass are that pass's fault: the error names it like a crash in it
+        try:
+            if self.verify_each:
+                verify_module(module, f"after pass '{record.spec}'")
+            if self.validate_each is not None:
+                self.validate_each(pass_, module)
+        except Exception as error:
+            name_failing_pass(error, record.spec)
+            raise
         if self.print_ir_after_all or pass_.name in self.print_ir_after:
             stream = self.ir_stream or sys.stderr
             stream.write(f"// -----// IR Dump After {record.spec} //----- //\n")

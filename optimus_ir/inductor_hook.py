@@ -66,6 +66,11 @@ class OptimusInductorPass(CustomGraphPass):
         gm = graph.owning_module
         if not isinstance(gm, torch.fx.GraphModule):
             raise TypeError("optimus inductor pass: the graph has no owning GraphModule")
+        missing = [n.name for n in graph.find_nodes(op="placeholder") if _example_value(n) is None]
+        if missing:
+            # not a graph Dynamo made (nothing to type it with): leave it to Inductor
+            self.outcomes.append(_passed_through(gm, f"placeholders without example values: {', '.join(missing)}"))
+            return
         example_inputs = [_example_value(node) for node in graph.find_nodes(op="placeholder")]
         optimized, outcome = optimize_dynamo_graph(
             gm, example_inputs, self.options, cache_parameters=False, who="optimus inductor pass"
@@ -108,10 +113,20 @@ def inductor_pass(**options: Any) -> OptimusInductorPass:
 
 
 def _example_value(node: torch.fx.Node) -> Any:
-    value = node.meta.get("example_value", node.meta.get("val"))
-    if value is None:
-        raise ValueError(f"placeholder '{node.name}' has no example value in node.meta")
-    return value
+    """What Dynamo recorded for a placeholder (a fake tensor, a SymInt), or None."""
+    return node.meta.get("example_value", node.meta.get("val"))
+
+
+def _passed_through(gm: torch.fx.GraphModule, reason: str) -> GraphOutcome:
+    import logging
+
+    from optimus_ir.api import count_fx_ops
+    from optimus_ir.backend import _graph_name
+
+    ops = sum(count_fx_ops(gm).values())
+    outcome = GraphOutcome(_graph_name(), ops, ops, optimized=False, reason=reason)
+    logging.getLogger("optimus_ir.backend").info("%s", outcome.describe())
+    return outcome
 
 
 def replace_graph(gm: torch.fx.GraphModule, optimized: torch.fx.GraphModule) -> None:

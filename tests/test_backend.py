@@ -376,3 +376,13 @@ def test_inductor_pass_with_dynamic_batch(inductor_cache: Path) -> None:
             torch.testing.assert_close(compiled(batch_x), model(batch_x))
     assert hook.outcomes and all(o.optimized for o in hook.outcomes)
     assert hook.outcomes[-1].fusions >= 1
+
+
+def test_inductor_pass_leaves_a_graph_without_example_values_alone() -> None:
+    gm = torch.fx.symbolic_trace(lambda x: torch.tanh(x) + 1)  # no node.meta: not from Dynamo
+    before = gm.code
+    hook = optimus_ir.inductor_pass()
+    hook(gm.graph)
+    assert gm.code == before
+    assert not hook.outcomes[0].optimized
+    assert "placeholders without example values: x" in hook.outcomes[0].reason

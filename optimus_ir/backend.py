@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import logging
 import os
 import sys
@@ -186,7 +187,7 @@ class GraphOutcome:
         )
 
 
-def _graph_name() -> str:
+def current_graph_name() -> str:
     """Dynamo's compile id of the graph being compiled (`frame/recompile`)."""
     try:
         from torch._guards import CompileContext
@@ -194,13 +195,12 @@ def _graph_name() -> str:
         compile_id = CompileContext.current_compile_id()
     except Exception:  # noqa: BLE001 - an internal API; the name is cosmetic
         compile_id = None
-    if compile_id is None:
-        _graph_name.counter += 1  # type: ignore[attr-defined]
-        return f"#{_graph_name.counter}"  # type: ignore[attr-defined]
+    if compile_id is None:  # not under Dynamo (a graph handed over by hand)
+        return f"#{next(_UNNAMED_GRAPHS)}"
     return str(compile_id)
 
 
-_graph_name.counter = 0  # type: ignore[attr-defined]
+_UNNAMED_GRAPHS = itertools.count(1)
 
 
 def _configure_logging_from_env() -> None:
@@ -274,12 +274,10 @@ def optimize_dynamo_graph(
     from optimus_ir.api import count_fx_ops
 
     _configure_logging_from_env()
-    graph = _graph_name()
+    graph = current_graph_name()
     ops_before = sum(count_fx_ops(gm).values())
     if ops_before == 0:
-        outcome = GraphOutcome(graph, 0, 0, optimized=False, reason="no operations to optimize")
-        log.info("%s", outcome.describe())
-        return gm, outcome
+        return gm, passed_through(graph, 0, "no operations to optimize")
     start = time.perf_counter()
     try:
         optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph))
@@ -287,8 +285,7 @@ def optimize_dynamo_graph(
         reason = _describe_failure(error)
         if options.is_strict:
             raise OptimusBackendError(f"{who}: graph {graph}: {reason}") from error
-        outcome = GraphOutcome(graph, ops_before, ops_before, optimized=False, reason=reason)
-        log.info("%s", outcome.describe())
+        outcome = passed_through(graph, ops_before, reason)
         warnings.warn(
             f"{who}: cannot optimize graph {graph}: {reason}; running it unoptimized "
             f"(strict=True or {STRICT_ENV}=1 raises instead)",
@@ -313,6 +310,13 @@ def optimize_dynamo_graph(
     log.info("%s", outcome.describe())
     _emit_remarks(graph, report.remarks, options.remarks)
     return optimized, outcome
+
+
+def passed_through(graph: str, ops: int, reason: str) -> GraphOutcome:
+    """The outcome of a graph left as it is, logged with its reason."""
+    outcome = GraphOutcome(graph, ops, ops, optimized=False, reason=reason)
+    log.info("%s", outcome.describe())
+    return outcome
 
 
 def _emit_remarks(graph: str, remarks: Sequence[Any], to_stderr: bool) -> None:

@@ -44,7 +44,8 @@ import torch
 import torch.fx
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
-from optimus_ir.backend import BackendOptions, GraphOutcome, optimize_dynamo_graph
+from optimus_ir.api import count_fx_ops
+from optimus_ir.backend import BackendOptions, GraphOutcome, current_graph_name, optimize_dynamo_graph, passed_through
 
 _NOT_OPTIONS = ("inner", "freeze", "validate")
 """Backend options that do not apply inside Inductor (see the module docs)."""
@@ -66,12 +67,15 @@ class OptimusInductorPass(CustomGraphPass):
         gm = graph.owning_module
         if not isinstance(gm, torch.fx.GraphModule):
             raise TypeError("optimus inductor pass: the graph has no owning GraphModule")
-        missing = [n.name for n in graph.find_nodes(op="placeholder") if _example_value(n) is None]
+        placeholders = list(graph.find_nodes(op="placeholder"))
+        example_inputs = [_example_value(node) for node in placeholders]
+        missing = [node.name for node, value in zip(placeholders, example_inputs) if value is None]
         if missing:
             # not a graph Dynamo made (nothing to type it with): leave it to Inductor
-            self.outcomes.append(_passed_through(gm, f"placeholders without example values: {', '.join(missing)}"))
+            ops = sum(count_fx_ops(gm).values())
+            reason = f"placeholders without example values: {', '.join(missing)}"
+            self.outcomes.append(passed_through(current_graph_name(), ops, reason))
             return
-        example_inputs = [_example_value(node) for node in graph.find_nodes(op="placeholder")]
         optimized, outcome = optimize_dynamo_graph(
             gm, example_inputs, self.options, cache_parameters=False, who="optimus inductor pass"
         )
@@ -115,18 +119,6 @@ def inductor_pass(**options: Any) -> OptimusInductorPass:
 def _example_value(node: torch.fx.Node) -> Any:
     """What Dynamo recorded for a placeholder (a fake tensor, a SymInt), or None."""
     return node.meta.get("example_value", node.meta.get("val"))
-
-
-def _passed_through(gm: torch.fx.GraphModule, reason: str) -> GraphOutcome:
-    import logging
-
-    from optimus_ir.api import count_fx_ops
-    from optimus_ir.backend import _graph_name
-
-    ops = sum(count_fx_ops(gm).values())
-    outcome = GraphOutcome(_graph_name(), ops, ops, optimized=False, reason=reason)
-    logging.getLogger("optimus_ir.backend").info("%s", outcome.describe())
-    return outcome
 
 
 def replace_graph(gm: torch.fx.GraphModule, optimized: torch.fx.GraphModule) -> None:

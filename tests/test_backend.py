@@ -26,15 +26,10 @@ from optimus_ir.backend import (
     OptimusFallbackWarning,
 )
 from optimus_ir.pipeline import PipelineError
+from pipelines import FUSE_ALL
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"
-FUSE_ALL = (
-    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
-    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
-"""The default pipeline, but fusing every group (no cost model): small
-models, quick to compile with Inductor, that still fuse."""
 
 
 @pytest.fixture(autouse=True)

@@ -42,16 +42,8 @@ from torch.utils import _pytree as pytree
 import optimus_ir.api as api
 from examples.recsys import make_recsys_model
 from models import CASES_BY_NAME
+from pipelines import FUSE_ALL
 
-FUSE_ALL = (
-    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
-    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
-"""The default pipeline with every legal group fused, whatever the cost
-model says: in a training graph the parameters are graph inputs, so their
-stacks are priced as copies and the default cost model declines most
-groups of these small models (see `test_default_pipeline_fuses_in_training`
-for what it does fuse). The correctness tests want every group fused."""
 
 EAGER_TOL = dict(rtol=1e-5, atol=1e-6)
 INDUCTOR_TOL = dict(rtol=1e-4, atol=1e-5)

@@ -22,11 +22,8 @@ from torch import nn
 
 from examples.recsys import make_recsys_model
 from optimus_ir.api import capture, optimize
+from pipelines import FUSE_ALL
 
-FUSE_ALL = (
-    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
-    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
 F32 = dict(rtol=1e-5, atol=1e-5)
 F64 = dict(rtol=1e-12, atol=1e-12)
 

@@ -27,14 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import models  # noqa: E402
 from recsys import make_recsys_model  # noqa: E402
+from pipelines import FUSE_ALL
 
-FUSE_ALL = (
-    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
-    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
-"""The default pipeline with every group the search finds fused: these
-models are too small for the default cost model to fuse lifted parameters
-(Dynamo passes them as graph inputs, stacked on every call)."""
 
 BATCHES = (3, 8, 33)
 

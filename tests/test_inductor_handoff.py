@@ -12,6 +12,7 @@ from torch import nn
 import optimus_ir
 from examples.recsys import make_recsys_model
 from optimus_ir.inductor_handoff import OPAQUE_STACK_TARGET, make_wide_input_stacks_opaque
+from pipelines import FUSE_ALL
 
 
 def test_the_op_is_a_checked_custom_op_with_autograd() -> None:
@@ -47,12 +48,6 @@ def test_only_wide_stacks_of_graph_inputs_are_replaced() -> None:
     assert stacks[0].args[1] == 1
     for got, expected in zip(gm(*xs), want):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
-
-
-FUSE_ALL = (
-    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,"
-    "split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
 
 
 def _recsys16() -> tuple[nn.Module, torch.Tensor]:

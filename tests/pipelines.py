@@ -1,0 +1,13 @@
+"""Pipelines the tests share."""
+
+from __future__ import annotations
+
+from optimus_ir.passes.registry import DEFAULT_PIPELINE_STAGES
+
+FUSE_ALL = ",".join(
+    "batch-fusion{cost-model=none}" if stage == "batch-fusion" else stage for stage in DEFAULT_PIPELINE_STAGES
+)
+"""The default pipeline with every group the search finds fused, whatever
+the cost model says: small test models still fuse, and under torch.compile
+(where parameters are graph inputs, their stacks priced as per-call copies)
+the default cost model would decline most groups."""

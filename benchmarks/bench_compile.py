@@ -126,12 +126,16 @@ def steady_state(towers: int, batch: int, repeats: int, sample_ms: float) -> dic
 
     from timing import measure
 
+    import copy
+
     model, x = build(towers, batch)
     calls = {}
     with torch.no_grad():
         for variant in VARIANTS:
-            torch._dynamo.reset()
-            function, _out, _seconds = compile_and_call(variant, model, x)
+            # No torch._dynamo.reset() in between: it drops the code caches of
+            # the variants compiled before, which would then recompile on
+            # their next call without their own Inductor settings.
+            function, _out, _seconds = compile_and_call(variant, copy.deepcopy(model), x)
             calls[variant] = (lambda f: lambda: f(x))(function)
     samples, _inner = measure(calls, repeats=repeats, sample_ms=sample_ms, clock=time.perf_counter_ns)
     return samples

@@ -22,7 +22,17 @@ sequence cycled over the towers (``(16, 32, 64)``: mixed widths, so the input
 has their sum of features), ``tower_hidden`` sets the width the tower linears
 produce, ``activations`` is cycled over the towers (tanh, relu, sigmoid, gelu,
 silu), and ``tower_depth=2`` adds a second linear + activation per tower.
-The defaults give exactly the original model and parameters.
+``split_groups=G`` nests the plumbing: the input is first split into G
+equal groups of towers, each group is split again into its towers, each
+group's tower outputs are concatenated, and the G group outputs are
+concatenated before the MLP::
+
+    x -> split(group widths) -> per group: split(tower widths) -> towers
+      -> cat (per group) -> cat (of the groups) -> MLP
+
+It computes the same function with the same parameters as ``split_groups=1``
+(only the split/cat plumbing differs), which split/cat elimination should
+flatten back. The defaults give exactly the original model and parameters.
 
 Run as written, such a model launches ~3 small kernels per tower and spends
 its time in launch and framework overhead. Optimus-style batch fusion turns
@@ -98,6 +108,8 @@ class RecsysModel(nn.Module):
         second_towers: with ``tower_depth=2`` only, one ``nn.Linear(h, h)`` per tower.
         mlp: ``Linear(num_towers * h, hidden) -> ReLU -> Linear(hidden, 1)``.
         widths: the input width of every tower.
+        split_groups: the number of tower groups the input is split into
+            first (1: one flat split, the original model).
         activations: the activation name of every tower.
     """
 
@@ -110,8 +122,14 @@ class RecsysModel(nn.Module):
         tower_hidden: int | None = None,
         activations: Sequence[str] = ("tanh", "relu"),
         tower_depth: int = 1,
+        split_groups: int = 1,
     ) -> None:
         super().__init__()
+        if split_groups < 1 or num_towers % split_groups:
+            raise ValueError(
+                f"split_groups must be a positive divisor of num_towers={num_towers}, "
+                f"got {split_groups}"
+            )
         if tower_hidden is None:
             if not isinstance(tower_width, int):
                 raise ValueError("tower_hidden is required when the tower widths differ")
@@ -130,6 +148,7 @@ class RecsysModel(nn.Module):
         self.tower_depth = tower_depth
         self.widths = _tower_widths(num_towers, tower_width)
         self.activations = tuple(names[i % len(names)] for i in range(num_towers))
+        self.split_groups = split_groups
         # Creation order fixes the seeded parameters: towers, norms, (second
         # linears,) mlp -- the defaults must reproduce the original model.
         self.towers = nn.ModuleList(nn.Linear(w, tower_hidden) for w in self.widths)
@@ -150,20 +169,41 @@ class RecsysModel(nn.Module):
         """The width of the model's input (the sum of the tower widths)."""
         return sum(self.widths)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Uniform widths split by one size, as the original model does (same graph).
-        sizes = self.tower_width if isinstance(self.tower_width, int) else list(self.widths)
-        pieces = torch.split(x, sizes, dim=1)
+    def _split_sizes(self, widths: Sequence[int]) -> int | list[int]:
+        """The split sizes for towers of `widths`: one int when all towers
+        are as wide as an int `tower_width` (as the original model splits),
+        else the list of widths."""
+        return self.tower_width if isinstance(self.tower_width, int) else list(widths)
+
+    def _towers(self, x: torch.Tensor, first: int, widths: Sequence[int]) -> list[torch.Tensor]:
+        """Split `x` into the towers ``first, first + 1, ...`` of `widths`
+        and run each tower on its piece."""
+        pieces = torch.split(x, self._split_sizes(widths), dim=1)
         outputs = []
         # A Python loop over the pieces of a split: fine for Dynamo, fatal for
         # symbolic_trace (a Proxy cannot be iterated).
-        for i, piece in enumerate(pieces):
+        for i, piece in enumerate(pieces, start=first):
             act = self._acts[i]
             y = act(self.norms[i](self.towers[i](piece)))
             if self.tower_depth == 2:
                 y = act(self.second_towers[i](y))
             outputs.append(y)
-        return self.mlp(torch.cat(outputs, dim=1))
+        return outputs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The towers on their pieces of `x`, concatenated, through the MLP: ``[B, 1]``."""
+        if self.split_groups == 1:
+            return self.mlp(torch.cat(self._towers(x, 0, self.widths), dim=1))
+        per_group = self.num_towers // self.split_groups
+        group_widths = [
+            self.widths[g * per_group : (g + 1) * per_group] for g in range(self.split_groups)
+        ]
+        groups = torch.split(x, [sum(widths) for widths in group_widths], dim=1)
+        group_outputs = [
+            torch.cat(self._towers(group, g * per_group, widths), dim=1)
+            for g, (group, widths) in enumerate(zip(groups, group_widths))
+        ]
+        return self.mlp(torch.cat(group_outputs, dim=1))
 
 
 def make_recsys_model(
@@ -176,6 +216,7 @@ def make_recsys_model(
     tower_hidden: int | None = None,
     activations: Sequence[str] = ("tanh", "relu"),
     tower_depth: int = 1,
+    split_groups: int = 1,
 ) -> tuple[RecsysModel, tuple[torch.Tensor]]:
     """Build a seeded `RecsysModel` in eval mode and an example input.
 
@@ -191,6 +232,10 @@ def make_recsys_model(
             None means `tower_width`, which must then be an int.
         activations: activation names cycled over the towers (`ACTIVATIONS`).
         tower_depth: 1, or 2 for a second linear + activation per tower.
+        split_groups: split the input into this many equal groups of towers
+            first, each group into its towers, and concatenate per group and
+            then the groups (a divisor of `num_towers`; 1: one flat split).
+            The parameters and the outputs do not depend on it.
 
     Returns:
         ``(model, (x,))`` with ``x`` of shape ``[batch, model.in_features]``.
@@ -205,6 +250,7 @@ def make_recsys_model(
             tower_hidden=tower_hidden,
             activations=activations,
             tower_depth=tower_depth,
+            split_groups=split_groups,
         ).eval()
         x = torch.randn(batch, model.in_features)
     finally:

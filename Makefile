@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit fuzz bench bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,22 @@ fuzz: $(STAMP)
 	FUZZ_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -s -p no:cacheprovider \
 		--hypothesis-show-statistics tests/test_fuzz_pipeline.py
 
+# The benchmark suite (issue 12): every model (recsys 8..1024 towers, DLRM,
+# multi-task ranking, wide & deep) under every variant (original, captured,
+# ours, PyTorch's Optimus, Inductor alone / with PyTorch's Optimus / after
+# ours), interleaved; ops, first-call time in fresh processes, pass time,
+# steady state, peak memory, max abs diff; the pipeline's scaling to 100k
+# nodes. Table, JSON and plot in build/bench/ (about an hour on 2 cores).
 bench: $(STAMP)
+	$(PY) benchmarks/suite.py
+
+# The same on small models with few repeats (under two minutes): checks that
+# the runner works and every variant matches the original, not speed.
+bench-quick: $(STAMP)
+	$(PY) benchmarks/suite.py --quick
+
+# Import/raise/lower/export alone on generated graphs of 1k..100k nodes.
+bench-roundtrip: $(STAMP)
 	$(PY) benchmarks/bench_roundtrip.py --sizes 1000,10000,100000
 
 # Per-call time of the module optimize() returns against the original model and

@@ -82,10 +82,10 @@ def compile_and_call(variant: str, model: Any, x: Any) -> tuple[Any, Any, float]
     if variant == "inductor":
         function = torch.compile(model)
     elif variant == "inductor+optimus":
-        from bench_batch_fusion import pytorch_options
+        # a backend of its own: Dynamo would otherwise run plain Inductor's code
+        from suite import inductor_with_pytorch_optimus
 
-        settings = config.patch(pre_grad_fusion_options=pytorch_options(counter=2), pattern_matcher=True)
-        function = torch.compile(model)
+        function = torch.compile(model, backend=inductor_with_pytorch_optimus)
     elif variant == "ours+inductor":
         function = torch.compile(model, backend="optimus")
     else:

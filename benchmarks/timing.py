@@ -69,3 +69,38 @@ def measure(
             if enabled:
                 gc.enable()
     return samples, inner
+
+
+def measure_cuda(
+    calls: dict[str, Callable[[], Any]],
+    repeats: int,
+    sample_ms: float,
+    warmup: int = 10,
+) -> tuple[dict[str, list[float]], int]:
+    """`measure` on a CUDA device: each sample is `inner` back-to-back calls
+    between two CUDA events (the device's time, launches included), after a
+    synchronize, round robin over the callables with the order rotated."""
+    names = list(calls)
+
+    def sample(call: Callable[[], Any], inner: int) -> float:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / inner
+
+    with torch.no_grad():
+        for call in calls.values():
+            for _ in range(warmup):
+                call()
+        slowest = max(sample(call, 2) for call in calls.values())
+        inner = max(1, round(sample_ms / max(slowest, 1e-6)))
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for index in range(repeats):
+            shift = index % len(names)
+            for name in names[shift:] + names[:shift]:
+                samples[name].append(sample(calls[name], inner))
+    return samples, inner

@@ -1,0 +1,975 @@
+"""The benchmark suite: every model, every variant, side by side (`make bench`).
+
+For each model of `benchmarks/suite_models.py` (the recommendation family at
+8/64/256/1024 towers, uniform and mixed widths, mixed activations and nested
+split groups; DLRM; multi-task ranking; wide & deep) the runner measures the
+variants
+
+=================  ==========================================================
+original           the `nn.Module`, eager
+captured           the graph Dynamo captures (`optimus_ir.api.capture`), eager:
+                   what FX-ification alone gives, the baseline ours must beat
+ours               `optimus_ir.optimize(model, inputs)`, default pipeline, eager
+pytorch            PyTorch's Optimus on the captured graph, eager:
+                   `pre_grad_passes` with every pre-grad batch fusion and every
+                   pre-grad split/cat pass (`pre_grad_fusion_options`, as
+                   `benchmarks/bench_batch_fusion.py` sets them)
+inductor           `torch.compile(model)`
+inductor+pytorch   `torch.compile(model)` with PyTorch's Optimus options
+inductor+ours      `torch.compile(model, backend="optimus")`: ours, then Inductor
+ours+triton        (CUDA only) ours with grouped linears of every shape and the
+                   Triton kernel lowering forced (`lower-batch{kernels=triton}`)
+=================  ==========================================================
+
+and reports, per model and variant:
+
+* ops: the compute ops of the graph that runs (eager variants) or that
+  Inductor lowers (after its pre-grad passes, summed over the model's
+  graphs): its call nodes less getitem, views, metadata and the parameter
+  cache's lookup (`PLUMBING_KINDS`); every call node in parentheses;
+* first call: the wall time from the model to the first result -- capture,
+  optimization, compilation and the call -- in a fresh Python process with
+  a fresh, empty Inductor (and Triton) cache directory, after the original
+  model ran once in that process;
+* passes: the time of the operator-level optimization passes themselves:
+  our pipeline's passes for ours (under Inductor too), PyTorch's
+  `pre_grad_passes` for pytorch and inductor+pytorch;
+* steady state: per-call time, all variants interleaved in one process
+  (`timing.measure`: round robin, rotated order, warm-up, GC off; CUDA
+  events on a GPU), median and the interquartile spread of the repeats,
+  and the speedup over original and over captured;
+* peak memory: on the CPU the process's peak resident set (VmHWM, reset
+  after the first call) over five calls, in that fresh process; on a GPU
+  `torch.cuda.max_memory_allocated` over five calls;
+* max abs diff to the original model's outputs, and whether they match
+  (`assert_close`, rtol 1e-4, atol 1e-5: batched matmuls and Inductor's
+  fusions reorder fp32 sums).
+
+Then the scaling of our pipeline: the pass time of the default pipeline on
+wide generated graphs of 1k to 100k FX nodes, with the growth exponent
+fitted (time ~ nodes^k; near-linear is k close to 1).
+
+Output: a markdown table (printed and written to `OUT/results.md`), every
+figure as JSON (`OUT/results.json`) and a PNG plot of speedup and op count
+per model and variant (`OUT/results.png`); progress on stderr.
+
+The exit status is 1 when ours (eager or under Inductor) fails or differs
+from the original, 0 otherwise; PyTorch's failures are reported, not fatal.
+
+Usage::
+
+    python benchmarks/suite.py                      # everything (about an hour on 2 cores)
+    python benchmarks/suite.py --quick              # small models, few repeats (< 2 min)
+    python benchmarks/suite.py --models recsys-mixed-64,dlrm --variants original,ours,inductor
+    python benchmarks/suite.py --compile-max-ops 0  # Inductor also on the 1024-tower models
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import copy
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parent
+for _path in (_ROOT, _HERE, _ROOT / "examples"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+EAGER = ("original", "captured", "ours", "pytorch")
+COMPILED = ("inductor", "inductor+pytorch", "inductor+ours")
+GPU_ONLY = ("ours+triton",)
+VARIANTS = EAGER + COMPILED + GPU_ONLY
+OURS = ("ours", "inductor+ours", "ours+triton")
+"""The variants whose failure or mismatch fails the run."""
+
+RTOL, ATOL = 1e-4, 1e-5
+MEMORY_CALLS = 5
+TRITON_PIPELINE = (
+    "raise-fx,split-cat-simplify,batch-fusion{cost-model=none grouped-linear=true},"
+    "lower-batch{kernels=triton},split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
+)
+FULL_SCALING_NODES = (1_000, 3_000, 10_000, 30_000, 100_000)
+QUICK_SCALING_NODES = (1_000, 3_000, 10_000)
+DEFAULT_COMPILE_MAX_OPS = 2000
+"""Inductor variants are compiled for models of at most this many captured
+ops: the 1024-tower models take Inductor over ten minutes per compile on
+two cores (`--compile-max-ops 0` compiles everything)."""
+
+
+# ---------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """The figures of one (model, variant)."""
+
+    ops: int | None = None
+    """Compute ops: calls less views, getitem and lookups (`op_counts`)."""
+    calls: int | None = None
+    """Every call node."""
+    first_call_s: float | None = None
+    pass_ms: float | None = None
+    median_ms: float | None = None
+    q1_ms: float | None = None
+    q3_ms: float | None = None
+    peak_mib: float | None = None
+    max_abs_diff: float | None = None
+    matches: bool | None = None
+    mismatch: str | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+    @property
+    def spread_pct(self) -> float | None:
+        if self.median_ms is None or self.q1_ms is None or self.q3_ms is None:
+            return None
+        return 100 * (self.q3_ms - self.q1_ms) / self.median_ms
+
+
+@dataclass
+class ModelResult:
+    """All variants of one model."""
+
+    name: str
+    description: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+    inner: int = 0
+    repeats: int = 0
+    seconds: float = 0.0
+
+    def speedup(self, variant: str, base: str = "original") -> float | None:
+        here, there = self.cells.get(variant), self.cells.get(base)
+        if here is None or there is None or not here.median_ms or not there.median_ms:
+            return None
+        return there.median_ms / here.median_ms
+
+
+# ---------------------------------------------------------------------------
+# Building and preparing variants (run in the child processes)
+# ---------------------------------------------------------------------------
+
+
+PLUMBING_KINDS = frozenset(
+    "getitem view reshape unsqueeze squeeze flatten unflatten movedim permute transpose t "
+    "expand expand_as unfold unbind split split_with_sizes chunk narrow select slice as_strided "
+    "size dim current_values".split()
+)
+"""Call kinds (`optimus_ir.api.op_kind`, methods without the dot) that
+compute nothing: tuple indexing, views, metadata, and the parameter cache's
+lookup (`optimus_ir.param_cache`). Every other call reads and writes data."""
+
+
+def op_counts(gm: Any) -> tuple[int, int]:
+    """(compute ops, all calls): the calls that compute or move data
+    (every call less `PLUMBING_KINDS`), and every call (getitem included)."""
+    from optimus_ir.api import op_kind
+
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    return sum(1 for n in calls if op_kind(n).lstrip(".") not in PLUMBING_KINDS), len(calls)
+
+
+def to_device(value: Any, device: Any) -> Any:
+    import torch
+
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def build_on(name: str, batch: int, device: str) -> tuple[Any, tuple[Any, ...]]:
+    """The seeded model and inputs on `device`, one thread on the CPU."""
+    import torch
+
+    from suite_models import build
+
+    model, inputs = build(name, batch)
+    return model.to(device).eval(), tuple(to_device(x, device) for x in inputs)
+
+
+class PreGradProbe:
+    """Wraps Inductor's `pre_grad_passes` while active: the seconds spent in
+    it and the call ops of the graphs it hands on to Inductor's lowering."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.ops = (0, 0)
+        self.graphs = 0
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[PreGradProbe]:
+        from torch._inductor import compile_fx
+
+        original = compile_fx.pre_grad_passes
+
+        def timed(gm: Any, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            result = original(gm, *args, **kwargs)
+            self.seconds += time.perf_counter() - start
+            compute, calls = op_counts(result)
+            self.ops = (self.ops[0] + compute, self.ops[1] + calls)
+            self.graphs += 1
+            return result
+
+        compile_fx.pre_grad_passes = timed
+        try:
+            yield self
+        finally:
+            compile_fx.pre_grad_passes = original
+
+
+def pytorch_options() -> dict[str, dict[str, Any]]:
+    """PyTorch's Optimus: every pre-grad batch fusion and split/cat pass."""
+    from bench_batch_fusion import pytorch_options as options
+
+    return options(counter=2)
+
+
+def inductor_with_pytorch_optimus(gm: Any, example_inputs: Sequence[Any]) -> Any:
+    """Inductor with PyTorch's Optimus, as a backend of its own: Dynamo
+    then keeps its code apart from plain Inductor's (one `torch.compile(model)`
+    after another on the same model class shares compiled code), and a
+    recompile gets the same options."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+
+    with config.patch(pre_grad_fusion_options=pytorch_options(), pattern_matcher=True):
+        return compile_fx(gm, list(example_inputs))
+
+
+@dataclass
+class Prepared:
+    """A variant ready to call: the callable, its ops and pass time, and
+    the first call's output and wall time (preparation included)."""
+
+    call: Callable[[], Any]
+    ops: tuple[int, int] | None
+    """(compute ops, all calls), see `op_counts`."""
+    pass_ms: float | None
+    first_output: Any
+    first_call_s: float
+
+
+def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
+    """Turn `model` into `variant` and call it once, timed from the start."""
+    import torch
+
+    import optimus_ir
+    from optimus_ir.api import capture
+
+    start = time.perf_counter()
+    if variant == "original":
+        output = model(*inputs)
+        return Prepared(lambda: model(*inputs), None, None, output, time.perf_counter() - start)
+    if variant == "captured":
+        gm = capture(model, inputs)
+        output = gm(*inputs)
+        return Prepared(lambda: gm(*inputs), op_counts(gm), None, output, time.perf_counter() - start)
+    if variant in ("ours", "ours+triton"):
+        pipeline = TRITON_PIPELINE if variant == "ours+triton" else None
+        ours = optimus_ir.optimize(model, list(inputs), pipeline)
+        output = ours(*inputs)
+        seconds = time.perf_counter() - start
+        passes = ours.optimus_report.phase_seconds.get("passes", 0.0)  # type: ignore[attr-defined]
+        return Prepared(lambda: ours(*inputs), op_counts(ours), passes * 1e3, output, seconds)
+    if variant == "pytorch":
+        from bench_batch_fusion import run_pytorch
+
+        gm = capture(model, inputs)
+        theirs, pass_seconds, _fired = run_pytorch(gm, inputs, pytorch_options())
+        output = theirs(*inputs)
+        seconds = time.perf_counter() - start
+        return Prepared(lambda: theirs(*inputs), op_counts(theirs), pass_seconds * 1e3, output, seconds)
+    if variant in COMPILED:
+        probe = PreGradProbe()
+        made = None
+        if variant == "inductor+ours":
+            made = optimus_ir.backend()
+            function = torch.compile(model, backend=made)
+        elif variant == "inductor+pytorch":
+            function = torch.compile(model, backend=inductor_with_pytorch_optimus)
+        else:
+            function = torch.compile(model)
+        frames = _compiled_frames()
+        with probe.active():
+            output = function(*inputs)
+        seconds = time.perf_counter() - start
+        if _compiled_frames() == frames:
+            raise RuntimeError("Dynamo compiled nothing: the call ran code another variant compiled")
+        if made is not None:
+            failed = [o for o in made.outcomes if not o.optimized]
+            if failed:
+                raise RuntimeError(f"the optimus backend passed a graph through: {failed[0].reason}")
+            pass_ms = 1e3 * sum(
+                o.report.phase_seconds.get("passes", 0.0) for o in made.outcomes if o.report is not None
+            )
+        else:
+            pass_ms = probe.seconds * 1e3 if variant == "inductor+pytorch" else None
+        # With a warm cache AOTAutograd serves the graph before the pre-grad
+        # passes run (torch >= 2.13): then no ops are known.
+        return Prepared(lambda: function(*inputs), probe.ops if probe.graphs else None, pass_ms, output, seconds)
+    raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+
+
+def compare(expected: Any, got: Any) -> tuple[float, str | None]:
+    """(max abs difference, None or the first line of assert_close's message)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    want, have = pytree.tree_leaves(expected), pytree.tree_leaves(got)
+    if len(want) != len(have):
+        return math.inf, f"{len(have)} outputs, expected {len(want)}"
+    diff, problem = 0.0, None
+    for a, b in zip(want, have):
+        if isinstance(a, torch.Tensor) and a.numel():
+            diff = max(diff, float((a.double() - b.double()).abs().max()))
+        try:
+            torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
+        except AssertionError as error:
+            problem = problem or str(error).strip().splitlines()[0]
+    return diff, problem
+
+
+def _proc_status_kib(key: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def peak_memory_mib(call: Callable[[], Any], device: str) -> float | None:
+    """Peak memory over `MEMORY_CALLS` calls: allocated on a GPU, the
+    resident set on the CPU (Linux: the high-water mark reset first)."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        for _ in range(MEMORY_CALLS):
+            call()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() / 2**20
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")  # resets VmHWM to the current resident set
+        for _ in range(MEMORY_CALLS):
+            call()
+        return _proc_status_kib("VmHWM") / 1024
+    except OSError:
+        return None
+
+
+def child_first_call(model_name: str, variant: str, batch: int, device: str, threads: int) -> dict[str, Any]:
+    """In a fresh process: prepare and first-call one variant; its figures."""
+    import torch
+
+    torch.set_num_threads(threads)
+    warnings.filterwarnings("ignore")
+    model, inputs = build_on(model_name, batch, device)
+    cell = Cell()
+    with torch.no_grad():
+        if variant == "original":
+            prepared = prepare(variant, model, inputs)
+            expected = prepared.first_output
+        else:
+            expected = model(*inputs)
+            prepared = prepare(variant, model, inputs)
+        cell.first_call_s = prepared.first_call_s
+        if prepared.ops is not None:
+            cell.ops, cell.calls = prepared.ops
+        cell.pass_ms = prepared.pass_ms
+        cell.max_abs_diff, cell.mismatch = compare(expected, prepared.first_output)
+        cell.matches = cell.mismatch is None
+        cell.peak_mib = peak_memory_mib(prepared.call, device)
+    return asdict(cell)
+
+
+def child_steady(
+    model_name: str, variants: Sequence[str], batch: int, device: str, threads: int,
+    repeats: int, sample_ms: float,
+) -> dict[str, Any]:
+    """In one process: every variant prepared, then timed interleaved."""
+    import torch
+
+    from timing import measure, measure_cuda, quantile
+
+    torch.set_num_threads(threads)
+    warnings.filterwarnings("ignore")
+    model, inputs = build_on(model_name, batch, device)
+    calls: dict[str, Callable[[], Any]] = {}
+    errors: dict[str, str] = {}
+    with torch.no_grad():
+        for variant in variants:
+            # A compiled variant gets its own copy: Dynamo's caches hang off the module.
+            subject = copy.deepcopy(model) if variant in COMPILED else model
+            try:
+                calls[variant] = prepare(variant, subject, inputs).call
+            except Exception as error:  # noqa: BLE001 - reported in the table
+                errors[variant] = _one_line(error)
+    frames_before = _compiled_frames()
+    if device.startswith("cuda"):
+        samples, inner = measure_cuda(calls, repeats, sample_ms)
+    else:
+        samples, inner = measure(calls, repeats, sample_ms, clock=time.perf_counter_ns)
+    if _compiled_frames() != frames_before:
+        raise RuntimeError("a compiled variant recompiled while it was timed")
+    times = {
+        name: {
+            "median_ms": statistics.median(values),
+            "q1_ms": quantile(values, 0.25),
+            "q3_ms": quantile(values, 0.75),
+        }
+        for name, values in samples.items()
+    }
+    return {"times": times, "errors": errors, "inner": inner}
+
+
+def _compiled_frames() -> int:
+    from torch._dynamo.utils import counters
+
+    return sum(counters["frames"].values())
+
+
+def _one_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    return text.splitlines()[0][:300]
+
+
+# ---------------------------------------------------------------------------
+# Scaling of our pipeline with the graph's size
+# ---------------------------------------------------------------------------
+
+
+def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """Import, pipeline and export time of wide generated graphs of about
+    `sizes` FX nodes (the tower graphs of `bench_batch_fusion_pass.py`)."""
+    import gc
+
+    import torch
+
+    from bench_batch_fusion_pass import Towers
+    from optimus_ir.exporter import export_graph
+    from optimus_ir.importer import import_graph
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+    from optimus_ir.pipeline import run_pipeline
+
+    warnings.filterwarnings("ignore")
+    rows = []
+    for size in sizes:
+        towers = max(1, (size - 4) // 4)  # 4 T + 4 nodes
+        model = Towers(towers).eval()
+        gm = torch.fx.symbolic_trace(model)
+        x = torch.randn(4, towers * model.width)
+        gc.collect()
+        start = time.perf_counter()
+        program = import_graph(gm, (x,))
+        imported = time.perf_counter()
+        statistics_ = run_pipeline(program.module, DEFAULT_PIPELINE, verify_each=False)
+        passed = time.perf_counter()
+        exported = export_graph(program)
+        done = time.perf_counter()
+        fused = sum(r.counters.get("groups fused", 0) for r in statistics_.by_pass("batch-fusion"))
+        rows.append({
+            "nodes": len(gm.graph.nodes),
+            "ops_after": op_counts(exported)[0],
+            "import_s": imported - start,
+            "passes_s": passed - imported,
+            "export_s": done - passed,
+            "groups_fused": fused,
+        })
+        print(f"  scaling: {rows[-1]['nodes']} nodes, passes {rows[-1]['passes_s']:.2f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def fitted_exponent(nodes: Sequence[float], seconds: Sequence[float]) -> float | None:
+    """The least-squares slope of log(seconds) over log(nodes)."""
+    points = [(math.log(n), math.log(s)) for n, s in zip(nodes, seconds) if n > 0 and s > 0]
+    if len(points) < 2:
+        return None
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    var = sum((x - mean_x) ** 2 for x, _ in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / var if var else None
+
+
+# ---------------------------------------------------------------------------
+# The orchestrator
+# ---------------------------------------------------------------------------
+
+
+class Children:
+    """Runs the child processes: each with fresh cache directories, keeping
+    them so that the steady-state process of a model compiles from them."""
+
+    def __init__(self, device: str, threads: int, timeout_s: float) -> None:
+        self.device, self.threads, self.timeout_s = device, threads, timeout_s
+        self.root = Path(tempfile.mkdtemp(prefix="optimus-bench-"))
+
+    def run(self, arguments: Sequence[str], cache: Path) -> Any:
+        cache.mkdir(parents=True, exist_ok=True)
+        env = dict(
+            os.environ,
+            TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
+            TRITON_CACHE_DIR=str(cache / "triton"),
+        )
+        command = [
+            sys.executable, __file__, "--device", self.device, "--threads", str(self.threads),
+            *arguments,
+        ]
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"timed out after {self.timeout_s:.0f} s") from None
+        if done.returncode != 0:
+            tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
+            raise RuntimeError(tail[-1] if tail else f"exit status {done.returncode}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def merged_cache(self, model: str, caches: Sequence[Path]) -> Path:
+        """One cache directory holding what the first-call processes compiled."""
+        target = self.root / model / "steady"
+        for cache in caches:
+            if cache.exists():
+                shutil.copytree(cache, target, dirs_exist_ok=True)
+        return target
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class Settings:
+    """What one run measures."""
+
+    models: list[str]
+    variants: list[str]
+    compiled_on: set[str] | None
+    batch: int
+    repeats: int
+    sample_ms: float
+    compile_max_ops: int
+    scaling_nodes: list[int]
+    device: str
+    threads: int
+    quick: bool
+    jobs: int
+    """First-call processes run at once (1 unless --quick: more disturb the times)."""
+
+
+def run_model(children: Children, settings: Settings, name: str, description: str, index: int) -> ModelResult:
+    """Every figure of one model: a first-call process per variant, then
+    one steady-state process for all of them."""
+    started = time.perf_counter()
+    result = ModelResult(name, description, repeats=settings.repeats)
+    total = len(settings.models)
+    caches = []
+
+    def progress(text: str) -> None:
+        print(f"[{index}/{total} {name}] {text}", file=sys.stderr, flush=True)
+
+    variants = list(settings.variants)
+
+    def first_call(variant: str) -> None:
+        cell = result.cells[variant]
+        if variant in COMPILED:
+            captured_ops = result.cells.get("captured", Cell()).calls
+            if settings.compiled_on is not None and name not in settings.compiled_on:
+                cell.skipped = "not in --quick's compiled set"
+                return
+            if settings.compile_max_ops and captured_ops and captured_ops > settings.compile_max_ops:
+                cell.skipped = f"{captured_ops} ops > --compile-max-ops {settings.compile_max_ops}"
+                return
+        cache = children.root / name / variant.replace("+", "-")
+        try:
+            figures = children.run(
+                ["--child", "first-call", "--models", name, "--variants", variant, "--batch", str(settings.batch)],
+                cache,
+            )
+        except RuntimeError as error:
+            cell.error = str(error)
+            progress(f"{variant}: FAILED: {cell.error}")
+            return
+        caches.append(cache)
+        for key, value in figures.items():
+            setattr(cell, key, value)
+        progress(
+            f"{variant}: first call {cell.first_call_s:.2f} s"
+            + ("" if cell.matches else f"  MISMATCH: {cell.mismatch}")
+        )
+
+    for variant in variants:
+        result.cells[variant] = Cell()
+    # captured first: its op count decides --compile-max-ops
+    serial = [v for v in variants if v in ("original", "captured")] if settings.jobs > 1 else variants
+    for variant in serial:
+        first_call(variant)
+    rest = [v for v in variants if v not in serial]
+    if rest:
+        with concurrent.futures.ThreadPoolExecutor(settings.jobs) as pool:
+            list(pool.map(first_call, rest))
+    timed = [v for v in variants if result.cells[v].error is None and result.cells[v].skipped is None]
+    progress(f"steady state: {', '.join(timed)} interleaved ...")
+    try:
+        steady = children.run(
+            [
+                "--child", "steady", "--models", name, "--variants", ",".join(timed),
+                "--batch", str(settings.batch), "--repeats", str(settings.repeats),
+                "--sample-ms", str(settings.sample_ms),
+            ],
+            children.merged_cache(name, caches),
+        )
+    except RuntimeError as error:
+        for variant in timed:
+            result.cells[variant].error = f"steady state: {error}"
+        progress(f"steady state FAILED: {error}")
+    else:
+        result.inner = steady["inner"]
+        for variant, figures in steady["times"].items():
+            for key, value in figures.items():
+                setattr(result.cells[variant], key, value)
+        for variant, error in steady["errors"].items():
+            result.cells[variant].error = f"steady state: {error}"
+    result.seconds = time.perf_counter() - started
+    base = result.cells.get("original")
+    captured = result.cells.get("captured")
+    if base is not None and base.ops is None and captured is not None:
+        base.ops, base.calls = captured.ops, captured.calls
+    summary = ", ".join(
+        f"{v} {s:.2f}x" for v in timed if v != "original" and (s := result.speedup(v)) is not None
+    )
+    progress(f"done in {result.seconds:.0f} s: speedup over original: {summary}")
+    shutil.rmtree(children.root / name, ignore_errors=True)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str, missing: str = "-") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def format_summary(results: Sequence[ModelResult], variants: Sequence[str]) -> str:
+    """Speedup over the original model per model and variant, with ops."""
+    shown = [v for v in variants if v != "original"]
+    lines = [
+        "| model | ops original | " + " | ".join(f"{v}" for v in shown) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in shown) + " |",
+    ]
+    for r in results:
+        cells = []
+        for v in shown:
+            cell = r.cells.get(v, Cell())
+            speed = r.speedup(v)
+            if cell.skipped:
+                cells.append("skipped")
+            elif cell.error or speed is None:
+                cells.append("failed")
+            else:
+                cells.append(f"{speed:.2f}x ({_fmt(cell.ops, 'd', '?')} ops)")
+        lines.append(f"| {r.name} | {_fmt(r.cells.get('original', Cell()).ops, 'd', '?')} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def format_details(results: Sequence[ModelResult], variants: Sequence[str]) -> str:
+    """Every figure of every (model, variant)."""
+    lines = [
+        "| model | variant | ops (all calls) | first call s | passes ms | steady ms (median ±IQR) | "
+        "vs original | vs captured | peak MiB | max abs diff |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        for v in variants:
+            cell = r.cells.get(v)
+            if cell is None:
+                continue
+            if cell.skipped or (cell.error and cell.median_ms is None and cell.first_call_s is None):
+                why = f"skipped: {cell.skipped}" if cell.skipped else f"FAILED: {cell.error}"
+                lines.append(f"| {r.name} | {v} | {why} | | | | | | | |")
+                continue
+            steady = "-"
+            if cell.median_ms is not None:
+                steady = f"{cell.median_ms:.4f} ±{_fmt(cell.spread_pct, '.0f')}%"
+            elif cell.error:
+                steady = f"FAILED: {cell.error}"
+            diff = _fmt(cell.max_abs_diff, ".1e")
+            if cell.matches is False:
+                diff += " MISMATCH"
+            lines.append(
+                f"| {r.name} | {v} | {_fmt(cell.ops, 'd')} ({_fmt(cell.calls, 'd')}) | "
+                f"{_fmt(cell.first_call_s, '.2f')} | "
+                f"{_fmt(cell.pass_ms, '.1f')} | {steady} | {_fmt(r.speedup(v), '.2f')} | "
+                f"{_fmt(r.speedup(v, 'captured'), '.2f')} | {_fmt(cell.peak_mib, '.0f')} | {diff} |"
+            )
+    return "\n".join(lines)
+
+
+def format_scaling(rows: Sequence[dict[str, Any]]) -> str:
+    """The scaling table and the fitted exponent."""
+    if not rows:
+        return ""
+    lines = [
+        "| FX nodes | compute ops after | groups fused | import s | passes s | export s | passes us/node |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['nodes']} | {row['ops_after']} | {row['groups_fused']} | {row['import_s']:.2f} | "
+            f"{row['passes_s']:.2f} | {row['export_s']:.2f} | {1e6 * row['passes_s'] / row['nodes']:.0f} |"
+        )
+    nodes = [row["nodes"] for row in rows]
+    exponent = fitted_exponent(nodes, [row["passes_s"] for row in rows])
+    total = fitted_exponent(nodes, [row["import_s"] + row["passes_s"] + row["export_s"] for row in rows])
+    lines.append("")
+    lines.append(
+        f"growth exponent (time ~ nodes^k, least squares on log-log, {nodes[0]}..{nodes[-1]} nodes): "
+        f"passes k = {_fmt(exponent, '.2f')}, import + passes + export k = {_fmt(total, '.2f')}"
+    )
+    return "\n".join(lines)
+
+
+def machine_line(device: str, threads: int) -> str:
+    import torch
+
+    where = torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or platform.machine()
+    return (
+        f"{time.strftime('%Y-%m-%d')}, {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"device {device} ({where}), {threads} thread(s), Python {platform.python_version()}, "
+        f"torch {torch.__version__}"
+    )
+
+
+def write_plot(results: Sequence[ModelResult], variants: Sequence[str], path: Path) -> bool:
+    """Speedup over original and op count per model and variant, as a PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot written", file=sys.stderr)
+        return False
+    shown = [v for v in variants if v != "original"]
+    names = [r.name for r in results]
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(names) * len(shown) / 3), 9))
+    width = 0.8 / max(len(shown), 1)
+    for k, variant in enumerate(shown):
+        xs = [i + (k - (len(shown) - 1) / 2) * width for i in range(len(names))]
+        speed = [r.speedup(variant) or 0.0 for r in results]
+        ops = [r.cells.get(variant, Cell()).ops or 0 for r in results]
+        top.bar(xs, speed, width, label=variant)
+        bottom.bar(xs, ops, width, label=variant)
+    top.axhline(1.0, color="black", linewidth=0.8)
+    top.set_ylabel("speedup over the original model (x)")
+    bottom.set_ylabel("ops (call nodes)")
+    bottom.set_yscale("log")
+    for axis in (top, bottom):
+        axis.set_xticks(range(len(names)))
+        axis.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+        axis.grid(axis="y", alpha=0.3)
+    top.legend(fontsize=8, ncol=min(len(shown), 4))
+    top.set_title("optimus-ir benchmark suite (0 = not run)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def verdict(results: Sequence[ModelResult]) -> list[str]:
+    """The problems that fail the run: ours failing or differing."""
+    problems = []
+    for r in results:
+        for variant in OURS:
+            cell = r.cells.get(variant)
+            if cell is None or cell.skipped:
+                continue
+            if cell.error:
+                problems.append(f"{r.name} {variant} failed: {cell.error}")
+            elif cell.matches is False:
+                problems.append(f"{r.name} {variant} differs from the original: {cell.mismatch}")
+    return problems
+
+
+def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings]:
+    from suite_models import FULL, MODELS, SMALL
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small models, few repeats, Inductor on one model (< 2 min)")
+    parser.add_argument("--models", help=f"comma-separated, of: {', '.join(MODELS)}")
+    parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, help="interleaved steady-state repeats (default 20, quick 5)")
+    parser.add_argument("--sample-ms", type=float, help="length of one timing sample (default 20, quick 5)")
+    parser.add_argument("--compile-max-ops", type=int, default=DEFAULT_COMPILE_MAX_OPS,
+                        help="compile Inductor variants only for models of at most this many ops (0: all)")
+    parser.add_argument("--scaling-nodes", help="comma-separated FX node counts (default 1k..100k, quick 1k..10k)")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling measurement")
+    parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    parser.add_argument("--out", type=Path, default=_ROOT / "build" / "bench", help="where the results go")
+    parser.add_argument("--jobs", type=int, help="first-call processes at once (default 1; quick 2: "
+                        "the smoke run's first-call times are then not comparable)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one child process may take")
+    parser.add_argument("--child", choices=("first-call", "steady", "scaling"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    models = [m for m in (args.models or "").split(",") if m] or [
+        m.name for m in (SMALL if args.quick else FULL)
+    ]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown models {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    default_variants = [v for v in VARIANTS if device.startswith("cuda") or v not in GPU_ONLY]
+    variants = [v for v in (args.variants or "").split(",") if v] or default_variants
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
+    if not args.child and "original" not in variants:
+        variants.insert(0, "original")  # every speedup is over it
+    if not args.child and "captured" not in variants and any(v in COMPILED for v in variants):
+        variants.insert(1, "captured")  # its op count decides --compile-max-ops
+    if args.scaling_nodes:
+        scaling = [int(n) for n in args.scaling_nodes.split(",") if n]
+    else:
+        scaling = list(QUICK_SCALING_NODES if args.quick else FULL_SCALING_NODES)
+    settings = Settings(
+        models=models,
+        variants=variants,
+        compiled_on={SMALL[0].name} if args.quick and not args.models else None,
+        batch=args.batch,
+        repeats=args.repeats or (5 if args.quick else 20),
+        sample_ms=args.sample_ms or (5.0 if args.quick else 20.0),
+        compile_max_ops=args.compile_max_ops,
+        scaling_nodes=[] if args.no_scaling else scaling,
+        device=device,
+        threads=args.threads,
+        quick=args.quick,
+        jobs=args.jobs or (2 if args.quick else 1),
+    )
+    return args, settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, settings = parse_settings(argv)
+    if args.child == "first-call":
+        print(json.dumps(child_first_call(settings.models[0], settings.variants[0], settings.batch,
+                                          settings.device, settings.threads)))
+        return 0
+    if args.child == "steady":
+        print(json.dumps(child_steady(settings.models[0], settings.variants, settings.batch, settings.device,
+                                      settings.threads, settings.repeats, settings.sample_ms)))
+        return 0
+    if args.child == "scaling":
+        print(json.dumps(child_scaling(settings.scaling_nodes)))
+        return 0
+
+    from suite_models import MODELS
+
+    started = time.perf_counter()
+    machine = machine_line(settings.device, settings.threads)
+    print(f"optimus-ir benchmark suite: {len(settings.models)} models x {len(settings.variants)} variants, "
+          f"batch {settings.batch}; {machine}", file=sys.stderr, flush=True)
+    children = Children(settings.device, settings.threads, args.timeout)
+    results: list[ModelResult] = []
+    scaling: list[dict[str, Any]] = []
+    try:
+        if any(v in COMPILED for v in settings.variants) and not settings.quick:
+            # The first compile on a machine also loads the C++ compiler and
+            # its headers into the OS's file cache: not charged to a variant.
+            print("warming up the compiler (one unmeasured Inductor compile) ...", file=sys.stderr, flush=True)
+            with contextlib.suppress(RuntimeError):
+                children.run(["--child", "first-call", "--models", settings.models[0], "--variants", "inductor",
+                              "--batch", str(settings.batch)], children.root / "warm-up")
+        for index, name in enumerate(settings.models, 1):
+            results.append(run_model(children, settings, name, MODELS[name].description, index))
+        if settings.scaling_nodes:
+            print(f"scaling: our pipeline on {', '.join(map(str, settings.scaling_nodes))} nodes ...",
+                  file=sys.stderr, flush=True)
+            try:
+                scaling = children.run(
+                    ["--child", "scaling", "--scaling-nodes", ",".join(map(str, settings.scaling_nodes))],
+                    children.root / "scaling",
+                )
+            except RuntimeError as error:
+                print(f"scaling FAILED: {error}", file=sys.stderr)
+    finally:
+        children.close()
+    elapsed = time.perf_counter() - started
+
+    problems = verdict(results)
+    text = render(results, scaling, settings, machine, elapsed, problems)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.md").write_text(text + "\n")
+    (args.out / "results.json").write_text(json.dumps({
+        "machine": machine,
+        "settings": {**asdict(settings), "compiled_on": sorted(settings.compiled_on or [])},
+        "seconds": elapsed,
+        "models": [{**asdict(r), "cells": {v: asdict(c) for v, c in r.cells.items()}} for r in results],
+        "scaling": scaling,
+        "problems": problems,
+    }, indent=2))
+    plotted = write_plot(results, settings.variants, args.out / "results.png")
+    written = ", ".join(str(args.out / f) for f in ("results.md", "results.json") + (("results.png",) if plotted else ()))
+    print(f"\nwritten: {written}")
+    return 1 if problems else 0
+
+
+def render(
+    results: Sequence[ModelResult], scaling: Sequence[dict[str, Any]], settings: Settings,
+    machine: str, elapsed: float, problems: Sequence[str],
+) -> str:
+    """The whole markdown report."""
+    from suite_models import MODELS
+
+    clock = "CUDA events" if settings.device.startswith("cuda") else "wall clock"
+    parts = [
+        "# optimus-ir benchmark suite" + (" (--quick: small sizes, few repeats)" if settings.quick else ""),
+        "",
+        f"Machine: {machine}. Batch {settings.batch}, no_grad, eval mode; steady state "
+        f"{settings.repeats} interleaved repeats ({clock}, ~{settings.sample_ms:g} ms samples); "
+        f"first call in a fresh process with empty compiler caches; run took {elapsed:.0f} s.",
+        "",
+        "Models: " + "; ".join(f"{name}: {MODELS[name].description}" for name in settings.models) + ".",
+        "",
+        "## Speedup over the original model (steady state; ops of the graph that runs)",
+        "",
+        format_summary(results, settings.variants),
+        "",
+        "## Every figure",
+        "",
+        format_details(results, settings.variants),
+    ]
+    if scaling:
+        parts += ["", "## Scaling: our default pipeline against graph size", "", format_scaling(scaling)]
+    parts += ["", "## Verdict", ""]
+    parts += [f"- FAIL: {p}" for p in problems] or ["- ours ran and matched the original on every model"]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

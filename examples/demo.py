@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved timing repeats (default 31; 5 with --quick)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="cpu: this thread's CPU time (steady on a shared machine); wall: elapsed time")
-    parser.add_argument("--quick", action="store_true", help="a smaller model and fewer repeats (a minute less)")
+    parser.add_argument("--quick", action="store_true", help="16 towers and fewer, shorter timing repeats")
     args = parser.parse_args(argv)
     towers = args.towers if args.towers is not None else (16 if args.quick else 64)
     compile_towers = args.compile_towers if args.compile_towers is not None else towers
@@ -476,7 +476,17 @@ def main(argv: list[str] | None = None) -> int:
     sample_ms = 5.0 if args.quick else 20.0
     # One thread: the per-call times measure the work, not how well small ops
     # spread over cores the other sessions of a shared machine are using.
+    # Restored afterwards: main() also runs inside the test process.
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        return _run(args, towers, compile_towers, repeats, sample_ms)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: int, sample_ms: float) -> int:
+    """The demo's sections, with the options `main` parsed; its exit status."""
     ok = True
     demo_start = time.perf_counter()
 

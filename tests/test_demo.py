@@ -148,3 +148,20 @@ def test_reason_groups_remarks_of_one_kind() -> None:
     )
     assert first == second == "its key differs from a fused group's: input shape, weight shape"
     assert demo._reason("unprofitable: members ~11.7 us, fused ~10.1 us") == "unprofitable"
+
+
+def test_demo_compile_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Section 6 with a tiny model (about 25 s, most of it Inductor): both
+    variants compile in fresh cache dirs, match eager, are timed, and our
+    backend says what it did with the graph."""
+    status = demo.main(["--towers", "3", "--batch", "8", "--quick", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert [t.split(".")[0] for t in _sections(out) if t[0].isdigit()] == ["1", "2", "3", "4", "5", "6", "7"]
+    part = out.split("== 6.", 1)[1].split("== 7.", 1)[0]
+    for name in ("inductor", "optimus+inductor"):
+        assert re.search(rf"compiled with {re.escape(name)}\s+first call \d+\.\d s", part), part
+        assert re.search(rf"^  {re.escape(name)}\s+vs eager: max abs difference \S+  OK$", part, re.MULTILINE), part
+        assert re.search(rf"^  {re.escape(name)}\s+compile\s+\d+\.\d s\s+steady \d+\.\d+ ms", part, re.MULTILINE), part
+    assert re.search(r"optimus: graph \S+: \d+ -> \d+ ops", part), part  # the backend's outcome
+    assert re.search(r"torch.compile: \d+\.\d+x steady-state speedup over Inductor alone", out)

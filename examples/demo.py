@@ -86,6 +86,15 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
+def shown(path: Path) -> str:
+    """`path` relative to the current directory when it lies below it (shorter
+    to read and to paste into a command), else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def section(title: str) -> None:
     """A numbered section header."""
     say()
@@ -512,14 +521,15 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     for line in format_remarks(summarize_remarks(report.remarks)):
         say(line)
 
-    section(f"3. the IR of each stage (under {args.out})")
+    section(f"3. the IR of each stage (under {shown(args.out)})")
     # The graph Dynamo captures from the model: what the stages start from
     # here, and the "captured" baseline of the timings.
     gm = capture(model, inputs)
     files = write_stage_ir(gm, inputs, report.pipeline, optimized.code, args.out / "recsys")
     for path in files:
-        say(f"  {path}  ({path.stat().st_size / 1024:.0f} KiB)")
-    say(f"  try: optimus-opt {files[0]} -p raise-fx,batch-fusion --remarks")
+        say(f"  {shown(path)}  ({path.stat().st_size / 1024:.0f} KiB)")
+    say(f"  try: optimus-opt {shown(files[0])} -p raise-fx,batch-fusion --remarks >/dev/null"
+        "   (the remarks at their lines)")
 
     section("4. numerical check: optimized module vs. the model")
     matched = numerical_check(model, optimized, inputs)
@@ -578,7 +588,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
         capture(plumbing, plumbing_inputs), plumbing_inputs, plumbing_report.pipeline,
         plumbed.code, args.out / "plumbing",
     )
-    say(f"  IR of each stage: {len(plumbing_files)} files under {args.out / 'plumbing'}")
+    say(f"  IR of each stage: {len(plumbing_files)} files under {shown(args.out / 'plumbing')}")
     plumbing_ok = numerical_check(plumbing, plumbed, plumbing_inputs)
     ok &= plumbing_ok
     say("  result: " + ("OK (outputs match the original model)" if plumbing_ok else "FAILED"))
@@ -590,7 +600,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     say(f"  numerical checks: {'all OK' if ok else 'FAILED'}")
     say(f"  eager: {speedup_module:.2f}x over the nn.Module, {speedup_captured:.2f}x over the captured graph")
     say(f"  torch.compile: {compile_line}")
-    say(f"  IR of each stage: {args.out}/recsys, {args.out}/plumbing")
+    say(f"  IR of each stage: {shown(args.out / 'recsys')}, {shown(args.out / 'plumbing')}")
     say(f"  demo time: {time.perf_counter() - demo_start:.0f} s (after the imports)")
     return 0 if ok else 1
 

@@ -165,3 +165,15 @@ def test_demo_compile_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert re.search(rf"^  {re.escape(name)}\s+compile\s+\d+\.\d s\s+steady \d+\.\d+ ms", part, re.MULTILINE), part
     assert re.search(r"optimus: graph \S+: \d+ -> \d+ ops", part), part  # the backend's outcome
     assert re.search(r"torch.compile: \d+\.\d+x steady-state speedup over Inductor alone", out)
+
+
+def test_numerical_check_catches_a_wrong_module(capsys: pytest.CaptureFixture[str]) -> None:
+    """The check the demo's exit status rests on fails for a module that is
+    slightly off, and says so on every input."""
+    from examples.recsys import make_recsys_model
+
+    model, inputs = make_recsys_model(num_towers=2, batch=4)
+    assert demo.numerical_check(model, model, inputs)
+    assert not demo.numerical_check(model, lambda x: model(x) + 1e-3, inputs)
+    out = capsys.readouterr().out
+    assert out.count("MISMATCH") == 3

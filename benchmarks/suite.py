@@ -70,6 +70,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import copy
+import functools
 import json
 import math
 import os
@@ -194,9 +195,7 @@ def to_device(value: Any, device: Any) -> Any:
 
 
 def build_on(name: str, batch: int, device: str) -> tuple[Any, tuple[Any, ...]]:
-    """The seeded model and inputs on `device`, one thread on the CPU."""
-    import torch
-
+    """The seeded model and inputs on `device`."""
     from suite_models import build
 
     model, inputs = build(name, batch)
@@ -471,6 +470,8 @@ def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
     from optimus_ir.pipeline import run_pipeline
 
     warnings.filterwarnings("ignore")
+    warm_up = torch.fx.symbolic_trace(Towers(8).eval())  # first-use costs (lazy imports, fake mode)
+    run_pipeline(import_graph(warm_up, (torch.randn(4, 64),)).module, DEFAULT_PIPELINE, verify_each=False)
     rows = []
     for size in sizes:
         towers = max(1, (size - 4) // 4)  # 4 T + 4 nodes
@@ -496,6 +497,17 @@ def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
         })
         print(f"  scaling: {rows[-1]['nodes']} nodes, passes {rows[-1]['passes_s']:.2f} s", file=sys.stderr, flush=True)
     return rows
+
+
+def measure_scaling(children: Children, sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """The scaling rows, measured in a child process (empty if it failed)."""
+    print(f"scaling: our pipeline on {', '.join(map(str, sizes))} nodes ...", file=sys.stderr, flush=True)
+    try:
+        return children.run(["--child", "scaling", "--scaling-nodes", ",".join(map(str, sizes))],
+                            children.root / "scaling")
+    except RuntimeError as error:
+        print(f"scaling FAILED: {error}", file=sys.stderr)
+        return []
 
 
 def fitted_exponent(nodes: Sequence[float], seconds: Sequence[float]) -> float | None:
@@ -570,7 +582,7 @@ class Settings:
     threads: int
     quick: bool
     jobs: int
-    """First-call processes run at once (1 unless --quick: more disturb the times)."""
+    """Models measured at once (1 unless --quick: more disturb each other's times)."""
 
 
 def run_model(children: Children, settings: Settings, name: str, description: str, index: int) -> ModelResult:
@@ -616,14 +628,8 @@ def run_model(children: Children, settings: Settings, name: str, description: st
 
     for variant in variants:
         result.cells[variant] = Cell()
-    # captured first: its op count decides --compile-max-ops
-    serial = [v for v in variants if v in ("original", "captured")] if settings.jobs > 1 else variants
-    for variant in serial:
+    for variant in variants:  # captured before the compiled: its size decides --compile-max-ops
         first_call(variant)
-    rest = [v for v in variants if v not in serial]
-    if rest:
-        with concurrent.futures.ThreadPoolExecutor(settings.jobs) as pool:
-            list(pool.map(first_call, rest))
     timed = [v for v in variants if result.cells[v].error is None and result.cells[v].skipped is None]
     progress(f"steady state: {', '.join(timed)} interleaved ...")
     try:
@@ -770,7 +776,7 @@ def write_plot(results: Sequence[ModelResult], variants: Sequence[str], path: Pa
         return False
     shown = [v for v in variants if v != "original"]
     names = [r.name for r in results]
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(names) * len(shown) / 3), 9))
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(9, 1.2 * len(names) * len(shown) / 3), 9))
     width = 0.8 / max(len(shown), 1)
     for k, variant in enumerate(shown):
         xs = [i + (k - (len(shown) - 1) / 2) * width for i in range(len(names))]
@@ -780,13 +786,13 @@ def write_plot(results: Sequence[ModelResult], variants: Sequence[str], path: Pa
         bottom.bar(xs, ops, width, label=variant)
     top.axhline(1.0, color="black", linewidth=0.8)
     top.set_ylabel("speedup over the original model (x)")
-    bottom.set_ylabel("ops (call nodes)")
+    bottom.set_ylabel("compute ops (log)")
     bottom.set_yscale("log")
     for axis in (top, bottom):
         axis.set_xticks(range(len(names)))
         axis.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
         axis.grid(axis="y", alpha=0.3)
-    top.legend(fontsize=8, ncol=min(len(shown), 4))
+    top.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     top.set_title("optimus-ir benchmark suite (0 = not run)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -826,8 +832,8 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     parser.add_argument("--out", type=Path, default=_ROOT / "build" / "bench", help="where the results go")
-    parser.add_argument("--jobs", type=int, help="first-call processes at once (default 1; quick 2: "
-                        "the smoke run's first-call times are then not comparable)")
+    parser.add_argument("--jobs", type=int, help="models measured at once (default 1; quick 2: the "
+                        "smoke run's times are then not comparable, it checks the runner)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one child process may take")
     parser.add_argument("--child", choices=("first-call", "steady", "scaling"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -894,8 +900,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"optimus-ir benchmark suite: {len(settings.models)} models x {len(settings.variants)} variants, "
           f"batch {settings.batch}; {machine}", file=sys.stderr, flush=True)
     children = Children(settings.device, settings.threads, args.timeout)
-    results: list[ModelResult] = []
-    scaling: list[dict[str, Any]] = []
     try:
         if any(v in COMPILED for v in settings.variants) and not settings.quick:
             # The first compile on a machine also loads the C++ compiler and
@@ -904,18 +908,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(RuntimeError):
                 children.run(["--child", "first-call", "--models", settings.models[0], "--variants", "inductor",
                               "--batch", str(settings.batch)], children.root / "warm-up")
-        for index, name in enumerate(settings.models, 1):
-            results.append(run_model(children, settings, name, MODELS[name].description, index))
+        jobs: list[Callable[[], Any]] = [
+            functools.partial(run_model, children, settings, name, MODELS[name].description, index)
+            for index, name in enumerate(settings.models, 1)
+        ]
         if settings.scaling_nodes:
-            print(f"scaling: our pipeline on {', '.join(map(str, settings.scaling_nodes))} nodes ...",
-                  file=sys.stderr, flush=True)
-            try:
-                scaling = children.run(
-                    ["--child", "scaling", "--scaling-nodes", ",".join(map(str, settings.scaling_nodes))],
-                    children.root / "scaling",
-                )
-            except RuntimeError as error:
-                print(f"scaling FAILED: {error}", file=sys.stderr)
+            jobs.append(functools.partial(measure_scaling, children, settings.scaling_nodes))
+        with concurrent.futures.ThreadPoolExecutor(settings.jobs) as pool:
+            done = list(pool.map(lambda job: job(), jobs))
+        results = done[: len(settings.models)]
+        scaling = done[len(settings.models)] if settings.scaling_nodes else []
     finally:
         children.close()
     elapsed = time.perf_counter() - started

@@ -98,25 +98,13 @@ for _path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
 import optimus_ir  # noqa: E402
 from compare_split_cat import PYTORCH_PASSES  # noqa: E402
 from optimus_ir.api import capture  # noqa: E402
+from recsys import VARIANTS as RECSYS_VARIANTS  # noqa: E402
 from recsys import make_recsys_model  # noqa: E402
 from timing import CLOCKS, measure, quantile  # noqa: E402
 
 CALLABLES = ("original", "captured", "ours", "pytorch", "lean")
 
-VARIANTS: dict[str, dict[str, Any]] = {
-    "uniform": {
-        "tower_width": 16,
-        "tower_hidden": 16,
-        "activations": ("tanh", "relu"),
-        "tower_depth": 2,
-    },
-    "mixed": {
-        "tower_width": (16, 32, 64),
-        "tower_hidden": 32,
-        "activations": ("tanh", "relu", "sigmoid"),
-        "tower_depth": 2,
-    },
-}
+VARIANTS: dict[str, dict[str, Any]] = RECSYS_VARIANTS
 """The model variants: keyword options of `make_recsys_model`."""
 
 RTOL, ATOL = 1.3e-6, 1e-5

@@ -37,32 +37,12 @@ for _path in (_ROOT, _ROOT / "examples"):
 
 Built = tuple[torch.nn.Module, tuple[Any, ...]]
 
+from recsys import VARIANTS as _NAMED  # noqa: E402
+
 RECSYS_VARIANTS: dict[str, dict[str, Any]] = {
-    "uniform": {
-        "tower_width": 16,
-        "tower_hidden": 16,
-        "activations": ("tanh", "relu"),
-        "tower_depth": 2,
-    },
-    "mixed": {
-        "tower_width": (16, 32, 64),
-        "tower_hidden": 32,
-        "activations": ("tanh", "relu", "sigmoid"),
-        "tower_depth": 2,
-    },
-    "activations": {
-        "tower_width": (16, 32, 64),
-        "tower_hidden": 32,
-        "activations": ("tanh", "relu", "sigmoid", "gelu", "silu"),
-        "tower_depth": 2,
-    },
-    "nested": {
-        "tower_width": (16, 32, 64),
-        "tower_hidden": 32,
-        "activations": ("tanh", "relu", "sigmoid"),
-        "tower_depth": 2,
-        "split_groups": 8,
-    },
+    **_NAMED,
+    "activations": {**_NAMED["mixed"], "activations": ("tanh", "relu", "sigmoid", "gelu", "silu")},
+    "nested": {**_NAMED["mixed"], "split_groups": 8},
 }
 """Keyword options of `make_recsys_model` per recommendation variant."""
 

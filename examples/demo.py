@@ -57,18 +57,13 @@ for _path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
 
 import optimus_ir  # noqa: E402
 from examples.plumbing import make_model as make_plumbing_model  # noqa: E402
+from examples.recsys import VARIANTS as RECSYS_VARIANTS  # noqa: E402
 from examples.recsys import make_recsys_model  # noqa: E402
 from optimus_ir.api import OptimizeReport, capture  # noqa: E402
 from timing import CLOCKS, measure, quantile  # noqa: E402
 
-MODEL_VARIANT: dict[str, Any] = {
-    "tower_width": (16, 32, 64),
-    "tower_hidden": 32,
-    "activations": ("tanh", "relu", "sigmoid"),
-    "tower_depth": 2,
-}
-"""The `mixed` variant of benchmarks/bench_batch_fusion.py's VARIANTS (spelled
-out here: importing that script would pull in PyTorch's Optimus comparison)."""
+MODEL_VARIANT: dict[str, Any] = dict(RECSYS_VARIANTS["mixed"])
+"""The `mixed` variant (examples/recsys.py `VARIANTS`): the one the benchmarks use."""
 
 RTOL, ATOL = 1.3e-6, 1e-5
 """`torch.testing.assert_close`'s fp32 defaults: optimize() must match eager that closely."""

@@ -67,7 +67,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["ACTIVATIONS", "RecsysModel", "make_recsys_model"]
+__all__ = ["ACTIVATIONS", "VARIANTS", "RecsysModel", "make_recsys_model"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -77,6 +77,24 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "silu": F.silu,
 }
 """The tower activations by name (what `activations=` accepts)."""
+
+VARIANTS: dict[str, dict[str, object]] = {
+    "uniform": {
+        "tower_width": 16,
+        "tower_hidden": 16,
+        "activations": ("tanh", "relu"),
+        "tower_depth": 2,
+    },
+    "mixed": {
+        "tower_width": (16, 32, 64),
+        "tower_hidden": 32,
+        "activations": ("tanh", "relu", "sigmoid"),
+        "tower_depth": 2,
+    },
+}
+"""The named variants the benchmarks and the demo use (keyword options of
+`make_recsys_model`): uniform 16-wide towers, and mixed widths 16/32/64 into
+32-wide towers; both depth 2."""
 
 
 def _tower_widths(num_towers: int, tower_width: int | Sequence[int]) -> tuple[int, ...]:

@@ -265,6 +265,15 @@ class Prepared:
     first_call_s: float
 
 
+def _since(start: float) -> float:
+    """Seconds since `start`, after the GPU (if any) finished its work."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
 def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
     """Turn `model` into `variant` and call it once, timed from the start."""
     import torch
@@ -275,16 +284,16 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
     start = time.perf_counter()
     if variant == "original":
         output = model(*inputs)
-        return Prepared(lambda: model(*inputs), None, None, output, time.perf_counter() - start)
+        return Prepared(lambda: model(*inputs), None, None, output, _since(start))
     if variant == "captured":
         gm = capture(model, inputs)
         output = gm(*inputs)
-        return Prepared(lambda: gm(*inputs), op_counts(gm), None, output, time.perf_counter() - start)
+        return Prepared(lambda: gm(*inputs), op_counts(gm), None, output, _since(start))
     if variant in ("ours", "ours+triton"):
         pipeline = TRITON_PIPELINE if variant == "ours+triton" else None
         ours = optimus_ir.optimize(model, list(inputs), pipeline)
         output = ours(*inputs)
-        seconds = time.perf_counter() - start
+        seconds = _since(start)
         passes = ours.optimus_report.phase_seconds.get("passes", 0.0)  # type: ignore[attr-defined]
         return Prepared(lambda: ours(*inputs), op_counts(ours), passes * 1e3, output, seconds)
     if variant == "pytorch":
@@ -293,7 +302,7 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
         gm = capture(model, inputs)
         theirs, pass_seconds, _fired = run_pytorch(gm, inputs, pytorch_options())
         output = theirs(*inputs)
-        seconds = time.perf_counter() - start
+        seconds = _since(start)
         return Prepared(lambda: theirs(*inputs), op_counts(theirs), pass_seconds * 1e3, output, seconds)
     if variant in COMPILED:
         probe = PreGradProbe()
@@ -308,7 +317,7 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
         frames = _compiled_frames()
         with probe.active():
             output = function(*inputs)
-        seconds = time.perf_counter() - start
+        seconds = _since(start)
         if _compiled_frames() == frames:
             raise RuntimeError("Dynamo compiled nothing: the call ran code another variant compiled")
         if made is not None:

@@ -80,6 +80,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -101,6 +102,9 @@ OURS = ("ours", "inductor+ours", "ours+triton")
 """The variants whose failure or mismatch fails the run."""
 
 RTOL, ATOL = 1e-4, 1e-5
+PROGRESS = "progress: "
+"""A child's stderr line with this prefix is shown while it runs (the rest is
+kept for the error message)."""
 MEMORY_CALLS = 5
 TRITON_PIPELINE = (
     "raise-fx,split-cat-simplify,batch-fusion{cost-model=none grouped-linear=true},"
@@ -504,7 +508,8 @@ def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
             "export_s": done - passed,
             "groups_fused": fused,
         })
-        print(f"  scaling: {rows[-1]['nodes']} nodes, passes {rows[-1]['passes_s']:.2f} s", file=sys.stderr, flush=True)
+        print(f"{PROGRESS}  scaling: {rows[-1]['nodes']} nodes, passes {rows[-1]['passes_s']:.2f} s",
+              file=sys.stderr, flush=True)
     return rows
 
 
@@ -554,14 +559,26 @@ class Children:
             sys.executable, __file__, "--device", self.device, "--threads", str(self.threads),
             *arguments,
         ]
-        try:
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"timed out after {self.timeout_s:.0f} s") from None
-        if done.returncode != 0:
-            tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
-            raise RuntimeError(tail[-1] if tail else f"exit status {done.returncode}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        with tempfile.TemporaryFile("w+") as stdout:
+            child = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
+            timer = threading.Timer(self.timeout_s, child.kill)
+            timer.start()
+            lines = []
+            assert child.stderr is not None
+            for line in child.stderr:  # the child's progress lines, as they come
+                if line.startswith(PROGRESS):
+                    print(line[len(PROGRESS):], end="", file=sys.stderr, flush=True)
+                elif line.strip():
+                    lines.append(line.rstrip())
+            returncode = child.wait()
+            timed_out = not timer.is_alive()
+            timer.cancel()
+            if timed_out:
+                raise RuntimeError(f"timed out after {self.timeout_s:.0f} s")
+            if returncode != 0:
+                raise RuntimeError(lines[-1] if lines else f"exit status {returncode}")
+            stdout.seek(0)
+            return json.loads(stdout.read().strip().splitlines()[-1])
 
     def merged_cache(self, model: str, caches: Sequence[Path]) -> Path:
         """One cache directory holding what the first-call processes compiled."""

@@ -173,8 +173,7 @@ def make_dlrm_model(
     """
     if bag_size < 1:
         raise ValueError(f"bag_size must be at least 1, got {bag_size}")
-    generator_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
         torch.manual_seed(seed)
         model = DLRM(num_tables, rows, embedding_dim, dense_features, bottom, top).eval()
         dense = torch.randn(batch, dense_features)
@@ -183,6 +182,4 @@ def make_dlrm_model(
         for _ in range(num_tables):
             sparse.append(torch.randint(0, rows, (batch * bag_size,), dtype=torch.int64))
             sparse.append(offsets.clone())
-    finally:
-        torch.random.set_rng_state(generator_state)
     return model, (dense, *sparse)

@@ -136,11 +136,8 @@ def make_mmoe_model(
     Returns:
         ``(model, (x,))`` with ``x`` ``[batch, features]`` float32.
     """
-    generator_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
         torch.manual_seed(seed)
         model = MMoE(features, experts, tasks, expert_hidden, tower_hidden).eval()
         x = torch.randn(batch, features)
-    finally:
-        torch.random.set_rng_state(generator_state)
     return model, (x,)

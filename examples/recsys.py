@@ -258,8 +258,7 @@ def make_recsys_model(
     Returns:
         ``(model, (x,))`` with ``x`` of shape ``[batch, model.in_features]``.
     """
-    generator_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
         torch.manual_seed(seed)
         model = RecsysModel(
             num_towers,
@@ -271,8 +270,6 @@ def make_recsys_model(
             split_groups=split_groups,
         ).eval()
         x = torch.randn(batch, model.in_features)
-    finally:
-        torch.random.set_rng_state(generator_state)
     return model, (x,)
 
 

@@ -134,8 +134,7 @@ def make_wide_deep_model(
         ``dense`` ``[batch, dense_features]`` float32, each ``ids_f``
         ``[batch]`` int64 in ``[0, rows)``.
     """
-    generator_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
         torch.manual_seed(seed)
         model = WideAndDeep(
             sparse_features, rows, embedding_dim, dense_features, wide_features, deep
@@ -145,6 +144,4 @@ def make_wide_deep_model(
         ids = tuple(
             torch.randint(0, rows, (batch,), dtype=torch.int64) for _ in range(sparse_features)
         )
-    finally:
-        torch.random.set_rng_state(generator_state)
     return model, (wide_x, dense, *ids)

@@ -16,6 +16,11 @@ stacked value is unbound into members (`batch.unpack`, views). Results: a
 `batch.unpack` of the op's result becomes the getitems themselves; any
 other use reads a `batch.pack` of them (a stack, where something needs one).
 
+Batch fusion copies a returned member out of its stack (a `cat` of the one
+value); where the member is now a kernel result read by nothing else, the
+copy goes (`KernelResultNeedsNoCopy`): it has storage of its own, and the
+copy would lose `multi_pointwise`'s eager layout.
+
 Vertical fusion: where every use of a linear's or layer norm's stacked
 result is an activation (`batch.pointwise` of relu, gelu, gelu(tanh), silu,
 sigmoid, tanh; directly or through a dim-0 slice read by nothing else) and

@@ -488,14 +488,6 @@ def multi_pointwise_reference(
     return out
 
 
-def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(int(size), 1)
-    return tuple(reversed(strides))
-
-
 _Layout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 
@@ -514,26 +506,30 @@ def _eager_member_strides(program: str, x: _Layout, others: tuple[_Layout, ...])
 
 def multi_pointwise_strides(
     inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor], program: str
-) -> list[tuple[int, ...]]:
-    """The strides eager torch gives each member's result of `program`
-    (torch's pointwise ops keep a permuted input's layout: `tanh(x.t())` has
-    the strides of `x.t()`), which the Triton kernel's results have too.
+) -> list[tuple[int, ...] | None]:
+    """The strides eager torch gives each member's result of `program`, None
+    where that is contiguous (torch's pointwise ops keep a permuted input's
+    layout: `tanh(x.t())` has the strides of `x.t()`); the Triton kernel's
+    results have them too.
 
-    A member whose input and others are all contiguous gets contiguous
-    strides (no work); any other is asked of torch on meta tensors once per
-    (program, layouts) and cached."""
+    A member whose input and others are all contiguous is contiguous (no
+    work: a flag test per tensor); any other is asked of torch on meta
+    tensors once per (program, layouts) and cached."""
     n = len(inputs)
     k = len(others) // n if n else 0
-    strides: list[tuple[int, ...]] = []
+    if all(x.is_contiguous() for x in inputs) and all(o.is_contiguous() for o in others):
+        return [None] * n  # the usual case: one flag test a tensor
+    strides: list[tuple[int, ...] | None] = []
     for i, x in enumerate(inputs):
-        mine = [others[j * n + i] for j in range(k)]
+        mine = others[i::n] if k else ()
         if x.is_contiguous() and all(o.is_contiguous() for o in mine):
-            strides.append(_contiguous_strides(x.shape))
+            strides.append(None)
             continue
+        # torch.Size is a tuple: hashable as it is.
         strides.append(_eager_member_strides(
             program,
-            (tuple(x.shape), tuple(x.stride()), x.dtype),
-            tuple((tuple(o.shape), tuple(o.stride()), o.dtype) for o in mine),
+            (x.shape, x.stride(), x.dtype),
+            tuple((o.shape, o.stride(), o.dtype) for o in mine),
         ))
     return strides
 

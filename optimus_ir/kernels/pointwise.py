@@ -457,13 +457,14 @@ def multi_pointwise_forward(inputs: Sequence[torch.Tensor], others: Sequence[tor
         return []
     n, k = len(inputs), _tensor_steps(steps)
     outputs = [
-        torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device)
+        torch.empty(x.shape, dtype=x.dtype, device=x.device) if stride is None
+        else torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device)
         for x, stride in zip(inputs, multi_pointwise_strides(inputs, others, program))
     ]
     xs, member_others, targets = list(inputs), list(others), list(outputs)
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []
     for i, (x, y) in enumerate(zip(inputs, outputs)):
-        order = _dense_order(y)
+        order = _dense_order(y)  # None for the (usual) contiguous results
         if order is None:
             continue
         target = y.permute(order)

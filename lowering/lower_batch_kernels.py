@@ -16,6 +16,11 @@ stacked value is unbound into members (`batch.unpack`, views). Results: a
 `batch.unpack` of the op's result becomes the getitems themselves; any
 other use reads a `batch.pack` of them (a stack, where something needs one).
 
+Batch fusion copies a returned member out of its stack (a `cat` of the one
+value); where the member is now a kernel result read by nothing else, the
+copy goes (`KernelResultNeedsNoCopy`): it has storage of its own, and the
+copy would lose `multi_pointwise`'s eager layout.
+
 Vertical fusion: where every use of a linear's or layer norm's stacked
 result is an activation (`batch.pointwise` of relu, gelu, gelu(tanh), silu,
 sigmoid, tanh; directly or through a dim-0 slice read by nothing else) and
@@ -49,6 +54,7 @@ from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import batch as B
+from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.lowering.lower_to_fx import call
 from optimus_ir.types import device_of
@@ -394,12 +400,57 @@ class KernelPointwise(_KernelPattern):
         rewriter.erase(op)
 
 
+_KERNEL_TARGETS = frozenset({GROUPED_LINEAR, BATCHED_LAYER_NORM, MULTI_POINTWISE})
+
+
+def _kernel_result(value: SSAValue) -> bool:
+    """`value` is one member result (a getitem) of a kernel call."""
+    get = value.owner
+    if not isinstance(get, fx.CallFunctionOp) or get.target.data != _GETITEM or not get.operands:
+        return False
+    whole = get.operands[0].owner
+    return isinstance(whole, fx.CallFunctionOp) and whole.target.data in _KERNEL_TARGETS
+
+
+class KernelResultNeedsNoCopy(RewritePattern):
+    """`torch.cat([r], dim)` of a kernel's member result `r` read by nothing
+    else -> `r`.
+
+    Batch fusion copies a returned member out of the stacked result (one
+    `cat`), so outputs do not share the stack's storage. A kernel's member
+    results have storage of their own, so the copy only costs a pass over
+    the data, and it loses the result's layout: a cat is contiguous, while
+    `multi_pointwise` returns eager's strides (`sigmoid(tanh(p).t())` is
+    transposed in eager, issue 19)."""
+
+    name = "kernel-result-needs-no-copy"
+    roots = (T.CatOp,)
+
+    def __init__(self, aliases: AliasAnalysis) -> None:
+        self.aliases = aliases
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, T.CatOp) or len(op.inputs) != 1:
+            return
+        source = op.inputs[0]
+        if source.type != op.result.type or not _kernel_result(source):
+            return
+        if source.get_unique_use() is None:
+            return  # read elsewhere too: the copy keeps the output apart
+        if self.aliases.is_mutated(source) or self.aliases.is_mutated(op.result):
+            return
+        rewriter.replace_op(op, [], [source])
+
+
 def kernel_patterns(aliases: AliasAnalysis, kernels: str) -> list[RewritePattern]:
     """The kernel lowering's patterns for lower-batch's `kernels` option
     (none for `torch`)."""
     if kernels == "torch":
         return []
-    return [KernelLinear(aliases, kernels), KernelLayerNorm(aliases, kernels), KernelPointwise(aliases, kernels)]
+    return [
+        KernelLinear(aliases, kernels), KernelLayerNorm(aliases, kernels),
+        KernelPointwise(aliases, kernels), KernelResultNeedsNoCopy(aliases),
+    ]
 
 
 __all__ = [
@@ -409,6 +460,7 @@ __all__ = [
     "KernelLayerNorm",
     "KernelLinear",
     "KernelPointwise",
+    "KernelResultNeedsNoCopy",
     "MULTI_POINTWISE",
     "activation_of",
     "kernel_patterns",

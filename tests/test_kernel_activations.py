@@ -53,3 +53,36 @@ def test_activation_and_its_derivative_match_torch(name: str) -> None:
 def test_unknown_activation_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown activation 'swish'.*relu"):
         activation_code("swish")
+
+
+SPECIALS = [
+    float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-40, -1e-40, 1e-30, -1e-30,
+    3e-5, -3e-5, 0.3, -0.3, 5.0, -5.0, 30.0, -30.0, 100.0, -100.0,
+]
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_special_values_match_torch(name: str) -> None:
+    # Issue 19 point 4: NaN, +-inf, -0.0 and denormals as torch (fp32, on
+    # CPU) gives them, for the activation and its derivative. relu kept NaN
+    # as 0 (tl.maximum without NaN propagation) and its derivative 0 at NaN
+    # (torch passes the gradient: relu(NaN) <= 0 is false); tanh gave +0.0
+    # for -0.0 and 0 for denormals; `none`'s derivative was NaN at NaN/inf.
+    device = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+    x = torch.tensor(SPECIALS, device=device)
+    y, grad = torch.empty_like(x), torch.empty_like(x)
+    _activation_kernel[(1,)](x, y, grad, x.numel(), ACTIVATION=activation_code(name), BLOCK=32)
+    leaf = x.clone().requires_grad_()
+    expected = torch_activation(name)(leaf)
+    expected.sum().backward()
+    for got, want in ((y, expected.detach()), (grad, leaf.grad)):
+        assert torch.equal(got.isnan(), want.isnan()), (name, got, want)
+        special = want.isinf() | (want == 0)
+        assert torch.equal(got[special], want[special]), (name, got, want)
+        tiny = (x.abs() < 1e-20) & (x != 0)
+        torch.testing.assert_close(got[tiny], want[tiny], rtol=1.3e-6, atol=0)
+        # gelu_tanh's derivative cancels near -5 (torch's formula is another).
+        torch.testing.assert_close(got, want, rtol=1.3e-6, atol=2e-6, equal_nan=True)
+    zeros = expected.detach() == 0
+    if name != "gelu":  # torch's fp32 gelu gives +0.0 for -0.0 in vector lanes
+        assert torch.equal(y[zeros].signbit(), expected.detach()[zeros].signbit()), (name, y)

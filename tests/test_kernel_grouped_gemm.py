@@ -358,3 +358,68 @@ def test_kernel_compiles_for_hopper() -> None:
     results = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(r["cubin"] for r in results)
     assert results[0]["mma"]  # bf16 runs on tensor cores
+
+
+# ---------------------------------------------------------------------------
+# Issue 19: operands of every layout, special values through the epilogue
+
+SPECIALS = [
+    float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-40, -1e-40, 1e-30, -1e-30,
+    3e-5, -3e-5, 0.3, -0.3, 5.0, -5.0, 30.0, -30.0, 100.0, -100.0,
+]
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+def test_epilogue_keeps_torchs_special_values(activation: str) -> None:
+    # Issue 19 point 4: relu in the epilogue turned NaN into 0. With x = 0
+    # the accumulator is exactly the bias, so the bias carries the special
+    # values into the activation (torch's linear gives exactly the bias too).
+    bias = torch.tensor(SPECIALS, device=DEVICE)
+    x = torch.zeros(2, 3, device=DEVICE)
+    w = torch.randn(len(SPECIALS), 3).to(DEVICE)
+    (got,) = _gemm().grouped_linear_forward([x], [w], [bias], activation)
+    want = torch_activation(activation)(F.linear(x, w, bias))
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    exact = want.isinf() | (want == 0) | ((bias.abs() < 1e-20) & (bias != 0))
+    torch.testing.assert_close(got[exact], want[exact], rtol=1.3e-6, atol=0)
+    torch.testing.assert_close(got, want, rtol=2e-6, atol=1e-6, equal_nan=True)
+    # A NaN input row is NaN through every activation, relu included.
+    x_nan = torch.randn(3, 3).to(DEVICE)
+    x_nan[1, 0] = float("nan")
+    (got,) = _gemm().grouped_linear_forward([x_nan], [w[:4]], [None], activation)
+    assert got[1].isnan().all() and not got[[0, 2]].isnan().any()
+
+
+def test_operands_of_every_layout_live_until_the_launch() -> None:
+    # Issue 19 point 3 (audit): transposed, expanded (stride 0, also leading
+    # dims that do not merge: copied by reshape), sliced and stepped operands,
+    # several of one shape in one launch; forward and backward with
+    # transposed and expanded grad outputs.
+    g = torch.Generator().manual_seed(11)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(DEVICE)
+
+    inputs = [
+        r(9, 6).t(), r(9, 6).t(),                 # [6, 9] column-major
+        r(1, 9).expand(6, 9),                      # stride-0 rows
+        r(6, 1).expand(6, 9),                      # stride-0 columns
+        r(3, 1, 9).expand(3, 2, 9),                # leading dims that need a copy
+        r(6, 14)[:, 3:12],                         # a slice
+        r(2, 6, 9).transpose(0, 1),                # permuted leading dims
+    ]
+    weights = [r(5, 9) if i % 2 else r(9, 5).t() for i in range(len(inputs))]
+    weights[3] = r(10, 9)[::2]                     # stepped rows
+    biases = [r(5), r(1).expand(5), r(10)[::2], None, r(5), r(5), r(5)]
+    gemm = _gemm()
+    outputs = gemm.grouped_linear_forward(inputs, weights, biases, "tanh")
+    grads = [r(*y.shape[::-1]).permute(*range(y.dim() - 1, -1, -1)) for y in outputs]
+    grads[2] = r(1, 5).expand(6, 5)
+    ref_y, ref_dx, ref_dw, ref_db = _reference(inputs, weights, biases, "tanh", grads)
+    dx, dw, db = gemm.grouped_linear_backward(grads, inputs, weights, biases, "tanh")
+    for i in range(len(inputs)):
+        _assert_close(outputs[i], ref_y[i], torch.float32)
+        _assert_close(dx[i], ref_dx[i], torch.float32)
+        _assert_close(dw[i], ref_dw[i], torch.float32)
+        if biases[i] is not None:
+            _assert_close(db[i], ref_db[i], torch.float32)

@@ -160,3 +160,72 @@ def test_mixed_input_dtypes_and_empty_member() -> None:
 def test_bad_affine_shape_is_named() -> None:
     with pytest.raises(ValueError, match="member 0's weight has shape"):
         ln.batched_layer_norm_forward([torch.randn(2, 4)], [torch.randn(3)], [None], EPS)
+
+
+# ---------------------------------------------------------------------------
+# Issue 19: members of every layout, special values through the epilogue
+
+SPECIALS = [
+    float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-40, -1e-40, 1e-30, -1e-30,
+    3e-5, -3e-5, 0.3, -0.3, 5.0, -5.0, 30.0, -30.0, 100.0, -100.0,
+]
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+def test_epilogue_keeps_torchs_special_values(activation: str) -> None:
+    # Issue 19 point 4: relu in the epilogue turned NaN into 0. A zero weight
+    # makes the affine result exactly the bias (0 * xhat + b, the same two
+    # roundings in torch), so the bias carries the special values into the
+    # activation.
+    d = len(SPECIALS)
+    x = torch.randn(3, d, generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    w = torch.zeros(d, device=DEVICE)
+    b = torch.tensor(SPECIALS, device=DEVICE)
+    (got,), _, _ = ln.batched_layer_norm_forward([x], [w], [b], EPS, activation)
+    want = torch_activation(activation)(torch.nn.functional.layer_norm(x, (d,)) * w + b)
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    exact = want.isinf() | (want == 0) | ((b.abs() < 1e-20) & (b != 0))
+    torch.testing.assert_close(got[exact], want[exact], rtol=1.3e-6, atol=0)
+    if activation != "gelu":  # torch's fp32 gelu: +0.0 or -0.0 by vector lane
+        zeros = want == 0
+        assert torch.equal(got[zeros].signbit(), want[zeros].signbit()), (got, want)
+    torch.testing.assert_close(got, want, rtol=2e-6, atol=1e-6, equal_nan=True)
+    # A NaN in a row makes the row NaN through every activation.
+    x[1, 4] = float("nan")
+    (got,), _, _ = ln.batched_layer_norm_forward([x], [None], [None], EPS, activation)
+    assert got[1].isnan().all() and not got[[0, 2]].isnan().any()
+
+
+def test_members_of_every_layout_live_until_the_launch() -> None:
+    # Issue 19 point 3 (audit): transposed (copied), expanded leading dims
+    # (copied), expanded rows (read in place, row stride 0), sliced, permuted
+    # 3-D members, several copies in one launch; stepped (copied) affine
+    # parameters; transposed and expanded grad outputs.
+    g = torch.Generator().manual_seed(12)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g).to(DEVICE)
+
+    xs = [
+        rand(7, 5).t(), rand(7, 5).t(),
+        # (Expanded columns would be constant rows, which layer norm turns
+        # into rounding noise / sqrt(eps).)
+        rand(2, 1, 7).expand(2, 3, 7), rand(2, 1, 7).expand(2, 3, 7),
+        rand(1, 7).expand(5, 7),
+        rand(5, 12)[:, 2:9],
+        rand(3, 7, 2).transpose(1, 2),
+    ]
+    ws = [rand(14)[::2] if i % 2 else rand(7) for i in range(len(xs))]
+    bs = [rand(7) if i % 3 else rand(14)[1::2] for i in range(len(xs))]
+    _check_forward_backward(xs, ws, bs, "tanh", torch.float32)
+    outs, means, rstds = ln.batched_layer_norm_forward(xs, ws, bs, EPS, "relu")
+    grads = [rand(*x.shape[::-1]).permute(*range(x.dim() - 1, -1, -1)) for x in xs]
+    grads[4] = rand(1, 7).expand(5, 7)
+    leaves = [x.detach().double().requires_grad_() for x in xs]
+    wl = [w.detach().double().requires_grad_() for w in ws]
+    bl = [b.detach().double().requires_grad_() for b in bs]
+    expected = _reference(leaves, wl, bl, "relu")
+    torch.autograd.backward(expected, [gy.double() for gy in grads])
+    gx, gw, gb = ln.batched_layer_norm_backward(grads, xs, ws, bs, means, rstds, "relu")
+    for got, want in zip(outs + gx + gw + gb, expected + [l.grad for l in leaves + wl + bl]):
+        torch.testing.assert_close(got.double(), want.detach(), rtol=1e-4, atol=1e-4)

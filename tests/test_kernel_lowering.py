@@ -240,16 +240,23 @@ def test_references_equal_the_member_ops() -> None:
         torch.ops.optimus.grouped_linear(xs[:1], ws[:1], bs[:1], "swish")
 
 
-def test_fake_results_are_fresh_contiguous_members() -> None:
+def test_fake_results_are_fresh_members_of_eagers_layout() -> None:
+    # grouped_linear and batched_layer_norm are contiguous, as eager's linear
+    # and layer_norm; multi_pointwise keeps a permuted input's layout, as
+    # eager's pointwise ops do (issue 19): fake and real agree.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():
         ys = torch.ops.optimus.grouped_linear([torch.empty(3, 5, 8)], [torch.empty(4, 8)], [None])
+        ns = torch.ops.optimus.batched_layer_norm([torch.empty(3, 6).t()], [None], [None], 1e-5)
         zs = torch.ops.optimus.multi_pointwise([torch.empty(3, 6).t()], [], "relu")
     assert ys[0].shape == (3, 5, 4) and ys[0].is_contiguous()
-    assert zs[0].shape == (6, 3) and zs[0].is_contiguous()
-    real = torch.ops.optimus.multi_pointwise([torch.randn(3, 6).t()], [], "relu")
-    assert real[0].is_contiguous()
+    assert ns[0].shape == (6, 3) and ns[0].is_contiguous()
+    assert zs[0].shape == (6, 3) and zs[0].stride() == (1, 6)
+    x = torch.randn(3, 6).t()
+    real = torch.ops.optimus.multi_pointwise([x], [], "relu")
+    assert real[0].stride() == torch.relu(x).stride() == (1, 6)
+    assert real[0].data_ptr() != x.data_ptr()
 
 
 def test_gradients_cannot_be_lost_through_a_list_with_none() -> None:
@@ -383,3 +390,32 @@ def test_a_failing_kernel_falls_back_to_the_reference_with_one_warning(monkeypat
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         torch.ops.optimus.grouped_linear(xs, ws, bs, "relu")
+
+
+class TransposedTowers(nn.Module):
+    """Issue 19 point 6: `sigmoid(tanh(piece).t())` is transposed in eager."""
+
+    def forward(self, x: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        pieces = torch.split(x, 4, dim=1)
+        outs = [torch.sigmoid(torch.tanh(p).t()) for p in pieces]
+        # a transposed binary member with a contiguous other
+        outs += [torch.tanh(p).t() * o for p in pieces]
+        return tuple(outs)
+
+
+@pytest.mark.parametrize("real_kernels", [False, True], ids=["reference", "interpreter"])
+def test_kernel_lowering_keeps_eagers_output_strides(real_kernels, monkeypatch) -> None:
+    if real_kernels:
+        if os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None:
+            pytest.skip("needs triton and TRITON_INTERPRET=1 (tests/conftest.py sets it without CUDA)")
+        monkeypatch.setenv("OPTIMUS_TRITON_ON_CPU", "1")
+    model = TransposedTowers()
+    x, o = torch.randn(5, 16), torch.randn(4, 5)
+    gm = optimize(model, (x, o), pipeline=pipeline("triton"))
+    assert kernel_calls(gm).count("multi_pointwise") >= 2
+    with torch.no_grad():
+        got, want = gm(x, o), model(x, o)
+    assert [y.stride() for y in got] == [y.stride() for y in want]
+    assert want[0].stride() == (1, 4)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, **KERNEL_TOL)

@@ -33,6 +33,8 @@ _BINARY = {
     "maximum": torch.maximum, "minimum": torch.minimum,
 }
 
+_CLAMP = {"maximum": torch.clamp_min, "minimum": torch.clamp_max}
+
 
 def _reference(xs, others, program):
     steps, n = pw.parse_program(program), len(xs)
@@ -42,6 +44,8 @@ def _reference(xs, others, program):
         for s in steps:
             if s.operand == "none":
                 v = _UNARY[s.name](v)
+            elif s.operand == "scalar" and s.name in _CLAMP:
+                v = _CLAMP[s.name](v, s.scalar)  # what the lowering maps to maximum(s)
             elif s.operand == "scalar":
                 v = _BINARY[s.name](v, torch.tensor(s.scalar, dtype=v.dtype, device=v.device))
             else:
@@ -196,3 +200,148 @@ def test_others_are_checked() -> None:
         pw.multi_pointwise_forward([x], [torch.randn(3, device=DEVICE)], "add(other)")
     with pytest.raises(ValueError, match="torch.float16"):
         pw.multi_pointwise_forward([x], [x.half()], "add(other)")
+
+
+# ---------------------------------------------------------------------------
+# Issue 19: copies live until the launch, eager's strides, special values
+
+
+def _odd_layouts(seed=7):
+    """Members no flat index reads: transposed (several, same shape: the
+    copies of one launch must not share memory), expanded along the last dim
+    (stride 0 columns: copied), expanded rows (stride 0 rows: read in place),
+    a sliced piece, a 3-D permuted slice."""
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(DEVICE)
+
+    return [
+        r(5, 6).t(), r(5, 6).t(), r(5, 6).t(),
+        r(5, 1).expand(5, 6), r(5, 1).expand(5, 6),
+        r(1, 6).expand(5, 6),
+        r(5, 9)[:, 2:8],
+        r(4, 5, 6)[:, :3].transpose(0, 2),
+    ]
+
+
+def test_issue19_transposed_members_are_all_right() -> None:
+    # The issue's repro: every member but the last read a freed copy.
+    from optimus_ir.kernels import ops  # noqa: F401 - registers torch.ops.optimus
+
+    xs = [torch.randn(5, 6).t().to(DEVICE) for _ in range(3)]
+    for x, y in zip(xs, pw.multi_pointwise_forward(xs, [], "tanh")):
+        torch.testing.assert_close(y, torch.tanh(x), rtol=1e-6, atol=1e-6)
+
+
+def test_copied_members_and_others_live_until_the_launch() -> None:
+    xs = _odd_layouts()
+    g = torch.Generator().manual_seed(8)
+    # Others that need copies too: transposed and expanded full-shape ones,
+    # 1-D broadcast ones, with contiguous inputs (results stay contiguous, so
+    # the copies are what the kernel reads).
+    plain = [torch.randn(6, 5, generator=g).to(DEVICE) for _ in range(3)]
+    others = [torch.randn(5, 6, generator=g).to(DEVICE).t() for _ in range(3)] + [
+        torch.randn(6, 1, generator=g).to(DEVICE).expand(6, 5) for _ in range(3)
+    ]
+    program = "mul(other);add(other);tanh"
+    for members, members_others in ((xs, []), (plain, others)):
+        prog = "tanh;mul(0.5)" if not members_others else program
+        got = pw.multi_pointwise_forward(members, members_others, prog)
+        want = _reference(members, members_others, prog)
+        for y, e in zip(got, want):
+            torch.testing.assert_close(y, e, rtol=1e-6, atol=1e-6)
+    # The backward reads the same copies.
+    _check(xs, [], "gelu;sigmoid", torch.float32)
+    _check(plain, others, program, torch.float32)
+
+
+def test_results_have_eager_strides() -> None:
+    # Issue 19 point 6: sigmoid(tanh(piece).t()) is transposed in eager; the
+    # kernel's results keep that layout (here and after chained launches).
+    xs = _odd_layouts()
+    g = torch.Generator().manual_seed(9)
+    others = [torch.randn(x.shape[::-1], generator=g).to(DEVICE).transpose(0, -1) for x in xs]
+    others += [torch.randn(x.shape[-1], generator=g).to(DEVICE) for x in xs]
+    long_program = ";".join(["tanh", "mul(0.5)", "add(0.25)"] * 3)  # two launches
+    for members_others, program in (
+        ([], "sigmoid"), (others, "add(other);mul(other);relu"), ([], long_program),
+    ):
+        got = pw.multi_pointwise_forward(xs, members_others, program)
+        want = _reference(xs, members_others, program)
+        for y, e in zip(got, want):
+            assert y.stride() == e.stride(), (program, y.stride(), e.stride())
+            torch.testing.assert_close(y, e, rtol=1e-6, atol=1e-6)
+
+
+SPECIALS = [
+    float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-40, -1e-40, 1e-30, -1e-30,
+    3e-5, -3e-5, 0.3, -0.3, 5.0, -5.0, 30.0, -30.0, 100.0, -100.0,
+]
+"""NaN, +-inf, signed zeros, fp32 denormals, fp16 denormals (3e-5), values
+where the activations bend and saturate."""
+
+
+def assert_same_special_values(got: torch.Tensor, want: torch.Tensor, x: torch.Tensor,
+                               rtol: float, zero_sign: bool = True) -> None:
+    """NaN exactly where torch has NaN, infinities exactly, zeros with torch's
+    sign (unless `zero_sign` is False), results of tiny inputs (denormals)
+    within `rtol` and no absolute slack (a flushed denormal fails), the rest
+    within `rtol` and an absolute 1e-6 (cancellation near gelu's tail)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    got, want, x = got.double(), want.double(), x.double()
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    infinite = want.isinf()
+    assert torch.equal(got[infinite], want[infinite]), (got, want)
+    zeros = want == 0
+    assert torch.equal(got[zeros], want[zeros]), (got, want)
+    if zero_sign:
+        assert torch.equal(got[zeros].signbit(), want[zeros].signbit()), (got, want)
+    tiny = (x.abs() < 1e-20) & (x != 0)
+    torch.testing.assert_close(got[tiny], want[tiny], rtol=rtol, atol=0)
+    torch.testing.assert_close(got, want, rtol=rtol, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh"])
+def test_activations_keep_torchs_special_values(name: str, dtype: torch.dtype) -> None:
+    # Issue 19 point 4: relu turned NaN into 0; tanh turned -0.0 into +0.0
+    # and denormals into 0.
+    values = SPECIALS
+    if dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1":
+        # Triton 3.9's interpreter converts bf16 denormals wrongly (its
+        # software bf16 <-> fp32 conversion): `mul(1.0)` of bf16 1e-40 gives
+        # 0 there, independent of any activation. GPUs convert in hardware.
+        values = [v for v in SPECIALS if v == 0 or not 0 < abs(v) < 1.2e-38]
+    x = torch.tensor(values, dtype=dtype, device=DEVICE)
+    (got,) = pw.multi_pointwise_forward([x], [], name)
+    rtol = {torch.float32: 2e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+    # torch's own gelu gives +0.0 or -0.0 for -0.0 and negative underflow
+    # depending on dtype and vector lane; the kernel gives -0.0 (the formula).
+    assert_same_special_values(got, _UNARY[name](x), x, rtol, zero_sign=name != "gelu")
+
+
+@pytest.mark.parametrize("program", ["maximum(other)", "minimum(other)", "maximum(0.0)",
+                                     "minimum(0.0)", "maximum(-1.0)"])
+def test_maximum_minimum_match_torch_at_nan_ties_and_signed_zeros(program: str) -> None:
+    # torch.maximum/clamp_min keep the input at ties (maximum(-0.0, 0.0) is
+    # -0.0) and NaN from either side; gradients: tensor ties split, a NaN
+    # passes the whole gradient to both sides, clamp's input gets it where
+    # x >= min (all of it at a tie, none at NaN).
+    nan = float("nan")
+    x = torch.tensor([-0.0, 0.0, -0.0, nan, 1.0, nan, 2.0, -1.0, 0.0], device=DEVICE)
+    o = torch.tensor([0.0, -0.0, -0.0, 1.0, nan, nan, 2.0, 3.0, 0.0], device=DEVICE)
+    others = [o] if "other" in program else []
+    (got,) = pw.multi_pointwise_forward([x], others, program)
+    (want,) = _reference([x], others, program)
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    real = ~want.isnan()
+    assert torch.equal(got[real], want[real]) and torch.equal(got[real].signbit(), want[real].signbit()), (got, want)
+    lx = x.clone().requires_grad_()
+    lo = [t.clone().requires_grad_() for t in others]
+    g = torch.arange(1.0, 10.0, device=DEVICE)
+    _reference([lx], lo, program)[0].backward(g)
+    gx, go = pw.multi_pointwise_backward([g], [x], others, program)
+    assert torch.equal(gx[0], lx.grad), (gx[0], lx.grad)
+    for got_o, leaf in zip(go, lo):
+        assert torch.equal(got_o, leaf.grad), (got_o, leaf.grad)

@@ -279,7 +279,14 @@ _autotuned_kernel = triton.autotune(
 class _Problem:
     """One GEMM of a launch: `c = epilogue(a @ b + bias)`; a `[M, K]`, b
     `[K, N]`, c `[M, N]` row-major, bias `[N]` or None, d (the backward's
-    `dY`) `[M, N]` or None. All 2-D views, any strides."""
+    `dY`) `[M, N]` or None. All 2-D views, any strides.
+
+    Only the operands' addresses reach the kernel (the metadata tensor), so a
+    problem holds its operands, copies made for it included (`_rows` copies
+    leading dims that do not merge), and the caller holds its problems until
+    every launch has been queued; on a GPU that is long enough, since CUDA's
+    caching allocator frees stream-ordered: a freed block is reused only by
+    work queued on the stream after the kernel."""
 
     a: torch.Tensor
     b: torch.Tensor

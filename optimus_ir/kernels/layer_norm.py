@@ -366,6 +366,12 @@ def batched_layer_norm_forward(
 
 
 def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rstds) -> None:
+    # Only addresses reach the kernel (the metadata tensor): `rows`, `ws` and
+    # `bs` hold the row views and the copies made for it (a transposed or
+    # expanded member, a cast or strided parameter) until the launch has been
+    # queued. On a GPU that is long enough: CUDA's caching allocator frees
+    # stream-ordered, so their memory is reused only by work queued on the
+    # stream after the kernel.
     x0 = inputs[group[0]]
     device, dtype = x0.device, x0.dtype
     w_dtype = _common_weight_dtype([weights[i] for i in group] + [biases[i] for i in group], dtype)
@@ -454,6 +460,8 @@ def batched_layer_norm_backward(
 
 def _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, code,
                     grad_inputs, grad_weights, grad_biases) -> None:
+    # `members` holds every view and copy whose address enters the metadata
+    # until both launches are queued (see `_forward_group`).
     x0 = inputs[group[0]]
     device, dtype = x0.device, x0.dtype
     w_dtype = _common_weight_dtype([weights[i] for i in group] + [biases[i] for i in group], dtype)

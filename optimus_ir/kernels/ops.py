@@ -24,19 +24,24 @@ Implementations:
   the member op itself), so `kernels=triton` on a CPU changes no value.
   With `OPTIMUS_TRITON_ON_CPU=1` (and `TRITON_INTERPRET=1`) CPU tensors take
   the Triton launchers too: the real kernels, run by Triton's interpreter.
-* Fake (meta) implementations give fresh contiguous results, which is what
-  both real implementations return.
+* Fake (meta) implementations give fresh results of the layout both real
+  implementations return: contiguous for grouped_linear and
+  batched_layer_norm (as eager's linear and layer_norm), eager's strides
+  for multi_pointwise (a transposed member's result stays transposed,
+  `multi_pointwise_strides`).
 * Autograd (`register_autograd`): the backward launchers where the forward
   took Triton, else autograd through the reference recomputed from the saved
   inputs (the gradients the torch lowering gets). The layer norm's Triton
   backward recomputes the statistics with the forward launcher.
 
 The outputs never alias the inputs (custom ops must not): the references
-return new tensors, made contiguous where torch kept an input's layout.
+return new tensors (grouped_linear's and batched_layer_norm's made
+contiguous where torch kept an input's layout).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import warnings
@@ -483,6 +488,52 @@ def multi_pointwise_reference(
     return out
 
 
+_Layout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+
+
+@functools.lru_cache(maxsize=1024)
+def _eager_member_strides(program: str, x: _Layout, others: tuple[_Layout, ...]) -> tuple[int, ...]:
+    """The strides of the reference's result for one member of these layouts,
+    computed by torch itself on meta tensors (no data, no compute)."""
+
+    def meta(layout: _Layout) -> torch.Tensor:
+        return torch.empty_strided(layout[0], layout[1], dtype=layout[2], device="meta")
+
+    # One member: others[j * 1 + 0] is its other of tensor step j.
+    (y,) = multi_pointwise_reference([meta(x)], [meta(o) for o in others], program)
+    return tuple(y.stride())
+
+
+def multi_pointwise_strides(
+    inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor], program: str
+) -> list[tuple[int, ...] | None]:
+    """The strides eager torch gives each member's result of `program`, None
+    where that is contiguous (torch's pointwise ops keep a permuted input's
+    layout: `tanh(x.t())` has the strides of `x.t()`); the Triton kernel's
+    results have them too.
+
+    A member whose input and others are all contiguous is contiguous (no
+    work: a flag test per tensor); any other is asked of torch on meta
+    tensors once per (program, layouts) and cached."""
+    n = len(inputs)
+    k = len(others) // n if n else 0
+    if all(x.is_contiguous() for x in inputs) and all(o.is_contiguous() for o in others):
+        return [None] * n  # the usual case: one flag test a tensor
+    strides: list[tuple[int, ...] | None] = []
+    for i, x in enumerate(inputs):
+        mine = others[i::n] if k else ()
+        if x.is_contiguous() and all(o.is_contiguous() for o in mine):
+            strides.append(None)
+            continue
+        # torch.Size is a tuple: hashable as it is.
+        strides.append(_eager_member_strides(
+            program,
+            (x.shape, x.stride(), x.dtype),
+            tuple((o.shape, o.stride(), o.dtype) for o in mine),
+        ))
+    return strides
+
+
 def _check_pointwise(inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor], program: str) -> None:
     k = tensor_step_count(program)
     if len(others) != k * len(inputs):
@@ -499,9 +550,14 @@ def multi_pointwise(
     inputs: list[torch.Tensor], others: list[torch.Tensor], program: str
 ) -> list[torch.Tensor]:
     """One pointwise program applied to N members in one call: Triton on
-    CUDA (and on CPU under `OPTIMUS_TRITON_ON_CPU=1`), else the reference."""
+    CUDA (and on CPU under `OPTIMUS_TRITON_ON_CPU=1`), else the reference.
+    Results have eager's strides (`multi_pointwise_strides`), not
+    necessarily contiguous ones: the member op of a transposed input keeps
+    its layout in eager, so the fused op does too."""
     _check_pointwise(inputs, others, program)
-    reference = lambda: _fresh(multi_pointwise_reference(inputs, others, program))  # noqa: E731
+    # Every reference step is a torch op returning a new tensor: no result
+    # aliases an input.
+    reference = lambda: multi_pointwise_reference(inputs, others, program)  # noqa: E731
     if _takes_triton([*inputs, *others], "multi_pointwise"):
         forward = _launcher("pointwise", "multi_pointwise_forward")
         return _guarded(
@@ -513,7 +569,9 @@ def multi_pointwise(
 @multi_pointwise.register_fake
 def _multi_pointwise_fake(inputs, others, program):
     _check_pointwise(inputs, others, program)
-    return [x.new_empty(x.shape) for x in inputs]
+    # The reference on fake tensors: fresh results with eager's strides (the
+    # real implementations' layout), symbolic sizes included.
+    return multi_pointwise_reference(inputs, others, program)
 
 
 def _multi_pointwise_setup(ctx, inputs, output) -> None:
@@ -562,6 +620,7 @@ __all__ = [
     "grouped_linear_reference",
     "multi_pointwise",
     "multi_pointwise_reference",
+    "multi_pointwise_strides",
     "parse_program",
     "reference_activation",
     "tensor_step_count",

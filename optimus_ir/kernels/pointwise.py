@@ -17,7 +17,12 @@ Design
   no other broadcasts, offsets are the flat element index (`ROWS=False`);
   otherwise element `e` is at `(e // D) * row_stride + e % D`, and a 1-D other
   broadcast over rows is the same formula with row stride 0. Inputs no such
-  `[rows, D]` view describes are copied.
+  `[rows, D]` view describes are copied (the launcher keeps the copies alive
+  until the kernel is queued: only their addresses are in the metadata).
+* Results have eager's strides (`ops.multi_pointwise_strides`): a member
+  whose eager result is a permuted layout (`tanh(x.t())`) runs on permuted
+  views of its operands and writes the contiguous permuted view of its
+  result; the gradients are contiguous.
 * Backward in Triton too: the kernel recomputes the forward intermediates of
   the chain in registers, then walks the steps back (chain rule). Gradients
   of full-shape others are written directly; those of broadcast 1-D others
@@ -35,6 +40,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
 from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.ops import multi_pointwise_strides
 from optimus_ir.kernels.programs import Step, parse_program
 
 _NONE, _TENSOR, _SCALAR = 0, 1, 2
@@ -99,16 +105,22 @@ def _forward_step(v, o, OP: tl.constexpr):
     elif OP == 13:
         v = v / o
     elif OP == 14:
-        v = tl.maximum(v, o, propagate_nan=tl.PropagateNan.ALL)
+        # torch.maximum / clamp_min bit for bit: NaN from either side, and
+        # `v` itself at ties (maximum(-0.0, 0.0) is -0.0), which
+        # tl.maximum does not promise.
+        v = tl.where(v != v, v, tl.where(o != o, o, tl.where(v < o, o, v)))
     else:
-        v = tl.minimum(v, o, propagate_nan=tl.PropagateNan.ALL)
+        v = tl.where(v != v, v, tl.where(o != o, o, tl.where(o < v, o, v)))
     return v
 
 
 @triton.jit
-def _backward_step(v, o, g, OP: tl.constexpr):
-    """(d/dv, d/do) of step `OP` at input `v`, operand `o`, times upstream `g`.
-    Ties of maximum/minimum split the gradient in halves, as torch does."""
+def _backward_step(v, o, g, OP: tl.constexpr, SRC: tl.constexpr):
+    """(d/dv, d/do) of step `OP` at input `v`, operand `o` (a scalar when
+    `SRC` is 2), times upstream `g`, as torch's derivatives: maximum/minimum
+    of tensors split ties in halves and pass the whole gradient to both
+    sides at a NaN; of a scalar (clamp_min/clamp_max) the input gets it
+    where `v >= o` (`v <= o`), not at NaN."""
     go = g * 0.0
     if OP == 0:
         gv = g
@@ -133,11 +145,17 @@ def _backward_step(v, o, g, OP: tl.constexpr):
         gv = g / o
         go = -g * v / (o * o)
     elif OP == 14:
-        gv = tl.where(v > o, g, tl.where(v == o, 0.5 * g, 0.0))
-        go = tl.where(o > v, g, tl.where(v == o, 0.5 * g, 0.0))
+        if SRC == 2:
+            gv = tl.where(v >= o, g, 0.0)
+        else:
+            gv = tl.where(v == o, 0.5 * g, tl.where(v < o, 0.0, g))
+            go = tl.where(v == o, 0.5 * g, tl.where(v > o, 0.0, g))
     else:
-        gv = tl.where(v < o, g, tl.where(v == o, 0.5 * g, 0.0))
-        go = tl.where(o < v, g, tl.where(v == o, 0.5 * g, 0.0))
+        if SRC == 2:
+            gv = tl.where(v <= o, g, 0.0)
+        else:
+            gv = tl.where(v == o, 0.5 * g, tl.where(v > o, 0.0, g))
+            go = tl.where(v == o, 0.5 * g, tl.where(v < o, 0.0, g))
     return gv, go
 
 
@@ -245,21 +263,21 @@ def _multi_pointwise_bwd_kernel(
     v5 = _forward_step(v4, o4, OP4)
     v6 = _forward_step(v5, o5, OP5)
     v7 = _forward_step(v6, o6, OP6)
-    g, go = _backward_step(v7, o7, g, OP7)
+    g, go = _backward_step(v7, o7, g, OP7, SRC7)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC7, J7)
-    g, go = _backward_step(v6, o6, g, OP6)
+    g, go = _backward_step(v6, o6, g, OP6, SRC6)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC6, J6)
-    g, go = _backward_step(v5, o5, g, OP5)
+    g, go = _backward_step(v5, o5, g, OP5, SRC5)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC5, J5)
-    g, go = _backward_step(v4, o4, g, OP4)
+    g, go = _backward_step(v4, o4, g, OP4, SRC4)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC4, J4)
-    g, go = _backward_step(v3, o3, g, OP3)
+    g, go = _backward_step(v3, o3, g, OP3, SRC3)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC3, J3)
-    g, go = _backward_step(v2, o2, g, OP2)
+    g, go = _backward_step(v2, o2, g, OP2, SRC2)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC2, J2)
-    g, go = _backward_step(v1, o1, g, OP1)
+    g, go = _backward_step(v1, o1, g, OP1, SRC1)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC1, J1)
-    g, go = _backward_step(v0, o0, g, OP0)
+    g, go = _backward_step(v0, o0, g, OP0, SRC0)
     _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC0, J0)
     tl.store(dx_ptr + e, g.to(x_ref.dtype.element_ty), mask=mask)
 
@@ -347,8 +365,16 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
     align_values: list[int] = []
     rows_mode = False
     start = 0
+    # Every `[rows, D]` view may be a copy (a transposed, expanded or
+    # otherwise unaddressable member): only its address enters `meta`, so the
+    # copies are held here until the kernel has been launched. On a GPU that
+    # is also long enough: CUDA's caching allocator frees stream-ordered, so
+    # their memory is reused only by work queued on the stream after this
+    # kernel.
+    keep_alive: list[torch.Tensor] = []
     for i in group:
         xr = row_view(xs[i])
+        keep_alive.append(xr)
         n_el = xs[i].numel()
         d = xr.shape[1]
         if not xs[i].is_contiguous() or xr.data_ptr() % esize:
@@ -360,6 +386,7 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         for j in range(k):
             o, broadcast = others[first_tensor + j][i]
             orows = o if broadcast else row_view(o)
+            keep_alive.append(orows)
             if broadcast or not o.is_contiguous():
                 rows_mode = True
             stride = 0 if broadcast else orows.stride(0)
@@ -381,14 +408,20 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         BLOCK_N=triton.next_power_of_2(len(group)), ALIGN=align, PTR_ALIGN=align * esize,
         ROWS=rows_mode, num_warps=_NUM_WARPS,
     )
+    del keep_alive  # only now may the copies go (see above)
 
 
-def _forward_chunks(inputs, table, chunks) -> list[list[torch.Tensor]]:
-    """The values entering each chunk and the final outputs: [chunk][member]."""
+def _forward_chunks(inputs, table, chunks, final=None) -> list[list[torch.Tensor]]:
+    """The values entering each chunk and the final outputs: [chunk][member].
+    The last chunk writes into `final` (contiguous tensors of the inputs'
+    shapes) where given."""
     values = [list(inputs)]
-    for steps, first in chunks:
+    for c, (steps, first) in enumerate(chunks):
         current = values[-1]
-        outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
+        if final is not None and c == len(chunks) - 1:
+            outputs = list(final)
+        else:
+            outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
         for group in indices_by_dtype(current):
             _launch(_multi_pointwise_fwd_kernel, group, current, outputs,
                     [None] * len(current), table, None, steps, first)
@@ -396,17 +429,66 @@ def _forward_chunks(inputs, table, chunks) -> list[list[torch.Tensor]]:
     return values
 
 
+def _dense_order(y: torch.Tensor) -> list[int] | None:
+    """The dims of `y` from outermost to innermost in memory, where `y` is a
+    permutation of a contiguous tensor (`y.permute(order)` is contiguous);
+    None when `y` is contiguous itself."""
+    if y.is_contiguous():
+        return None
+    # Where size-1 dims land does not matter (contiguity ignores them).
+    return sorted(range(y.dim()), key=lambda d: (-y.stride(d), d))
+
+
 def multi_pointwise_forward(inputs: Sequence[torch.Tensor], others: Sequence[torch.Tensor],
                             program: str) -> list[torch.Tensor]:
     """`program` applied to every member in one launch (per input dtype, per
-    `MAX_STEPS` steps): results fresh, contiguous, of each input's shape and
-    dtype, computed in fp32. `others[j * N + i]` is member i's operand of the
-    j-th tensor step: of the member's shape, or 1-D of its last dim."""
+    `MAX_STEPS` steps): results fresh, of each input's shape and dtype and of
+    the strides eager torch gives them (`ops.multi_pointwise_strides`: a
+    transposed member's result is transposed), computed in fp32.
+    `others[j * N + i]` is member i's operand of the j-th tensor step: of the
+    member's shape, or 1-D of its last dim.
+
+    A pointwise program commutes with permuting dims, so a member whose
+    eager result is a permuted layout runs on the permuted views of its
+    operands and writes the (then contiguous) permuted view of its result."""
     steps = parse_program(program)
-    table = _check(inputs, others, steps)
+    _check(inputs, others, steps)
     if not inputs:
         return []
-    return _forward_chunks(inputs, table, _chunks(steps))[-1]
+    n, k = len(inputs), _tensor_steps(steps)
+    outputs = [
+        torch.empty(x.shape, dtype=x.dtype, device=x.device) if stride is None
+        else torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device)
+        for x, stride in zip(inputs, multi_pointwise_strides(inputs, others, program))
+    ]
+    xs, member_others, targets = list(inputs), list(others), list(outputs)
+    copies: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for i, (x, y) in enumerate(zip(inputs, outputs)):
+        order = _dense_order(y)  # None for the (usual) contiguous results
+        if order is None:
+            continue
+        target = y.permute(order)
+        if not target.is_contiguous():
+            # Not a permuted dense layout (eager never allocates one): compute
+            # contiguous, then copy into place.
+            target = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+            copies.append((y, target))
+            targets[i] = target
+            continue
+        targets[i] = target
+        xs[i] = x.permute(order)
+        for j in range(k):
+            o = others[j * n + i]
+            if o.shape == x.shape:
+                member_others[j * n + i] = o.permute(order)
+            elif order[-1] != x.dim() - 1:
+                # A 1-D other over the last dim, which is no longer last.
+                member_others[j * n + i] = o.expand(x.shape).permute(order)
+    table = _check(xs, member_others, steps)
+    _forward_chunks(xs, table, _chunks(steps), final=targets)
+    for y, computed in copies:
+        y.copy_(computed)
+    return outputs
 
 
 def multi_pointwise_backward(

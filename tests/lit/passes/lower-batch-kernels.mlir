@@ -97,3 +97,33 @@ fx.graph @on_cuda {
   %s = batch.pointwise %x fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<2x4x8xf16, "cuda:0"> -> tensor<2x4x8xf16, "cuda:0">
   fx.output %s
 }
+
+// -----
+
+// A returned member is copied out of the stack by batch fusion (a cat of one
+// value); a kernel's member result has storage of its own, so the copy goes
+// and the result keeps the kernel's (eager's) layout. A result read by
+// something else as well keeps its copy (outputs must not share storage).
+// CHECK-LABEL: fx.graph @returned_members
+// CHECK:         %s_kernel = fx.call_function "torch.ops.optimus.multi_pointwise.default"([%t0, %t1], [], "sigmoid")
+// CHECK-NEXT:    %s.0 = fx.call_function "_operator.getitem"(%s_kernel, 0)
+// CHECK-NEXT:    %s.1 = fx.call_function "_operator.getitem"(%s_kernel, 1)
+// CHECK-NEXT:    %r1 = torch.cat %s.1 dim 0
+// CHECK-NEXT:    %n1 = torch.neg %s.1
+// CHECK-NEXT:    fx.output [%s.0, %r1, %n1]
+// TORCH-LABEL: fx.graph @returned_members
+// TORCH:         %r0 = torch.cat
+// TORCH:         %r1 = torch.cat
+fx.graph @returned_members {
+  %x0 = fx.placeholder "x0" : tensor<5x4xf32>
+  %x1 = fx.placeholder "x1" : tensor<5x4xf32>
+  %t0 = torch.transpose %x0 dim0 0 dim1 1 : tensor<5x4xf32> -> tensor<4x5xf32>
+  %t1 = torch.transpose %x1 dim0 0 dim1 1 : tensor<5x4xf32> -> tensor<4x5xf32>
+  %p = batch.pack %t0, %t1 : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<2x4x5xf32>
+  %s = batch.pointwise %p fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<2x4x5xf32> -> tensor<2x4x5xf32>
+  %a, %b = batch.unpack %s : tensor<2x4x5xf32> -> tensor<4x5xf32>, tensor<4x5xf32>
+  %r0 = torch.cat %a dim 0 : tensor<4x5xf32> -> tensor<4x5xf32>
+  %r1 = torch.cat %b dim 0 : tensor<4x5xf32> -> tensor<4x5xf32>
+  %n1 = torch.neg %b : tensor<4x5xf32> -> tensor<4x5xf32>
+  fx.output [%r0, %r1, %n1]
+}

@@ -243,7 +243,7 @@ _PHASE_NAMES = {
     "validation setup": "the validation set-up",
     "passes": "the pipeline",
     "export": "the export",
-    "parameter cache": "the parameter cache",
+    "freeze parameters": "freezing the parameters",
 }
 """How the fallback warning names a phase of `api._optimize` that failed
 outside any one pass."""

@@ -1,172 +1,166 @@
-"""Per-call cost of the parameter cache (`optimus_ir.param_cache`).
+"""Per-call cost of parameter freshness (`optimus_ir.param_cache`) on the
+recsys model (`examples/recsys.py`, variant `mixed`, 64 towers, batch 64 by
+default), one thread, under `torch.no_grad()`.
 
-The model is N same-shaped linears written as one batched matmul over
-stacked weights and biases, as batch fusion emits it:
-`baddbmm(stack(biases).unsqueeze(1), x, stack(weights).transpose(1, 2))`,
-at N = 64 and 256 (N linears means 2N stacked parameters) and d = h = 16
-and 64, batch 64 by default (overhead-bound). On one
-thread, interleaved (every round runs each variant `inner` times back to
-back, the order rotated per round), medians of the per-call times over the
-rounds, garbage collector paused, CPU time of the calling thread
-(`time.thread_time_ns`, so other processes on the core do not count):
+The module `optimize()` returns reads every parameter and buffer from the
+model's own module dicts and computes the stacked weights of fused ops on
+every call (nothing can go stale); `freeze=True` computes them once. What
+that costs, interleaved (`benchmarks/timing.py`: every round runs each
+variant `inner` times back to back, the order rotated per round), medians
+of the per-call CPU time of this thread:
 
-* check -- `cache.current_values(*sources)` alone, with nothing changed:
-  the identity, storage and version test of every source (2N of them);
-* stack -- the parameter expressions computed once (`compute.forward`):
-  what a module without the cache pays per call for them;
-* no cache -- the optimized module without the cache (`cache_parameters=False`);
-* cache -- the optimized module as `optimize()` returns it;
-* freeze -- `optimize(..., freeze=True)`;
-* cache, grad -- the cached module called with autograd on (the
-  parameters require grad, so the values are computed at run time).
+* captured -- the graph Dynamo captured, unoptimized;
+* default -- `optimize(model, inputs)` as returned;
+* default, flat reads -- the same module reading the attributes its capture
+  registered on it (what it read before it read the model's dicts): the
+  difference to `default` is the price of following reassigned tensors;
+* freeze -- `optimize(model, inputs, freeze=True)`;
+* stacks -- the default module's parameter-only expressions alone (what
+  `freeze=True` saves per call, when both fuse the same groups);
+* freeze guard -- `FrozenValuesGuard.values` alone, under `no_grad` (what
+  the backward error costs a frozen module per call).
 
-All but the last run under `torch.no_grad()`. Before timing, every
-variant's output is compared with the model's (rtol = atol = 0).
+Before timing, every module's output is compared with the model's. The ops
+per kind are printed for the three modules (the default and the frozen
+module may fuse different groups: the cost model charges the default for
+stacking its weights on every call).
 
 Usage::
 
-    python benchmarks/bench_param_cache.py                # N = 64 and 256
-    python benchmarks/bench_param_cache.py --towers 64 --rounds 20 --json out.json
+    python benchmarks/bench_param_cache.py                       # 64 towers, batch 64
+    python benchmarks/bench_param_cache.py --towers 16 --rounds 10 --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 _ROOT = Path(__file__).resolve().parent.parent
-if str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
+for _path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 import optimus_ir  # noqa: E402
-from optimus_ir.api import _optimize  # noqa: E402
-from optimus_ir.param_cache import CACHE_ATTRIBUTE  # noqa: E402
+from optimus_ir.api import capture, count_fx_ops  # noqa: E402
+from optimus_ir.exporter import ATTR_PATH_META, attribute_path  # noqa: E402
+from optimus_ir.param_cache import (  # noqa: E402
+    FROZEN_GUARD_ATTRIBUTE,
+    MODEL_ATTRIBUTE,
+    _compute_module,
+    _plan,
+    _source_values,
+)
+from recsys import VARIANTS, make_recsys_model  # noqa: E402
+from timing import measure as measure_interleaved  # noqa: E402
+
+COLUMNS = ("captured", "default", "default, flat reads", "freeze", "stacks", "freeze guard")
 
 
-class StackedLinears(nn.Module):
-    """N linears `d -> h` as one baddbmm over stacked weights and biases."""
-
-    def __init__(self, towers: int, d: int = 16, h: int = 16) -> None:
-        super().__init__()
-        g = torch.Generator().manual_seed(0)
-        self.names = [f"t{i}" for i in range(towers)]
-        for name in self.names:
-            setattr(self, name, nn.Linear(d, h))
-            layer = getattr(self, name)
-            with torch.no_grad():
-                layer.weight.copy_(torch.randn(h, d, generator=g))
-                layer.bias.copy_(torch.randn(h, generator=g))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        layers = [getattr(self, name) for name in self.names]
-        w = torch.stack([layer.weight for layer in layers]).transpose(1, 2)
-        b = torch.stack([layer.bias for layer in layers]).unsqueeze(1)
-        return torch.baddbmm(b, x, w)
+def _flat_reads(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` reading its own registered attributes instead of the model's."""
+    copy = torch.fx.GraphModule(gm, gm.graph)  # same attributes, same graph object
+    copy.graph = _copied_graph(gm)
+    for node in copy.graph.find_nodes(op="get_attr"):
+        path = node.meta.get(ATTR_PATH_META)
+        if path and path[0] == ("__dict__", MODEL_ATTRIBUTE):
+            node.meta[ATTR_PATH_META] = attribute_path(copy, str(node.target))
+    copy.__dict__.update({k: v for k, v in gm.__dict__.items() if k.startswith("_optimus") and k != MODEL_ATTRIBUTE})
+    copy.training = gm.training
+    copy.recompile()
+    return copy
 
 
-def _time(variants: dict[str, Callable[[], Any]], rounds: int, sample_ms: float) -> dict[str, float]:
-    """Median per-call microseconds of each variant, interleaved."""
-    inner: dict[str, int] = {}
-    for name, fn in variants.items():
-        fn()
-        start = time.thread_time_ns()
-        count = 0
-        while time.thread_time_ns() - start < sample_ms * 1e5 or count < 3:  # a tenth of a sample
-            fn()
-            count += 1
-        per_call = (time.thread_time_ns() - start) / count
-        inner[name] = max(1, int(sample_ms * 1e6 / max(per_call, 1.0)))
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    gc.collect()
-    gc.disable()
-    try:
-        for round_index in range(rounds):
-            order = names[round_index % len(names):] + names[: round_index % len(names)]
-            for name in order:
-                fn, n = variants[name], inner[name]
-                start = time.thread_time_ns()
-                for _ in range(n):
-                    fn()
-                samples[name].append((time.thread_time_ns() - start) / n / 1e3)
-    finally:
-        gc.enable()
-    return {name: statistics.median(values) for name, values in samples.items()}
+def _copied_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
+    graph = torch.fx.Graph()
+    graph.set_codegen(type(gm.graph._codegen).__new__(type(gm.graph._codegen)))  # noqa: SLF001
+    graph._codegen.__dict__.update(gm.graph._codegen.__dict__)  # noqa: SLF001
+    mapping: dict[torch.fx.Node, torch.fx.Node] = {}
+    output = graph.graph_copy(gm.graph, mapping)
+    graph.output(output)
+    return graph
 
 
-def measure(towers: int, batch: int, width: int, rounds: int, sample_ms: float) -> dict[str, float]:
-    """The per-call figures (microseconds) for one model."""
-    model = StackedLinears(towers, width, width)
-    x = torch.randn(towers, batch, width, generator=torch.Generator().manual_seed(1))
-    cached = optimus_ir.optimize(model, (x,))
-    frozen = optimus_ir.optimize(model, (x,), freeze=True)
-    plain = _optimize(
-        model,
-        (x,),
-        None,
-        validate=False,
-        statistics=None,
-        example_kwargs=None,
-        verify_each=None,
-        guard_strides=True,
-        cache_parameters=False,
-    )
-    assert cached.optimus_report.cached_parameter_values == 2
-    cache = getattr(cached, CACHE_ATTRIBUTE)
-    sources = cache._state.sources  # noqa: SLF001 - the very tensors the module passes
+def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, Any]:
+    """Per-call milliseconds of each column, and the ops of each module."""
+    model, inputs = make_recsys_model(num_towers=towers, batch=batch, seed=0, **VARIANTS[variant])
+    captured = capture(model, inputs)
+    default = optimus_ir.optimize(model, inputs, check_speed=False)
+    frozen = optimus_ir.optimize(model, inputs, freeze=True, check_speed=False)
+    flat = _flat_reads(default)
+    plan = _plan(flat)
+    calls: dict[str, Any] = {
+        "captured": lambda: captured(*inputs),
+        "default": lambda: default(*inputs),
+        "default, flat reads": lambda: flat(*inputs),
+        "freeze": lambda: frozen(*inputs),
+    }
+    if plan is not None:
+        compute = _compute_module(plan)
+        sources = _source_values(flat, plan.sources)
+        calls["stacks"] = lambda: compute.forward(*sources)
+    guard = getattr(frozen, FROZEN_GUARD_ATTRIBUTE, None)
+    if guard is not None:
+        values = tuple(b for n, b in frozen.named_buffers() if n.startswith("frozen_"))
+        calls["freeze guard"] = lambda: guard.values(*values)
     with torch.no_grad():
-        expected = model(x)
-        for name, module in (("cache", cached), ("freeze", frozen), ("no cache", plain)):
-            torch.testing.assert_close(module(x), expected, rtol=0, atol=0, msg=name)
-        no_grad = {
-            "check": lambda: cache.current_values(*sources),
-            "stack": lambda: cache.compute.forward(*sources),
-            "no cache": lambda: plain(x),
-            "cache": lambda: cached(x),
-            "freeze": lambda: frozen(x),
-        }
-        figures = _time(no_grad, rounds, sample_ms)
-    figures.update(_time({"cache, grad": lambda: cached(x)}, rounds, sample_ms))
-    return figures
+        expected = model(*inputs)
+        for name in ("captured", "default", "default, flat reads", "freeze"):
+            torch.testing.assert_close(calls[name](), expected, msg=name)
+    samples, _ = measure_interleaved(calls, rounds, sample_ms)
+    return {
+        "ms": {name: statistics.median(values) for name, values in samples.items()},
+        "ops": {
+            "captured": sum(count_fx_ops(captured).values()),
+            "default": sum(default.optimus_report.ops_after.values()),
+            "freeze": sum(frozen.optimus_report.ops_after.values()),
+        },
+        "frozen values": frozen.optimus_report.cached_parameter_values,
+    }
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--towers", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--towers", type=int, default=64)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--width", type=int, nargs="+", default=[16, 64], help="d = h of every linear")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="mixed")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--sample-ms", type=float, default=20.0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    results: dict[str, dict[str, float]] = {}
-    columns = ["check", "stack", "no cache", "cache", "freeze", "cache, grad"]
-    print(f"per-call time, us (median of {args.rounds} interleaved rounds, one thread, batch {args.batch})")
-    print(f"{'towers':>6} {'width':>5}  " + "  ".join(f"{c:>11}" for c in columns) + "  no cache/cache")
-    for towers in args.towers:
-        for width in args.width:
-            figures = measure(towers, args.batch, width, args.rounds, args.sample_ms)
-            results[f"{towers}x{width}"] = figures
-            print(
-                f"{towers:>6} {width:>5}  "
-                + "  ".join(f"{figures[c]:>11.1f}" for c in columns)
-                + f"  {figures['no cache'] / figures['cache']:>13.2f}x",
-                flush=True,
-            )
+    try:
+        result = measure(args.towers, args.batch, args.variant, args.rounds, args.sample_ms)
+    finally:
+        torch.set_num_threads(threads)
+    ms = result["ms"]
+    print(
+        f"recsys-{args.variant}-{args.towers}, batch {args.batch}, one thread: per-call ms "
+        f"(median of {args.rounds} interleaved rounds, CPU time)"
+    )
+    ops = result["ops"]
+    for name in COLUMNS:
+        if name in ms:
+            count = f"{ops[name]:>4} ops" if name in ops else " " * 8
+            print(f"  {name:<20} {count}  {ms[name]:8.4f} ms")
+    reads = ms["default"] - ms["default, flat reads"]
+    print(
+        f"  reading the model's dicts: {reads * 1e3:+.1f} us per call "
+        f"({reads / ms['default'] * 100:+.1f}% of the default call); "
+        f"freeze guard {ms.get('freeze guard', 0.0) * 1e3:.2f} us "
+        f"({ms.get('freeze guard', 0.0) / ms['freeze'] * 100:.2f}% of the frozen call)"
+    )
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2))
-    return results
+        args.json.write_text(json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":

@@ -252,6 +252,17 @@ def _print_ir(module: Any, path: Path) -> None:
         stream.write("\n")
 
 
+def frozen_pipeline(text: str) -> str:
+    """`text` with batch fusion told that parameters are constants, as
+    `optimize(freeze=True)` tells it (`constant-parameters=true`)."""
+
+    def constant(match: re.Match[str]) -> str:
+        options = match.group(2)
+        return "batch-fusion{" + (f"{options} " if options else "") + "constant-parameters=true}"
+
+    return re.sub(r"batch-fusion(\{([^}]*)\})?", constant, text)
+
+
 def write_stage_ir(
     gm: torch.fx.GraphModule, inputs: Sequence[Any], pipeline: str, final_code: str, out: Path
 ) -> list[Path]:
@@ -502,7 +513,9 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     section("2. optimus_ir.optimize(model, inputs, pipeline)")
     say("  capturing with Dynamo, importing, running the passes, exporting ...")
     start = time.perf_counter()
-    optimized = optimus_ir.optimize(model, inputs, args.pipeline, validate=args.validate)
+    # An inference demo: the parameters are constants, so the stacked
+    # weights of fused linears are computed once (freeze=True).
+    optimized = optimus_ir.optimize(model, inputs, args.pipeline, validate=args.validate, freeze=True)
     optimize_s = time.perf_counter() - start
     report: OptimizeReport = optimized.optimus_report
     say(f"  done in {optimize_s:.1f} s")
@@ -520,7 +533,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     # The graph Dynamo captures from the model: what the stages start from
     # here, and the "captured" baseline of the timings.
     gm = capture(model, inputs)
-    files = write_stage_ir(gm, inputs, report.pipeline, optimized.code, args.out / "recsys")
+    files = write_stage_ir(gm, inputs, frozen_pipeline(report.pipeline), optimized.code, args.out / "recsys")
     for path in files:
         say(f"  {shown(path)}  ({path.stat().st_size / 1024:.0f} KiB)")
     say(f"  try: optimus-opt {shown(files[0])} -p raise-fx,batch-fusion --remarks >/dev/null"

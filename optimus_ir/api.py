@@ -90,8 +90,8 @@ class OptimizeReport:
     """The measured per-call time against the captured graph, when
     `optimize(check_speed=True)` measured it."""
     cached_parameter_values: int = 0
-    """Values computed from parameters alone that the module computes once
-    (`optimus_ir.param_cache`), or freezes with `freeze=True`."""
+    """Values computed from parameters alone that `freeze=True` computed
+    once, at optimize time (`optimus_ir.param_cache`); 0 without freeze."""
 
     def format(self) -> str:
         lines = [f"pipeline: {self.pipeline}"]
@@ -109,7 +109,7 @@ class OptimizeReport:
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
-            lines.append(f"cached parameter values: {self.cached_parameter_values}")
+            lines.append(f"frozen parameter values: {self.cached_parameter_values}")
         if self.speed_check is not None:
             lines.append(self.speed_check.describe())
         lines.append(
@@ -331,16 +331,19 @@ def optimize(
     of the example inputs and falls back to the captured graph (not
     optimized) when called with tensors of other strides.
 
-    Values the graph computes from parameters and buffers alone (the
-    stacked weights of a batched linear) are computed once and reused while
-    the parameters are unchanged: the module checks on every call that each
-    source is the same tensor with the same storage and version, so
-    in-place updates, `load_state_dict` and reassigned parameters are
-    followed; with autograd on (a parameter that requires grad) they are
-    computed at run time, so gradients reach the parameters. `freeze=True`
-    computes them once, now, and stores them as buffers without any check:
-    later changes of the parameters are then not followed (like Inductor's
-    freezing). See `optimus_ir.param_cache`.
+    Parameters and buffers are read from the model's own modules on every
+    call, and values the graph computes from them alone (the stacked
+    weights of a fused linear) are computed on every call: every change of
+    the model's parameters and buffers is followed (optimizers, fused ones
+    included, `.data` writes, `load_state_dict`, reassigned parameters,
+    `.to()`), and gradients reach the parameters. The cost model charges
+    that stacking, so a group is fused only where it pays with it.
+    `freeze=True` is the fast path for inference: the parameters are
+    constants. Parameter-only values are computed once, now, and stored as
+    buffers read without any check; later changes of the parameters are not
+    followed (like Inductor's freezing), and a backward that needs the
+    gradient of a frozen parameter raises a RuntimeError. See
+    `optimus_ir.param_cache`.
 
     The result is never slower than the captured graph it started from:
     with `check_speed` (default: on, unless `OPTIMUS_CHECK_SPEED=0`), when
@@ -380,7 +383,7 @@ def optimize(
     without = ",".join(
         p for p in report.pipeline.split(",") if not p.strip().startswith(("batch-fusion", "lower-batch"))
     )
-    plain = _optimize(captured, example_inputs, without, **options)
+    plain = _optimize(captured, example_inputs, without, tensors_from=model, **options)
     again: OptimizeReport = plain.optimus_report  # type: ignore[assignment]
     again.remarks = report.remarks + again.remarks
     again.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=True)
@@ -436,10 +439,13 @@ def _optimize(
     freeze: bool = False,
     cache_parameters: bool = True,
     after_pass: Callable[[Any, ModuleOp], None] | None = None,
+    tensors_from: Any = None,
 ) -> torch.fx.GraphModule:
     """`optimize`; `guard_strides=False` leaves out the call-time stride
     check (the torch.compile backend: Dynamo guards on strides itself);
-    `cache_parameters=False` leaves parameter-only values where they are;
+    `cache_parameters=False` leaves parameter-only values where they are
+    even with `freeze`; with `guard_strides`, the result reads parameters
+    and buffers from `tensors_from` (default: `model`) when it is a module;
     `after_pass(pass, module)` is called after every pass (the backend logs
     the IR with it). An exception carries the phase it was raised in
     (`failed_phase`) and, from a pass, the pass (`pipeline.failed_pass`)."""
@@ -478,6 +484,8 @@ def _optimize(
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
     passes = list(parse_pipeline(text)) if text else []
+    if freeze and cache_parameters:  # stacks of parameters are computed once: free per call
+        passes = [_with_constant_parameters(p) for p in passes]
     lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
     if lower_last:
         passes.pop()
@@ -504,11 +512,19 @@ def _optimize(
     # cache's own plumbing is one call and a getitem per value).
     ops_after = count_fx_ops(result)
     cached = 0
-    if cache_parameters:
-        from optimus_ir.param_cache import cache_parameter_expressions
+    owner = model if tensors_from is None else tensors_from
+    if guard_strides and isinstance(owner, torch.nn.Module):
+        from optimus_ir.param_cache import read_tensors_from_model
 
-        with _phase("parameter cache", phases):
-            cached = cache_parameter_expressions(result, freeze=freeze)
+        read_tensors_from_model(result, owner)
+        fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
+        if isinstance(fallback, torch.fx.GraphModule) and fallback is not model:  # not the caller's graph
+            read_tensors_from_model(fallback, owner)
+    if cache_parameters and freeze:
+        from optimus_ir.param_cache import freeze_parameter_expressions
+
+        with _phase("freeze parameters", phases):
+            cached = freeze_parameter_expressions(result)
 
     report = OptimizeReport(
         ops_before=count_fx_ops(gm),
@@ -522,6 +538,16 @@ def _optimize(
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     return result
+
+
+def _with_constant_parameters(pass_: Any) -> Any:
+    """`pass_`, told that parameters are constants when it is batch fusion
+    (its cost model then prices stacks of parameters as free)."""
+    if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "constant_parameters"):
+        import dataclasses
+
+        return dataclasses.replace(pass_, constant_parameters=True)
+    return pass_
 
 
 FAILED_PHASE_ATTRIBUTE = "optimus_phase"

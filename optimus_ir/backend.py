@@ -36,11 +36,14 @@ a batched linear) become one opaque call (`optimus_ir.inductor_handoff`):
 Inductor would generate a loop per input for them.
 
 Dynamo guards on the strides of the inputs itself, so the backend's graph
-carries no stride check of its own (`optimize()`'s result does). Values
-computed from parameters alone are cached (`optimus_ir.param_cache`) only
-with `inner="eager"`: Inductor traces the module and folds constants itself
-(`freeze=True` asks Inductor to freeze the parameters, as its own
-`freezing` option does, for inference).
+carries no stride check of its own (`optimize()`'s result does). Dynamo
+lifts the parameters to graph inputs, so values computed from them (the
+stacked weights of fused linears) are computed on every call from the
+parameters of that call: every update is followed, as in `optimize()`'s
+default. `freeze=True` is for inference, parameters being constants:
+Inductor freezes them (its own `freezing` option for this compile) and
+folds the stacks; with `inner="eager"` the frozen parameter-only values of
+`optimus_ir.param_cache` apply where a graph reads parameters as attributes.
 """
 
 from __future__ import annotations
@@ -105,8 +108,9 @@ class BackendOptions:
     """Verify the IR after every pass (default: once at the end, unless
     `OPTIMUS_VERIFY_EACH=1`)."""
     freeze: bool = False
-    """Treat the parameters as constants (inference only): `inner="eager"`
-    computes parameter-only values once without checks; Inductor freezes."""
+    """Treat the parameters as constants (inference only; later updates are
+    not followed): Inductor freezes; `inner="eager"` computes parameter-only
+    values of attribute parameters once (`optimus_ir.param_cache`)."""
     remarks: bool = False
     """Print the passes' remarks to stderr for every graph."""
     strict: bool | None = None
@@ -243,7 +247,7 @@ _PHASE_NAMES = {
     "validation setup": "the validation set-up",
     "passes": "the pipeline",
     "export": "the export",
-    "parameter cache": "the parameter cache",
+    "freeze parameters": "freezing the parameters",
 }
 """How the fallback warning names a phase of `api._optimize` that failed
 outside any one pass."""

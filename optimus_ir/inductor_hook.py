@@ -14,8 +14,9 @@ what it can see and do:
 * it gets the graph only, not the example inputs: the types come from the
   fake tensors Dynamo left in `node.meta` (`example_value`), so options
   that must run the graph (`validate`) are not available;
-* the parameters are graph inputs (Dynamo's default), so nothing computed
-  from them is cached (`inner` and `freeze` are not options either:
+* the parameters are graph inputs (Dynamo's default), so what is computed
+  from them (stacked weights) is computed on every call from the current
+  parameters, never kept (`inner` and `freeze` are not options either:
   Inductor compiles the result, and `config.freezing` is its own switch);
 * Inductor runs its own pre-grad passes first when its pattern matcher and
   `pre_grad_fusion_options` are set (PyTorch's Optimus): ours then see their

@@ -1,27 +1,34 @@
-"""Values computed from parameters alone, computed once instead of per call.
+"""Parameter freshness: values computed from parameters alone, and where
+the optimized module reads the parameters from.
 
 Batch fusion's lowering stacks N weights into one tensor for a `baddbmm`
 (`torch.stack([w0, w1, ...]).transpose(1, 2)`, `torch.stack(biases)
-.unsqueeze(1)`, ...). Such an expression reads parameters and buffers only,
-so its value changes only when they do; computing it on every call is what
-makes PyTorch's Optimus slower than the unfused model on CPU.
+.unsqueeze(1)`, ...). Such an expression reads parameters and buffers only.
 
-`cache_parameter_expressions(gm)` finds these expressions in an exported
-GraphModule and replaces them by values computed once:
+By default (`optimize(freeze=False)`) it is computed on every call, like
+every other op of the graph, from the tensors the model holds at that call:
+no cached copy exists that could go stale. A cache checked by identity,
+`_version` and `data_ptr()` was tried and served stale stacks: writes
+through `.data` (`p.data.add_(1)`, `p.data -= lr * g`; `.data` is a tensor
+with its own version counter), `p.data = p.data.t()` and the fused
+optimizers (`Adam(fused=True)`) change none of the three, and nothing
+cheaper than reading every parameter would see them. The cost model
+charges the stacking to the fusion (`batch-fusion`'s `constant-parameters`
+option is off), so a group is fused only where it pays with that cost.
+`read_tensors_from_model` makes the optimized module read every parameter
+and buffer from the model's own module dicts on every call, so reassigned
+parameters and buffers, `load_state_dict(assign=True)` and the new buffers
+of `.to()`/`.half()` are followed too.
 
-* by default the values live on a `ParameterCache` submodule of the
-  GraphModule, which checks on every call, cheaply, that every source
-  tensor is still the same object with the same storage and `_version`
-  (in-place updates, `load_state_dict`, `.to()`, `p.data = ...` and
-  reassigned parameters are all seen) and recomputes otherwise. With
-  autograd on and a source that requires grad, under autocast, or while a
-  compiler traces the module, the values are computed at run time as the
-  original graph computes them, so gradients reach the parameters;
-* with `freeze=True` they are computed once, now, and registered as
-  (non-persistent) buffers: no check at run time, and later changes of the
-  parameters are not followed (like Inductor's freezing).
+`freeze_parameter_expressions(gm)` (`optimize(freeze=True)`) is the explicit
+fast path: the parameters are constants. The expressions are computed once,
+at optimize time, and registered as (non-persistent) buffers, read without
+any check; later changes of the parameters are not followed (like
+Inductor's freezing). A backward that reaches a frozen value while a
+source parameter requires grad raises a RuntimeError saying so
+(`FrozenValuesGuard`; under `no_grad` it costs one grad-mode test).
 
-What is hoisted is conservative: only ops that are pure by
+What is frozen is conservative: only ops that are pure by
 `optimus_ir.effects` *and* on a short list of data-movement and exact
 elementwise ops (stack, cat, transpose, reshape, conversions, add, mul...;
 no reductions or matmuls, whose results may depend on thread counts,
@@ -32,9 +39,8 @@ graph writes in place.
 
 from __future__ import annotations
 
-import copy
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +49,8 @@ import torch.fx
 
 from optimus_ir.analysis.op_classes import FX_ALIASING_NAMES, NON_MUTATING_TARGETS
 from optimus_ir.effects import _method_name_kind, _target_kind
-from optimus_ir.exporter import ATTR_PATH_META
+from optimus_ir.exporter import ATTR_PATH_META, _FastAttributes, fast_codegen
 from optimus_ir.objects import ObjectTable
-
-CACHE_ATTRIBUTE = "_optimus_parameter_cache"
-"""The submodule of the GraphModule that holds the cache."""
 
 HOISTABLE_NAMES: frozenset[str] = frozenset(
     """
@@ -113,118 +116,68 @@ IN_PLACE_OPERATOR_NAMES: frozenset[str] = frozenset(
 )
 """Python operators that write their first operand (and nothing else)."""
 
-_PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
-_VERSION = operator.attrgetter("_version")
-_REQUIRES_GRAD = operator.attrgetter("requires_grad")
-_DATA_PTR = torch.Tensor.data_ptr
-_any_autocast: Callable[[], bool] = getattr(
-    torch._C, "_is_any_autocast_enabled", lambda: torch.is_autocast_enabled()  # noqa: SLF001
+FROZEN_GUARD_ATTRIBUTE = "_optimus_frozen_guard"
+"""The submodule of a frozen GraphModule that makes a backward through the
+frozen values an error (`FrozenValuesGuard`)."""
+
+MODEL_ATTRIBUTE = "_optimus_model"
+"""The key in an optimized module's `__dict__` (not a registered submodule:
+the module's parameters and state dict stay its own) of the model it reads
+its parameters and buffers from (`read_tensors_from_model`)."""
+
+FROZEN_BACKWARD_MESSAGE = (
+    "optimus_ir: this module was optimized with freeze=True, which treats parameters as "
+    "constants: {count} value(s) computed from the parameters (the stacked weights of fused "
+    "ops) were computed once at optimize time and carry no gradient, so the gradients of "
+    "these parameters cannot be computed. To train through the optimized module, call "
+    "optimus_ir.optimize(model, example_inputs) without freeze=True (the stacks are then "
+    "computed on every call, with gradients); for inference, call it under torch.no_grad() "
+    "or torch.inference_mode(), or set requires_grad=False on the parameters."
 )
-_is_compiling = torch.compiler.is_compiling
+"""The error a backward through frozen values raises."""
 
 
-@dataclass(frozen=True)
-class _CacheState:
-    """One computation of the values and what it was computed from."""
-
-    sources: tuple[torch.Tensor, ...]
-    versions: list[int]
-    pointers: list[int]
-    storages: tuple[Any, ...]
-    """The sources' storages, held so that no new storage can take the
-    address of one the values were computed from (`pointers` would then
-    match a tensor it was never computed from)."""
-    values: tuple[Any, ...]
+class _FrozenValuesBackward(torch.autograd.Function):
+    """The frozen values, passed through, tied to the parameters they were
+    computed from: a backward that reaches them raises (instead of leaving
+    those parameters' `.grad` None without a word)."""
 
     @staticmethod
-    def of(sources: Sequence[torch.Tensor], versions: list[int], values: tuple[Any, ...]) -> _CacheState:
-        """The state for `values` computed from `sources` at `versions`."""
-        return _CacheState(
-            tuple(sources),
-            versions,
-            list(map(_DATA_PTR, sources)),
-            tuple(s.untyped_storage() for s in sources),
-            values,
-        )
+    def forward(ctx: Any, count: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:  # noqa: ARG004
+        ctx.count = count
+        return tuple(t.view_as(t) for t in tensors[:count])
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:  # noqa: ARG004
+        raise RuntimeError(FROZEN_BACKWARD_MESSAGE.format(count=ctx.count))
 
 
-class ParameterCache(torch.nn.Module):
-    """The values of parameter-only expressions, computed once and reused
-    while their source tensors are unchanged.
+class FrozenValuesGuard(torch.nn.Module):
+    """Hands out the frozen values of a `freeze=True` module.
 
-    `compute` is a GraphModule (`ParameterExpressions`) whose placeholders
-    are the source tensors and whose output is the tuple of values; the
-    GraphModule that owns the cache calls `current_values(*sources)` with
-    the sources it just read from its module dicts (so reassigned
-    parameters arrive here as new objects)."""
+    Under `no_grad`/`inference_mode` (what freezing is for) it returns them
+    as they are: one grad-mode test per call. With grad mode on and a source
+    parameter that requires grad, they go through `_FrozenValuesBackward`,
+    whose backward raises a RuntimeError explaining that `freeze=True`
+    treats the parameters as constants and how to get gradients. The
+    sources are the tensors the values were computed from, held as a plain
+    tuple (the GraphModule registers them already)."""
 
-    def __init__(self, compute: torch.fx.GraphModule) -> None:
+    def __init__(self, sources: Sequence[torch.Tensor]) -> None:
         super().__init__()
-        self.compute = compute
-        self._state: _CacheState | None = None
+        self.__dict__["sources"] = tuple(sources)
 
-    def current_values(self, *sources: Any) -> tuple[Any, ...]:
-        """The values for `sources`: the cached ones when every source is the
-        tensor they were computed from, with the same storage and
-        `_version`; otherwise computed (and cached when that is safe, see
-        `_recompute`)."""
-        state = self._state
-        if (
-            state is not None
-            and all(map(operator.is_, sources, state.sources))
-            and not _is_compiling()
-            and not (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, sources)))
-            and not _any_autocast()
-        ):
-            try:
-                if (
-                    list(map(_VERSION, sources)) == state.versions
-                    and list(map(_DATA_PTR, sources)) == state.pointers
-                ):
-                    return state.values
-            except RuntimeError:  # inference tensors have no version counter
-                pass
-        return self._recompute(sources)
-
-    def _recompute(self, sources: Sequence[Any]) -> tuple[Any, ...]:
-        """Compute the values; cache them unless they must follow autograd,
-        autocast or a trace (a compiler's fake or functional tensors, FX
-        proxies: then the expressions run as the original graph ran them)."""
-        compute = self.compute.forward  # not __call__: a tracer sees the ops
-        if (
-            not all(type(s) in _PLAIN_TENSOR_TYPES for s in sources)
-            or _is_compiling()
-            or (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, sources)))
-            or _any_autocast()
-        ):
-            return compute(*sources)
-        try:
-            versions = list(map(_VERSION, sources))
-        except RuntimeError:  # inference tensors: nothing to check against later
-            return compute(*sources)
-        with torch.inference_mode(False), torch.no_grad():  # this order: inference_mode(False) turns grad mode on
-            values = tuple(compute(*sources))
-        self._state = _CacheState.of(sources, versions, values)
-        return values
-
-    def invalidate(self) -> None:
-        """Drop the cached values (the next call recomputes them)."""
-        self._state = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_state"] = None  # recomputed after unpickling
-        return state
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> ParameterCache:
-        fresh = ParameterCache(copy.deepcopy(self.compute, memo))
-        memo[id(self)] = fresh
-        return fresh
+    def values(self, *frozen: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`frozen`, tied to the sources that require grad when grad mode is on."""
+        if not torch.is_grad_enabled():
+            return frozen
+        needing = [s for s in self.sources if s.requires_grad]
+        if not needing:
+            return frozen
+        return _FrozenValuesBackward.apply(len(frozen), *frozen, *needing)
 
     def extra_repr(self) -> str:
-        state = self._state
-        return f"cached={state is not None}"
-
+        return f"sources={len(self.sources)}"
 
 # ---------------------------------------------------------------------------
 # Analysis
@@ -484,25 +437,24 @@ def _unique_name(gm: torch.nn.Module, name: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def cache_parameter_expressions(gm: torch.fx.GraphModule, *, freeze: bool = False) -> int:
+def freeze_parameter_expressions(gm: torch.fx.GraphModule) -> int:
     """Compute the values in `gm` that depend only on parameters and buffers
-    once instead of on every call; returns how many values were hoisted.
+    now, once, and store them as non-persistent buffers read without any
+    check; returns how many values were frozen (`optimize(freeze=True)`).
 
-    `gm` is rewritten in place and recompiled (nothing changes when nothing
-    is hoisted). Only the values that non-hoisted ops use are kept (views of
-    a single parameter are left as they are, being cheap and live). By
-    default they are cached on a `ParameterCache` submodule that
-    recomputes them when any source tensor changed (identity, storage,
-    `_version`) and computes them at run time under autograd (a source that
-    requires grad), autocast or a compiler's trace. With `freeze=True` they
-    are computed now and stored as non-persistent buffers, read without any
-    check: later changes of the parameters are not followed.
+    Later changes of the parameters are not followed: the parameters are
+    constants. A backward that reaches a frozen value while a source
+    parameter requires grad raises (`FrozenValuesGuard`); under `no_grad`
+    the values are read as they are. `gm` is rewritten in place and
+    recompiled (nothing changes when nothing is frozen). Only the values
+    that non-frozen ops use are kept (views of a single parameter are left
+    as they are, being cheap and live).
 
-    A value is never hoisted when it, or anything that may alias it, is
+    A value is never frozen when it, or anything that may alias it, is
     returned or written in place, nor when it reads a parameter or buffer
-    the graph writes (nothing is hoisted when the graph writes a tensor
-    that may be a parameter at run time, such as an input)."""
-    if CACHE_ATTRIBUTE in gm._modules:  # noqa: SLF001 - already rewritten
+    the graph writes (nothing is frozen when the graph writes a tensor that
+    may be a parameter at run time, such as an input)."""
+    if FROZEN_GUARD_ATTRIBUTE in gm._modules:  # noqa: SLF001 - already rewritten
         return 0
     plan = _plan(gm)
     if plan is None:
@@ -516,7 +468,7 @@ def cache_parameter_expressions(gm: torch.fx.GraphModule, *, freeze: bool = Fals
         return 0
     # A value that is no plain tensor (a tuple, a size), or that shares
     # storage with a source (a conversion that returned its input), is not
-    # worth caching and must stay live.
+    # worth freezing and must stay live.
     source_storages = _storages(sources)
     keep = [
         i
@@ -528,75 +480,94 @@ def cache_parameter_expressions(gm: torch.fx.GraphModule, *, freeze: bool = Fals
         return 0
     if len(keep) < len(values):
         plan = _cone_of([plan.frontier[i] for i in keep], set(plan.sources))
-        compute = _compute_module(plan)
         sources = _source_values(gm, plan.sources)
         values = tuple(values[i] for i in keep)
 
     graph = gm.graph
     first_sources = set(plan.sources)
     anchor = next(n for n in graph.nodes if n.op != "placeholder" and n not in first_sources)
-    position = {n: i for i, n in enumerate(graph.nodes)}
-    for source in plan.sources:
-        if position[source] > position[anchor]:
-            anchor.prepend(source)  # get_attr nodes have no inputs: any place is fine
-
-    replacements: list[torch.fx.Node] = []
+    guard = FrozenValuesGuard(sources)
+    gm.add_module(FROZEN_GUARD_ATTRIBUTE, guard)
+    frozen_nodes: list[torch.fx.Node] = []
     with graph.inserting_before(anchor):
-        if freeze:
-            for node, value in zip(plan.frontier, values):
-                name = _unique_name(gm, f"frozen_{node.name}")
-                gm.register_buffer(name, value, persistent=False)
-                frozen = graph.create_node("get_attr", name, name=name)
-                frozen.meta[ATTR_PATH_META] = (("_buffers", name),)
-                replacements.append(frozen)
-        else:
-            cache = ParameterCache(compute)
-            if _primable(sources):  # the values just computed are the first call's
-                cache._state = _CacheState.of(sources, list(map(_VERSION, sources)), values)  # noqa: SLF001
-            gm.add_module(CACHE_ATTRIBUTE, cache)
-            holder = graph.create_node("get_attr", CACHE_ATTRIBUTE, name="parameter_cache")
-            holder.meta[ATTR_PATH_META] = (("_modules", CACHE_ATTRIBUTE),)
-            current = graph.create_node(
-                "call_method",
-                "current_values",
-                (holder, *plan.sources),
-                name="cached_parameters",
-            )
-            for index, node in enumerate(plan.frontier):
-                replacements.append(
-                    graph.create_node(
-                        "call_function", operator.getitem, (current, index), name=f"cached_{node.name}"
-                    )
-                )
+        for node, value in zip(plan.frontier, values):
+            name = _unique_name(gm, f"frozen_{node.name}")
+            gm.register_buffer(name, value, persistent=False)
+            frozen = graph.create_node("get_attr", name, name=name)
+            frozen.meta[ATTR_PATH_META] = (("_buffers", name),)
+            frozen_nodes.append(frozen)
+        holder = graph.create_node("get_attr", FROZEN_GUARD_ATTRIBUTE, name="frozen_guard")
+        holder.meta[ATTR_PATH_META] = (("_modules", FROZEN_GUARD_ATTRIBUTE),)
+        handed_out = graph.create_node("call_method", "values", (holder, *frozen_nodes), name="frozen_values")
+        replacements = [
+            graph.create_node("call_function", operator.getitem, (handed_out, index), name=f"frozen_{node.name}_value")
+            for index, node in enumerate(plan.frontier)
+        ]
     for node, replacement in zip(plan.frontier, replacements):
         node.replace_all_uses_with(replacement)
-    source_nodes = set(plan.sources)
     for node in reversed(plan.cone):
-        if not node.users and node not in source_nodes:
+        if not node.users:
             graph.erase_node(node)
-    if freeze:
-        for source in plan.sources:
-            if not source.users:
-                graph.erase_node(source)
     gm.recompile()
     return len(replacements)
 
 
-def _primable(sources: Sequence[Any]) -> bool:
-    """Whether values computed from `sources` now may be cached as the
-    cache itself would (plain tensors with version counters)."""
-    if not all(type(s) in _PLAIN_TENSOR_TYPES for s in sources):
-        return False
-    try:
-        list(map(_VERSION, sources))
-    except RuntimeError:
-        return False
-    return True
+def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) -> int:
+    """Make `gm` read, on every call, each parameter and buffer of `model`
+    it uses from `model`'s own module dicts (`model.towers[0].weight`, not
+    the copy of the reference Dynamo's capture registered on `gm`); returns
+    how many reads now go to the model.
+
+    What the model holds at call time is what is computed with: a Parameter
+    or buffer reassigned on the model, `load_state_dict(..., assign=True)`,
+    the new buffers of `.to()`/`.half()`/`.double()` (which replace buffers,
+    and parameters under `torch.__future__.set_overwrite_module_params_on_conversion`)
+    are all followed, at the price of a few dict lookups per attribute. The
+    model is kept in `gm.__dict__` (not registered: `gm`'s parameters and
+    state dict stay as they are); a copy or unpickled `gm` reads its own
+    attributes. A tensor the model no longer has where it had it (deleted,
+    or moved between parameters and buffers) is read from `gm` instead (the
+    exported code's getattr fallback)."""
+    owners: dict[int, tuple[str, str]] = {}
+    for kind, named in (
+        ("_parameters", model.named_parameters(remove_duplicate=False)),
+        ("_buffers", model.named_buffers(remove_duplicate=False)),
+    ):
+        for name, tensor in named:
+            owners.setdefault(id(tensor), (kind, name))
+    if not isinstance(gm.graph._codegen, _FastAttributes):  # noqa: SLF001 - a captured graph (the stride fallback)
+        fast = fast_codegen(gm.graph._codegen)  # noqa: SLF001
+        if not isinstance(fast, _FastAttributes):
+            return 0  # a codegen of another kind: left reading its own attributes
+        gm.graph.set_codegen(fast)
+    bound = 0
+    for node in gm.graph.find_nodes(op="get_attr"):
+        try:
+            value = _read_target(gm, str(node.target))
+        except AttributeError:
+            continue
+        found = owners.get(id(value)) if isinstance(value, torch.Tensor) else None
+        if found is None:
+            continue
+        kind, name = found
+        *modules, leaf = name.split(".")
+        node.meta[ATTR_PATH_META] = (
+            ("__dict__", MODEL_ATTRIBUTE),
+            *(("_modules", part) for part in modules),
+            (kind, leaf),
+        )
+        bound += 1
+    gm.__dict__[MODEL_ATTRIBUTE] = model
+    gm.recompile()
+    return bound
 
 
 __all__ = [
-    "CACHE_ATTRIBUTE",
+    "FROZEN_BACKWARD_MESSAGE",
+    "FROZEN_GUARD_ATTRIBUTE",
     "HOISTABLE_NAMES",
-    "ParameterCache",
-    "cache_parameter_expressions",
+    "MODEL_ATTRIBUTE",
+    "FrozenValuesGuard",
+    "freeze_parameter_expressions",
+    "read_tensors_from_model",
 ]

@@ -198,6 +198,9 @@ class _Provenance:
 
     members: dict[SSAValue, tuple[int, int, int]] = field(default_factory=dict)
     next_id: int = 0
+    constant_parameters: bool = False
+    """Stacks of parameters cost nothing per call (`optimize(freeze=True)`
+    computes them once); otherwise they are copies like any other."""
 
     def record(self, results: Sequence[SSAValue]) -> None:
         stack = self.next_id
@@ -207,8 +210,8 @@ class _Provenance:
 
 
 def _is_parameter(value: SSAValue) -> bool:
-    """A parameter or buffer, or a pure function of them only: stacked once
-    and cached by the exported module (`optimus_ir.param_cache`)."""
+    """A parameter or buffer (an `fx.get_attr`): with constant parameters,
+    stacked once at optimize time (`optimus_ir.param_cache`)."""
     owner = value.owner
     return isinstance(owner, fx.GetAttrOp)
 
@@ -288,6 +291,9 @@ class BatchFusion(ModulePass):
         grouped_linear: group linears of different shapes too
             (`batch.grouped_linear`), for a lowering with a grouped GEMM;
             groups whose members turn out equal become `batch.linear`.
+        constant_parameters: the stacks of parameters and buffers cost
+            nothing per call (`optimize(freeze=True)` computes them once);
+            by default they are priced as the copies they are on every call.
     """
 
     name = "batch-fusion"
@@ -297,6 +303,7 @@ class BatchFusion(ModulePass):
     cost_model: str = "calibrated"
     kinds: str = "all"
     grouped_linear: bool = False
+    constant_parameters: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.check_options()
@@ -388,7 +395,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
     )
     _explain_rejections(ops, keys, result, options)
 
-    provenance = _Provenance()
+    provenance = _Provenance(constant_parameters=options.constant_parameters)
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     fused = 0
     touched = False
@@ -731,7 +738,7 @@ def _slot_source(values: Sequence[SSAValue], provenance: _Provenance) -> str:
     view of a tensor) or "copy"."""
     if all(v is values[0] for v in values):
         return "shared"
-    if all(_is_parameter(v) for v in values):
+    if provenance.constant_parameters and all(_is_parameter(v) for v in values):
         return "parameters"
     sources = [provenance.members.get(v) for v in values]
     if all(s is not None for s in sources):

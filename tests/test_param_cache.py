@@ -1,8 +1,10 @@
-"""Values computed from parameters alone, cached once (`optimus_ir.param_cache`):
-they follow in-place updates, `load_state_dict`, `.data` and reassigned
-parameters; `freeze=True` does not; gradients reach the parameters; graphs
-that write a parameter or buffer in place are not hoisted across; results
-are bit-identical to the captured graph."""
+"""Values computed from parameters alone (`optimus_ir.param_cache`): by
+default computed on every call from the model's current tensors, so in-place
+updates, `load_state_dict`, `.data` and reassigned parameters are followed
+and gradients reach the parameters; `freeze=True` computes them once (the
+parameters are constants); graphs that write a parameter or buffer in place
+are not frozen across; results are bit-identical to the captured graph.
+Every update route is in tests/test_param_freshness.py."""
 
 from __future__ import annotations
 
@@ -16,7 +18,12 @@ from torch import nn
 
 import optimus_ir
 from optimus_ir.api import _optimize, capture
-from optimus_ir.param_cache import CACHE_ATTRIBUTE, ParameterCache, cache_parameter_expressions
+from optimus_ir.param_cache import (
+    FROZEN_GUARD_ATTRIBUTE,
+    MODEL_ATTRIBUTE,
+    FrozenValuesGuard,
+    freeze_parameter_expressions,
+)
 
 
 def _assert_identical(actual, expected) -> None:
@@ -55,20 +62,22 @@ def stacked():
     return model, x, optimus_ir.optimize(model, (x,))
 
 
-def test_stacks_are_hoisted_and_results_identical_to_the_captured_graph(stacked) -> None:
+def test_stacks_are_computed_per_call_from_the_model(stacked) -> None:
+    """The default keeps no value computed from parameters: nothing can go
+    stale (`.data` writes and fused optimizers change no version counter)."""
     model, x, gm = stacked
-    assert gm.optimus_report.cached_parameter_values == 2
-    assert "cached parameter values: 2" in gm.optimus_report.format()
+    assert gm.optimus_report.cached_parameter_values == 0
+    assert "parameter values" not in gm.optimus_report.format()
     code = gm.code
-    assert "torch.stack" not in code and "transpose" not in code
-    assert "parameter_cache.current_values(" in code
-    assert isinstance(getattr(gm, CACHE_ATTRIBUTE), ParameterCache)
+    assert code.count("torch.stack") == 2
+    assert FROZEN_GUARD_ATTRIBUTE not in gm._modules
+    assert gm.__dict__[MODEL_ATTRIBUTE] is model
+    assert f"self.__dict__['{MODEL_ATTRIBUTE}']" in code
     captured = capture(Stacked(), (x,))
     _assert_identical(gm(x), captured(x))
     _assert_identical(gm(x), model(x))
-    # the cached values are ordinary tensors, computed without autograd
-    state = getattr(gm, CACHE_ATTRIBUTE)._state
-    assert all(not v.requires_grad and not v.is_inference() for v in state.values)
+    model.w1.data.add_(1)  # no version change
+    _assert_identical(gm(x), model(x))
 
 
 def test_in_place_update_is_followed(stacked) -> None:
@@ -102,29 +111,16 @@ def test_reassigned_parameter_and_replaced_data_are_followed(stacked) -> None:
     _assert_identical(gm(x.double()), model(x.double()))
 
 
-def test_unchanged_parameters_reuse_the_cached_values(stacked) -> None:
-    _, x, gm = stacked
-    cache = getattr(gm, CACHE_ATTRIBUTE)
-    with torch.no_grad():
-        gm(x)
-        state = cache._state
-        gm(x)
-    assert cache._state is state
-    with torch.inference_mode():
-        out = gm(x)
-    assert cache._state is state
-    _assert_identical(out, gm(x))
-
-
 def test_freeze_does_not_follow_and_has_no_checks() -> None:
     model = Stacked()
     x = _x()
     gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 2
-    assert CACHE_ATTRIBUTE not in gm._modules
+    assert "frozen parameter values: 2" in gm.optimus_report.format()
+    assert isinstance(getattr(gm, FROZEN_GUARD_ATTRIBUTE), FrozenValuesGuard)
     code = gm.code
-    assert "current_values" not in code and "torch.stack" not in code
-    assert "_buffers['frozen_" in code
+    assert "torch.stack" not in code and "transpose" not in code
+    assert "_buffers['frozen_" in code and "frozen_guard.values(" in code
     assert set(gm.state_dict()) == {f"L__self___{n}" for n in model.state_dict()}
     before = model(x)
     _assert_identical(gm(x), before)
@@ -173,13 +169,11 @@ def test_autocast_and_parameters_without_grad() -> None:
     model = Stacked()
     x = _x()
     gm = optimus_ir.optimize(model, (x,))
-    cache = getattr(gm, CACHE_ATTRIBUTE)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _assert_identical(gm(x), model(x))
-    model.requires_grad_(False)  # no version change: read on every call
-    state = cache._state
-    out = gm(x)  # grad mode, but nothing requires grad: the cached values
-    assert cache._state is state and not out.requires_grad
+    model.requires_grad_(False)
+    out = gm(x)
+    assert not out.requires_grad
     _assert_identical(out, model(x))
     model.w1.requires_grad_(True)
     out = gm(x)
@@ -202,7 +196,7 @@ def test_write_to_a_fresh_tensor_does_not_stop_hoisting() -> None:
 
     model = WritesFresh()
     x = torch.randn(2, 4)
-    gm = optimus_ir.optimize(model, (x,))
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 1
     _assert_identical(gm(x), model(x))
 
@@ -227,9 +221,9 @@ def test_model_without_parameter_expressions_is_unchanged() -> None:
 
     model, inputs = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
     no_fusion = "raise-fx,split-cat-simplify,dce,cse,lower-to-fx"  # fusion stacks weights
-    gm = optimus_ir.optimize(model, inputs, no_fusion)
+    gm = optimus_ir.optimize(model, inputs, no_fusion, freeze=True)
     assert gm.optimus_report.cached_parameter_values == 0
-    assert CACHE_ATTRIBUTE not in gm._modules
+    assert FROZEN_GUARD_ATTRIBUTE not in gm._modules
     plain = _optimize(
         model,
         inputs,
@@ -239,6 +233,7 @@ def test_model_without_parameter_expressions_is_unchanged() -> None:
         example_kwargs=None,
         verify_each=None,
         guard_strides=True,
+        freeze=True,
         cache_parameters=False,
     )
     assert gm.code == plain.code
@@ -265,7 +260,7 @@ def test_written_buffer_is_not_hoisted_across() -> None:
     model = WritesBuffer()
     reference = copy.deepcopy(model)
     x = torch.randn(2, 4)
-    gm = optimus_ir.optimize(model, (x,))
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 1
     assert gm.code.count("torch.stack") == 1  # the written buffer's stack stays
     with torch.no_grad():
@@ -293,7 +288,7 @@ def test_running_statistics_are_not_hoisted_across() -> None:
     model = BatchNormTraining()
     reference = copy.deepcopy(model)
     x = torch.randn(6, 4)
-    gm = optimus_ir.optimize(model, (x,))
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 0
     with torch.no_grad():
         for _ in range(2):
@@ -320,7 +315,7 @@ class Escapes(nn.Module):
 def test_value_that_escapes_or_is_written_is_not_hoisted(mode: str) -> None:
     model = Escapes(mode)
     x = torch.randn(3, 4)
-    gm = optimus_ir.optimize(model, (x,))
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 0
     _assert_identical(gm(x), model(x))
 
@@ -338,7 +333,7 @@ def test_graph_that_writes_its_input_hoists_nothing() -> None:
 
     model = WritesInput()
     reference = copy.deepcopy(model)
-    gm = optimus_ir.optimize(model, (torch.randn(4),))
+    gm = optimus_ir.optimize(model, (torch.randn(4),), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 0
     with torch.no_grad():
         _assert_identical(gm(model.w1), reference(reference.w1))
@@ -355,7 +350,7 @@ class SplitAndStack(Stacked):
 def test_stride_guard_fallback_keeps_working() -> None:
     model = SplitAndStack()
     x = _x()
-    gm = optimus_ir.optimize(model, (x,))
+    gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 2
     assert "_optimus_fallback" in gm.code
     assert "torch.stack" in gm._optimus_fallback.code  # the captured graph is untouched
@@ -364,7 +359,19 @@ def test_stride_guard_fallback_keeps_working() -> None:
     _assert_identical(gm(x), model(x))
 
 
-def test_copies_and_pickling_recompute() -> None:
+def test_stride_fallback_reads_the_model_too() -> None:
+    """The captured graph the stride guard falls back to follows a
+    reassigned parameter like the optimized code."""
+    model = SplitAndStack()
+    x = _x()
+    gm = optimus_ir.optimize(model, (x,))
+    strided = x.transpose(1, 2).contiguous().transpose(1, 2)
+    model.w2 = nn.Parameter(torch.full((4, 8), 0.5))
+    _assert_identical(gm(strided), model(strided))
+    _assert_identical(gm(x), model(x))
+
+
+def test_copies_and_pickling_read_their_own_parameters() -> None:
     model = Stacked()
     x = _x()
     gm = optimus_ir.optimize(model, (x,))
@@ -382,8 +389,8 @@ def test_direct_call_counts_and_is_idempotent() -> None:
     model = Stacked()
     gm = capture(model, (_x(),))
     expected = gm(_x())
-    assert cache_parameter_expressions(gm) == 2
-    assert cache_parameter_expressions(gm) == 0
+    assert freeze_parameter_expressions(gm) == 2
+    assert freeze_parameter_expressions(gm) == 0
     _assert_identical(gm(_x()), expected)
 
 
@@ -406,11 +413,11 @@ def test_views_of_one_parameter_are_not_cached() -> None:
         model = Views(conversion)
         gm = capture(model, (x,))
         code = gm.code
-        assert cache_parameter_expressions(gm) == 0
+        assert freeze_parameter_expressions(gm) == 0
         assert gm.code == code
 
 
-def test_dropped_candidate_leaves_a_consistent_cache() -> None:
+def test_dropped_candidate_leaves_consistent_frozen_values() -> None:
     class Mixed(Stacked):
         def __init__(self) -> None:
             super().__init__()
@@ -422,15 +429,12 @@ def test_dropped_candidate_leaves_a_consistent_cache() -> None:
     model = Mixed()
     x = _x()
     gm = capture(model, (x,))
-    assert cache_parameter_expressions(gm) == 2  # `v.contiguous()` is `v`: not cached
-    cache = getattr(gm, CACHE_ATTRIBUTE)
-    state = cache._state
-    assert len(state.sources) == 6  # the weights and biases, not v
+    assert freeze_parameter_expressions(gm) == 2  # `v.contiguous()` is `v`: not frozen
+    guard = getattr(gm, FROZEN_GUARD_ATTRIBUTE)
+    assert len(guard.sources) == 6  # the weights and biases, not v
     with torch.no_grad():
         _assert_identical(gm(x), model(x))
-    assert cache._state is state  # the primed values were used
-    with torch.no_grad():
-        model.v.mul_(3)
+        model.v.mul_(3)  # v stays live
         _assert_identical(gm(x), model(x))
 
 
@@ -440,14 +444,14 @@ def test_torch_compile_backend_and_compiling_the_optimized_module() -> None:
     compiled = torch.compile(model, backend="optimus", options={"inner": "eager"})
     _assert_identical(compiled(x), model(x))
     gm = optimus_ir.optimize(model, (x,))
-    again = torch.compile(gm, backend="eager")  # Dynamo traces the cache: computed inline
+    again = torch.compile(gm, backend="eager")  # Dynamo follows the reads from the model
     _assert_identical(again(x), model(x))
     with torch.no_grad():
         model.w1.add_(1)
         _assert_identical(again(x), model(x))
 
 
-def test_inductor_traces_the_cache() -> None:
+def test_inductor_compiles_the_optimized_module() -> None:
     from torch._inductor.compile_fx import compile_fx
 
     model = Stacked()
@@ -455,7 +459,6 @@ def test_inductor_traces_the_cache() -> None:
     gm = optimus_ir.optimize(model, (x,))
     compiled = compile_fx(gm, [x])
     torch.testing.assert_close(compiled(x), model(x))
-    assert getattr(gm, CACHE_ATTRIBUTE)._state is not None
     compiled_backend = torch.compile(model, backend="optimus")
     torch.testing.assert_close(compiled_backend(x), model(x))
 
@@ -467,13 +470,12 @@ def test_benchmark_smoke_run(tmp_path) -> None:
 
     bench = load_benchmark("bench_param_cache")
     threads = torch.get_num_threads()
-    try:
-        results = bench.main(
-            ["--towers", "4", "--width", "8", "--rounds", "2", "--sample-ms", "1", "--json", str(tmp_path / "out.json")]
-        )
-    finally:
-        torch.set_num_threads(threads)
-    assert set(results) == {"4x8"}
-    assert set(json.loads((tmp_path / "out.json").read_text())["4x8"]) == {
-        "check", "stack", "no cache", "cache", "freeze", "cache, grad"
-    }
+    results = bench.main(
+        ["--towers", "4", "--batch", "8", "--rounds", "2", "--sample-ms", "1", "--json", str(tmp_path / "out.json")]
+    )
+    assert torch.get_num_threads() == threads
+    written = json.loads((tmp_path / "out.json").read_text())
+    assert written == json.loads(json.dumps(results))
+    assert {"captured", "default", "default, flat reads", "freeze"} <= set(written["ms"])
+    assert all(value > 0 for value in written["ms"].values())
+    assert set(written["ops"]) == {"captured", "default", "freeze"}

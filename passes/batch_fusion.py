@@ -5,7 +5,9 @@ layer_norm, unary and binary pointwise of the `torch` dialect) the pass
 computes a *grouping key* -- everything that changes what the op computes:
 its kind, the shape, dtype and device of every operand, every property
 (eps, alpha, clamp bounds, nan_to_num replacements, gelu's approximation,
-...), and the barrier-free segment of the block it lies in. The search
+...; scalars by Python type and exact bits, `ScalarKey`: `2`, `2.0` and
+`True` differ, so do `0.0` and `-0.0`, and NaN equals NaN), the result's
+dtype, and the barrier-free segment of the block it lies in. The search
 (`optimus_ir.analysis.independent_sets`) picks, per key, sets of members no
 two of which depend on each other, over the whole graph, such that fusing
 all the sets at once leaves the graph acyclic. A cost model

@@ -25,8 +25,9 @@ here, where it is known which members already lie together:
 
 A `torch.cat` of members taken from stacks in member order (all of one
 stack, or m stacks interleaved periodically) becomes one `stack` of the
-stacks moved to the cat's layout, flattened: one copy instead of N slices
-and a cat.
+stacks moved to the cat's layout (a `cat` of them when the stacks' members
+differ in size: ragged groups), flattened: one copy instead of N slices and
+a cat.
 
 Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
 values: the exported module computes them once and caches them
@@ -136,12 +137,23 @@ def _member_order_value(
     rewriter: PatternRewriter, stacks: list[SSAValue], n: int, dim: int
 ) -> SSAValue:
     """The cat along member dim `dim` of the first `n` members of `stacks`
-    interleaved (member k of stack j at position k*m + j): one
-    `torch.stack` of the stacks moved to `[..., n, member_dim, ...]` (a
-    fresh copy, like the cat), flattened (a view of it)."""
+    interleaved (member k of stack j at position k*m + j), as one fresh copy
+    (like the cat) of the stacks moved to `[..., n, member_dim, ...]`,
+    flattened (a view of it): a `torch.stack` of the moved stacks when their
+    members are of one type, else (ragged groups: linears of widths 8, 12,
+    16, 8, 12, 16, ... on one input) a `torch.cat` of them along the member
+    dim, which takes members of different sizes there (and promotes dtypes
+    as the original cat did)."""
+    rank = len(shape(stacks[0])) - 1
+    dim = dim % rank if rank else 0
     moved = [T.MovedimOp(_first_members(rewriter, s, n), [0], [dim]) for s in stacks]
-    joined = T.StackOp(moved, dim + 1)
-    flat = T.FlattenOp(joined, dim, dim + 2)
+    member_types = {B.member_type(s.type) for s in stacks}  # type: ignore[arg-type]
+    if len(member_types) == 1:
+        joined: Operation = T.StackOp(moved, dim + 1)
+        flat = T.FlattenOp(joined, dim, dim + 2)
+    else:
+        joined = T.CatOp(moved, dim + 1)
+        flat = T.FlattenOp(joined, dim, dim + 1)
     for new in (*moved, joined, flat):
         rewriter.insert(new)
     return flat.result
@@ -150,7 +162,8 @@ def _member_order_value(
 class CatOfMembers(RewritePattern):
     """`torch.cat` of a run of members that are the whole of one stack in
     order, or m stacks interleaved periodically -> one `stack + flatten` of
-    the (moved) stacks in place of the run."""
+    the (moved) stacks in place of the run (`cat + flatten` when the stacks'
+    members differ in size, see `_member_order_value`)."""
 
     name = "cat-of-members"
     roots = (T.CatOp,)

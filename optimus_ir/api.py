@@ -631,40 +631,11 @@ def _run_passes(
 
 def _match_output_strides(program: ImportedGraph) -> int:
     """Make every returned tensor have the strides the captured graph
-    returns; the number of `.contiguous()` calls added.
+    returns, whatever the layout (`passes/output_layout.py`); the number of
+    restores added."""
+    from optimus_ir.passes.output_layout import restore_output_strides
 
-    Only values computed by operator ops can have changed layout (the
-    passes let a layout change reach pointwise ops, views, copies and the
-    output, never an fx op). Where the original output is contiguous and
-    the value is not provably so, a `.contiguous()` is added: it returns
-    its input itself when that is contiguous already, and copies otherwise.
-    Non-contiguous original outputs are left as they are."""
-    from optimus_ir.analysis import is_row_major, provably_row_major
-
-    expected = program.output_strides
-    if not expected:
-        return 0
-    added = 0
-    output = graph_of(program.module).output()
-    for index, value in enumerate(list(output.operands)):
-        want = expected[index] if index < len(expected) else None
-        ty = value.type
-        if want is None or not isinstance(ty, TensorType):
-            continue
-        owner = value.owner
-        if not isinstance(owner, Operation) or owner.dialect_name() == "fx":
-            continue
-        sizes = tuple(ty.get_shape())
-        if len(want) != len(sizes) or any(s < 0 for s in sizes):
-            continue
-        if not is_row_major(want, sizes) or provably_row_major(value):
-            continue
-        fixed = fx.CallMethodOp("contiguous", [fx.ref(0)], {}, [value], ty)
-        fixed.results[0].name_hint = f"{value.name_hint or 'output'}_contiguous"
-        Rewriter.insert_op(fixed, InsertPoint.before(output))
-        output.operands[index] = fixed.results[0]
-        added += 1
-    return added
+    return restore_output_strides(program.module, program.output_strides)
 
 
 __all__ = [

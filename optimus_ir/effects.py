@@ -169,6 +169,10 @@ ALLOCATING_NAMES: frozenset[str] = frozenset(
     }
 )
 
+# Exact fx targets that return a fresh tensor (or their input), beyond the
+# torch factories above: removable when unused, never merged.
+ALLOCATING_FUNCTIONS: set[str] = set()
+
 # Torch namespaces whose functions have effects beyond their result.
 _IMPURE_TORCH_PREFIXES = (
     "torch.cuda.",
@@ -231,6 +235,15 @@ def register_impure_function(target: str) -> None:
     _target_kind.cache_clear()
 
 
+def register_allocating_function(target: str) -> None:
+    """Declare an fx call_function target (qualified name) allocating: it
+    returns a fresh tensor (or its input) and has no other effect."""
+    PURE_FUNCTIONS.discard(target)
+    IMPURE_FUNCTIONS.discard(target)
+    ALLOCATING_FUNCTIONS.add(target)
+    _target_kind.cache_clear()
+
+
 def _aten_name(target: str) -> tuple[str, str] | None:
     """(op name, overload) of a `torch.ops.aten|prims.<op>[.<overload>]` target."""
     parts = target.split(".")
@@ -262,6 +275,8 @@ def _target_kind(target: str) -> str:
         target = target[1:]
     if target in PURE_FUNCTIONS:
         return "pure"
+    if target in ALLOCATING_FUNCTIONS:
+        return "alloc"
     if target in IMPURE_FUNCTIONS or not target.startswith("torch."):
         return "impure"
     if target.startswith(_IMPURE_TORCH_PREFIXES):
@@ -398,6 +413,7 @@ def is_cse_candidate(op: Operation) -> bool:
 
 
 __all__ = [
+    "ALLOCATING_FUNCTIONS",
     "ALLOCATING_NAMES",
     "FxCallEffects",
     "IMPURE_FUNCTIONS",
@@ -409,6 +425,7 @@ __all__ = [
     "memory_effects",
     "is_cse_candidate",
     "is_removable_if_unused",
+    "register_allocating_function",
     "register_impure_function",
     "register_pure_function",
 ]

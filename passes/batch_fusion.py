@@ -5,7 +5,9 @@ layer_norm, unary and binary pointwise of the `torch` dialect) the pass
 computes a *grouping key* -- everything that changes what the op computes:
 its kind, the shape, dtype and device of every operand, every property
 (eps, alpha, clamp bounds, nan_to_num replacements, gelu's approximation,
-...), and the barrier-free segment of the block it lies in. The search
+...; scalars by Python type and exact bits, `ScalarKey`: `2`, `2.0` and
+`True` differ, so do `0.0` and `-0.0`, and NaN equals NaN), the result's
+dtype, and the barrier-free segment of the block it lies in. The search
 (`optimus_ir.analysis.independent_sets`) picks, per key, sets of members no
 two of which depend on each other, over the whole graph, such that fusing
 all the sets at once leaves the graph acyclic. A cost model
@@ -38,11 +40,12 @@ Safety
 from __future__ import annotations
 
 import heapq
+import struct
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -96,6 +99,45 @@ class GroupKey:
 
 
 _MISSING = object()
+
+
+@dataclass(frozen=True)
+class ScalarKey:
+    """A scalar property (a clamp bound, a binary op's scalar, alpha, eps,
+    ...) as a grouping-key field: its Python type and its exact bits.
+
+    Comparing the Python values would be lossy: `2 == 2.0 == True` (an int,
+    a float and a bool scalar promote an integral tensor differently),
+    `0.0 == -0.0` (the sign of zero is observable, e.g. through `1 / x`) and
+    `nan != nan` (equal NaN bounds would never group)."""
+
+    kind: str
+    """`bool`, `int` or `float`: the Python type torch sees."""
+    bits: Hashable
+    """The value itself for bool and int, the IEEE-754 double's bits for float."""
+    shown: str
+    """How a remark shows it: `2`, `2.0`, `-0.0`, `nan`, `True` (the
+    Python spelling, which tells the three types apart)."""
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+def scalar_key(attr: Attribute) -> Hashable:
+    """The exact grouping-key value of a property: a `ScalarKey` for a
+    number, the text of a string, the attribute itself otherwise (xDSL
+    compares attributes structurally, bit for bit)."""
+    if fx.is_bool_literal(attr):
+        value = bool(attr.value.data)  # type: ignore[attr-defined]
+        return ScalarKey("bool", value, str(value))
+    if isinstance(attr, IntAttr):
+        return ScalarKey("int", attr.data, str(attr.data))
+    if isinstance(attr, FloatAttr):
+        value = float(attr.value.data)
+        return ScalarKey("float", struct.pack("<d", value), repr(value))
+    if isinstance(attr, StringAttr):
+        return attr.data
+    return attr
 
 
 def _show(value: object) -> str:
@@ -161,7 +203,7 @@ def candidate_key(
         fields = [
             *_tensor_fields("input", op.input.type, op.input, dims),
             ("normalized_shape", T.ints(op.normalized_shape)),
-            ("eps", T.number_value(op.eps)),
+            ("eps", scalar_key(op.eps)),
             *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
             *_tensor_fields("bias", op.bias.type if op.bias is not None else None),
         ]
@@ -171,19 +213,16 @@ def candidate_key(
         for i, operand in enumerate(op.operands):
             fields.extend(_tensor_fields(f"operand {i}", operand.type, operand, dims))
         for name in sorted(op.properties):
-            fields.append((name, _literal_value(op.properties[name])))
+            fields.append((name, scalar_key(op.properties[name])))
     else:
         return None
+    # The result's dtype is a function of the fields above (type promotion
+    # of the operands and scalars); keyed too, so that no rule of promotion
+    # missing from them can merge members whose results differ in dtype.
+    result = op.results[0].type
+    fields.append(("result dtype", result.element_type if isinstance(result, TensorType) else None))
     fields.append(("segment", segment))
     return GroupKey(kind, op.name, tuple(fields))
-
-
-def _literal_value(attr: Attribute) -> Hashable:
-    try:
-        return T.number_value(attr)
-    except Exception:  # strings, none, other literals: the attribute itself
-        data = getattr(attr, "data", None)
-        return data if isinstance(data, Hashable) and data is not None else attr
 
 
 # ---------------------------------------------------------------------------
@@ -1054,4 +1093,13 @@ def _sort_segment(block: Block, segment: list[Operation], position: dict[Operati
             block.insert_op_before(op, anchor)
 
 
-__all__ = ["BatchFusion", "GroupKey", "candidate_key", "fuse_block", "regular_pieces", "restore_dominance"]
+__all__ = [
+    "BatchFusion",
+    "GroupKey",
+    "ScalarKey",
+    "candidate_key",
+    "fuse_block",
+    "regular_pieces",
+    "restore_dominance",
+    "scalar_key",
+]

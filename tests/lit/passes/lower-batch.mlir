@@ -103,3 +103,31 @@ fx.graph @cut_short {
   %t = batch.pointwise %s fn "torch.neg" stacked [true] fn_properties {} : tensor<2x4x16xf32> -> tensor<2x4x16xf32>
   fx.output %t
 }
+
+// -----
+
+// Ragged groups: linears of widths 8, 12, 8, 12 on one input form two
+// stacks whose members differ in size; a cat interleaving them cannot be a
+// stack (its operands differ in shape): it is one cat of the moved stacks
+// along the member dim, flattened. The tail member (width 16) stays a plain
+// operand of the outer cat.
+// CHECK-LABEL: fx.graph @ragged_interleaved_cat
+// CHECK:         %[[A:.*]] = torch.movedim %{{.*}} source [0] destination [1] : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = torch.movedim %{{.*}} source [0] destination [1] : tensor<2x4x12xf32> -> tensor<4x2x12xf32>
+// CHECK-NEXT:    %[[J:.*]] = torch.cat %[[A]], %[[B]] dim 2 : tensor<4x2x8xf32>, tensor<4x2x12xf32> -> tensor<4x2x20xf32>
+// CHECK-NEXT:    %[[F:.*]] = torch.flatten %[[J]] start_dim 1 end_dim 2 : tensor<4x2x20xf32> -> tensor<4x40xf32>
+// CHECK:         %c = torch.cat %[[F]], %z dim 1 : tensor<4x40xf32>, tensor<4x16xf32> -> tensor<4x56xf32>
+// CHECK-NOT:     torch.stack
+fx.graph @ragged_interleaved_cat {
+  %x = fx.placeholder "x" : tensor<4x16xf32>
+  %wa = fx.get_attr "wa" : tensor<2x8x16xf32>
+  %wb = fx.get_attr "wb" : tensor<2x12x16xf32>
+  %wz = fx.get_attr "wz" : tensor<16x16xf32>
+  %ya = batch.linear_shared_input %x, %wa : tensor<4x16xf32>, tensor<2x8x16xf32> -> tensor<2x4x8xf32>
+  %yb = batch.linear_shared_input %x, %wb : tensor<4x16xf32>, tensor<2x12x16xf32> -> tensor<2x4x12xf32>
+  %z = torch.linear %x, %wz : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+  %a0, %a1 = batch.unpack %ya : tensor<2x4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  %b0, %b1 = batch.unpack %yb : tensor<2x4x12xf32> -> tensor<4x12xf32>, tensor<4x12xf32>
+  %c = torch.cat %a0, %b0, %a1, %b1, %z dim 1 : tensor<4x8xf32>, tensor<4x12xf32>, tensor<4x8xf32>, tensor<4x12xf32>, tensor<4x16xf32> -> tensor<4x56xf32>
+  fx.output %c
+}

@@ -98,3 +98,86 @@ fx.graph @barrier {
   %b = torch.exp %y : tensor<4x8xf32> -> tensor<4x8xf32>
   fx.output (%a, %b)
 }
+
+// -----
+
+// Scalars are keyed by Python type and bits: an int and a float scalar
+// promote an integral tensor differently (`q * 2` stays i64, `q * 2.0` is
+// f32), an int and a bool differ on a bool tensor, and the sign of a zero
+// bound is observable (`1 / clamp(x, min=-0.0)`). Each kind groups with its
+// own; a NaN bound groups with a NaN bound.
+// CHECK-LABEL: fx.graph @scalar_types
+// CHECK:         %[[IS:.*]] = batch.pack %p, %q
+// CHECK-NEXT:    %[[I:.*]] = batch.pointwise %[[IS]] fn "torch.mul" stacked [true] fn_properties {"reverse": false, "scalar": 2} : tensor<2x4x2xi64> -> tensor<2x4x2xi64>
+// CHECK:         %[[FS:.*]] = batch.pack %p, %q
+// CHECK-NEXT:    %[[F:.*]] = batch.pointwise %[[FS]] fn "torch.mul" stacked [true] fn_properties {"reverse": false, "scalar": 2.0} : tensor<2x4x2xi64> -> tensor<2x4x2xf32>
+// CHECK:         batch.pointwise %{{.*}} fn "torch.mul" stacked [true] fn_properties {"reverse": false, "scalar": 1} : tensor<2x4x2xi1> -> tensor<2x4x2xi64>
+// CHECK:         batch.pointwise %{{.*}} fn "torch.mul" stacked [true] fn_properties {"reverse": false, "scalar": true} : tensor<2x4x2xi1> -> tensor<2x4x2xi1>
+// CHECK:         batch.pointwise %{{.*}} fn "torch.clamp" stacked [true] fn_properties {"min": 0.0}
+// CHECK:         batch.pointwise %{{.*}} fn "torch.clamp" stacked [true] fn_properties {"min": -0.0}
+// CHECK:         batch.pointwise %{{.*}} fn "torch.clamp" stacked [true] fn_properties {"min": nan}
+fx.graph @scalar_types {
+  %p = fx.placeholder "p" : tensor<4x2xi64>
+  %q = fx.placeholder "q" : tensor<4x2xi64>
+  %b = fx.placeholder "b" : tensor<4x2xi1>
+  %c = fx.placeholder "c" : tensor<4x2xi1>
+  %x = fx.placeholder "x" : tensor<4x2xf32>
+  %y = fx.placeholder "y" : tensor<4x2xf32>
+  // expected-remark@+1 {{fused 2 torch.mul (%pi, %qi) into batch.pointwise}}
+  %pi = torch.mul %p scalar 2 : tensor<4x2xi64> -> tensor<4x2xi64>
+  // expected-remark@+1 {{fused 2 torch.mul (%pf, %qf) into batch.pointwise}}
+  %pf = torch.mul %p scalar 2.0 : tensor<4x2xi64> -> tensor<4x2xf32>
+  %qi = torch.mul %q scalar 2 : tensor<4x2xi64> -> tensor<4x2xi64>
+  %qf = torch.mul %q scalar 2.0 : tensor<4x2xi64> -> tensor<4x2xf32>
+  // expected-remark@+1 {{fused 2 torch.mul (%bi, %ci) into batch.pointwise}}
+  %bi = torch.mul %b scalar 1 : tensor<4x2xi1> -> tensor<4x2xi64>
+  // expected-remark@+1 {{fused 2 torch.mul (%bb, %cb) into batch.pointwise}}
+  %bb = torch.mul %b scalar true : tensor<4x2xi1> -> tensor<4x2xi1>
+  %ci = torch.mul %c scalar 1 : tensor<4x2xi1> -> tensor<4x2xi64>
+  %cb = torch.mul %c scalar true : tensor<4x2xi1> -> tensor<4x2xi1>
+  // expected-remark@+1 {{fused 2 torch.clamp (%xp, %yp) into batch.pointwise}}
+  %xp = torch.clamp %x min 0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  // expected-remark@+1 {{fused 2 torch.clamp (%xn, %yn) into batch.pointwise}}
+  %xn = torch.clamp %x min -0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  %yp = torch.clamp %y min 0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  %yn = torch.clamp %y min -0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  // expected-remark@+1 {{fused 2 torch.clamp (%xz, %yz) into batch.pointwise}}
+  %xz = torch.clamp %x min nan : tensor<4x2xf32> -> tensor<4x2xf32>
+  %yz = torch.clamp %y min nan : tensor<4x2xf32> -> tensor<4x2xf32>
+  fx.output (%pi, %pf, %qi, %qf, %bi, %bb, %ci, %cb, %xp, %xn, %yp, %yn, %xz, %yz)
+}
+
+// -----
+
+// The remark names the scalar's type and the promoted result type.
+// CHECK-LABEL: fx.graph @scalar_remarks
+// CHECK-NOT:   batch.
+fx.graph @scalar_remarks {
+  %p = fx.placeholder "p" : tensor<4x2xi64>
+  %q = fx.placeholder "q" : tensor<4x2xi64>
+  %x = fx.placeholder "x" : tensor<4x2xf32>
+  %y = fx.placeholder "y" : tensor<4x2xf32>
+  // expected-remark@+1 {{torch.mul %pi not fused: too small}}
+  %pi = torch.mul %p scalar 2 : tensor<4x2xi64> -> tensor<4x2xi64>
+  // expected-remark-re@+1 {{torch.mul %qf not fused with torch.mul %pi at {{.*}}: key differs in scalar (2.0 vs 2), result dtype (f32 vs i64)}}
+  %qf = torch.mul %q scalar 2.0 : tensor<4x2xi64> -> tensor<4x2xf32>
+  // expected-remark@+1 {{torch.clamp %xp not fused: too small}}
+  %xp = torch.clamp %x min 0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  // expected-remark-re@+1 {{torch.clamp %yn not fused with torch.clamp %xp at {{.*}}: key differs in min (-0.0 vs 0.0)}}
+  %yn = torch.clamp %y min -0.0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  fx.output (%pi, %qf, %xp, %yn)
+}
+
+// -----
+
+// CHECK-LABEL: fx.graph @bool_scalar_remark
+// CHECK-NOT:   batch.
+fx.graph @bool_scalar_remark {
+  %b = fx.placeholder "b" : tensor<4x2xi1>
+  %c = fx.placeholder "c" : tensor<4x2xi1>
+  // expected-remark@+1 {{torch.mul %bi not fused: too small}}
+  %bi = torch.mul %b scalar 1 : tensor<4x2xi1> -> tensor<4x2xi64>
+  // expected-remark-re@+1 {{torch.mul %cb not fused with torch.mul %bi at {{.*}}: key differs in scalar (True vs 1), result dtype (i1 vs i64)}}
+  %cb = torch.mul %c scalar true : tensor<4x2xi1> -> tensor<4x2xi1>
+  fx.output (%bi, %cb)
+}

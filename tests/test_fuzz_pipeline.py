@@ -194,9 +194,11 @@ def _check(program: FxProgram) -> None:
     fused, fused_all = _fused(plain), _fused(fuse_all)
     if _wants_triton(program, fused_all) and _triton_ready():
         half = any(t.dtype != torch.float32 for t in program.inputs)
+        # a kernel evaluates a chain of steps in registers (fp32, and on a
+        # GPU with fused multiply-adds): only data movement stays bit-exact
         with _stage("Triton"), _triton_interpreter():
             assert_optimized_matches(
-                program.gm, program.inputs, exact and not half, validate=False,
+                program.gm, program.inputs, program.data_movement_only, validate=False,
                 pipeline=TRITON_FUSE_ALL, tolerance=None if half else KERNEL_TOLERANCE,
             )
         STATS["triton"] += 1
@@ -239,10 +241,11 @@ def _failure_kind(error: BaseException) -> str:
 
 @st.composite
 def programs(draw) -> FxProgram:
-    """A fusion-rich program three times in four, else a general one."""
-    if draw(st.integers(0, 3)):
-        return draw(fusion_programs())
-    return draw(fx_programs())
+    """A fusion-rich program three times in four, else a general one (the
+    fusion-rich first: hypothesis favours a sampled_from's first choice)."""
+    if draw(st.sampled_from(["fusion-rich", "fusion-rich", "fusion-rich", "general"])) == "general":
+        return draw(fx_programs())
+    return draw(fusion_programs())
 
 
 @settings(settings.get_profile(PROFILE))

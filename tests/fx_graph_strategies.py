@@ -1076,6 +1076,7 @@ KNOWN_BUG_FEATURES: frozenset[str] = frozenset({
     "ragged-linears",      # issue 19.7: a cat of linears of interleaved widths crashes lower-batch
     "triton-nan",          # issue 19.4: the kernels' relu turns NaN into 0
     "triton-strided",      # issue 19.3: multi_pointwise reads freed copies of strided members
+    "triton-signed-zero",  # new: the pointwise kernel's maximum(-0.0) gives +0.0 (clamp(min=-0.0))
 })
 """Generator features that hit bugs being fixed on other branches: each is
 off while named here (so this branch's CI stays green), on once the fix is
@@ -1399,6 +1400,8 @@ def _clamp_zero_layer(f: _Fusion, members: list[Val]) -> list[Val]:
     negative = draw(st.booleans())
     if mixed:
         b.features.add("clamp(min=0.0) and clamp(min=-0.0)")
+    if mixed or negative:
+        b.features.add("clamp(min=-0.0)")
     results = f.apply(members, lambda m, i: b.node(
         "call_method", "clamp", (m.node,),
         {"min": -0.0 if (negative if not mixed else i % 2) else 0.0}, moves_data=False))

@@ -34,7 +34,7 @@ test: $(STAMP)
 # which batch fusion fused a group, Triton runs, failures). FUZZ_KEEP_GOING=1
 # counts failures by kind instead of stopping (build/fuzz-failures.txt);
 # FUZZ_KNOWN_BUGS=1 turns on the generator features of known, unfixed bugs.
-# `make fuzz FUZZ_EXAMPLES=200` for a shorter run (~5 minutes on 2 cores).
+# `make fuzz FUZZ_EXAMPLES=200` for a shorter run (~3.5 minutes on 2 cores).
 FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMP)
 	FUZZ_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -s -p no:cacheprovider \

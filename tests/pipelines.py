@@ -11,3 +11,9 @@ FUSE_ALL = ",".join(
 the cost model says: small test models still fuse, and under torch.compile
 (where parameters are graph inputs, their stacks priced as per-call copies)
 the default cost model would decline most groups."""
+
+TRITON_FUSE_ALL = FUSE_ALL.replace("lower-batch", "lower-batch{kernels=triton}", 1)
+"""FUSE_ALL with the batch ops lowered to the Triton kernels
+(`torch.ops.optimus.*`); on a CPU they run the reference unless
+`OPTIMUS_TRITON_ON_CPU=1` and `TRITON_INTERPRET=1` send them to Triton's
+interpreter."""

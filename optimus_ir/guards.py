@@ -443,6 +443,10 @@ def _batch_generic(
         name: pytree.tree_map(lambda leaf: {0: dim} if id(leaf) in batch_ids else None, value)
         for name, value in bound.arguments.items()
     }
+    from optimus_ir.api import _ModuleState
+
+    # as `api.capture` does: undo the attribute rebindings Dynamo replays
+    state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
     with _quiet("torch._guards", "torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
         try:
             captured, _ = torch._dynamo.export(  # noqa: SLF001
@@ -450,6 +454,9 @@ def _batch_generic(
             )(*args, **kwargs)
         except Exception:  # noqa: BLE001 - a violated constraint: batch-specific
             return False
+        finally:
+            if state is not None:
+                state.restore()
     expected = []
     for node in captured.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
@@ -516,6 +523,15 @@ def forward_parameters(gm: torch.fx.GraphModule) -> list[str] | None:
     return names
 
 
+def preserve_on_copy(gm: torch.fx.GraphModule, name: str, value: Any) -> None:
+    """Make `copy.deepcopy(gm)` keep attribute `name` (a GraphModule copy
+    keeps only what its graph references, but its generated code reads
+    this one): FX restores the attributes listed in this `meta` entry."""
+    from torch.fx.graph_module import _USER_PRESERVED_ATTRIBUTES_KEY
+
+    gm.meta.setdefault(_USER_PRESERVED_ATTRIBUTES_KEY, {})[name] = value
+
+
 def install_guard(
     gm: torch.fx.GraphModule,
     model: Callable[..., Any],
@@ -544,6 +560,7 @@ def install_guard(
     structure = info.in_spec if info is not None else None
     guard = InputGuard(model, reoptimize, names, example, structure, uncached_graph, side_effect_free)
     gm.__dict__[GUARD_ATTRIBUTE] = guard
+    preserve_on_copy(gm, GUARD_ATTRIBUTE, guard)
     call = ", ".join(names)
     source = (
         f"\n    if self.{GUARD_ATTRIBUTE}.check({call}) is False:  # not the inputs this code was specialized for"

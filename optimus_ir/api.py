@@ -408,9 +408,7 @@ def optimize(
         strict=strict_from_env() if strict is None else strict,
     )
 
-    def optimize_for(inputs: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.fx.GraphModule:
-        return _optimize_or_fall_back(model, inputs, kwargs, **options)  # type: ignore[arg-type]
-
+    optimize_for = _OptimizeFor(model, options)
     kwargs = dict(example_kwargs or {})
     result = optimize_for(example_inputs, kwargs)
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
@@ -424,6 +422,19 @@ def optimize(
         side_effect_free=report.side_effect_free,
     )
     return result
+
+
+@dataclass(frozen=True)
+class _OptimizeFor:
+    """`optimize` of `model` with fixed options for given inputs, without
+    the guard: what the guard calls to re-optimize (a class, not a closure,
+    so that the guarded module can still be pickled)."""
+
+    model: Any
+    options: dict[str, Any]
+
+    def __call__(self, inputs: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.fx.GraphModule:
+        return _optimize_or_fall_back(self.model, inputs, kwargs, **self.options)
 
 
 UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"

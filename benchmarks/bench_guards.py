@@ -48,16 +48,22 @@ from recsys import VARIANTS, make_recsys_model  # noqa: E402
 
 
 def without_guard(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A copy of an optimized module whose `forward` does not call the guard."""
-    copied = copy.deepcopy(module)
-    codegen = copied.graph._codegen  # noqa: SLF001
+    """The same module (its parameters, cache and fallback shared) whose
+    `forward` does not call the guard. (Not `copy.deepcopy`: that exceeds
+    Python's recursion limit on the 64-tower module, with or without guards.)"""
+    graph = copy.deepcopy(module.graph)
+    codegen = graph._codegen  # noqa: SLF001
     lines = codegen._guard.split("\n")  # type: ignore[attr-defined]
     kept = [line for line in lines if GUARD_ATTRIBUTE not in line]
     assert len(lines) - len(kept) == 2, codegen._guard  # type: ignore[attr-defined]
     codegen._guard = "\n".join(kept)  # type: ignore[attr-defined]
-    copied.recompile()
-    assert GUARD_ATTRIBUTE not in copied.code
-    return copied
+    bare = torch.fx.GraphModule(module, graph)
+    bare.__dict__.update(
+        {k: v for k, v in module.__dict__.items() if k.startswith("_optimus") and k not in bare.__dict__}
+    )
+    bare.training = module.training
+    assert GUARD_ATTRIBUTE not in bare.code
+    return bare
 
 
 def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, float]:

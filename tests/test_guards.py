@@ -289,3 +289,14 @@ def test_capture_errors_and_bad_arguments_still_raise(monkeypatch: pytest.Monkey
         optimus_ir.optimize(model, (x,), pipeline="nope")
     with pytest.raises(CaptureError, match="do not fit"):
         optimus_ir.optimize(model, (x, x))
+
+
+def test_bench_guards_smoke() -> None:
+    """benchmarks/bench_guards.py runs and checks its modules (figures not asserted)."""
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_guards")
+    results = bench.main(["--towers", "4", "--batch", "8", "--rounds", "2", "--sample-ms", "1"])
+    figures = results["4"]
+    assert figures["batch generic"] == 1.0 and figures["reoptimizations"] == 0.0
+    assert set(figures) >= {"check", "guarded", "unguarded", "guard %"}

@@ -40,8 +40,9 @@ On a mismatch (`InputGuard.miss`), in this order:
    static graph is that program, and the optimized graph is valid at any
    batch size. (The passes put sizes into shape arguments only, which the
    symbolic run sees; none turns a size into a scalar operand.) This costs
-   one capture and one fake run (about a second on a 64-tower model), once;
-   a graph that fails it is re-optimized per batch size as below.
+   about one capture (the symbolic run adds about a second on a 64-tower
+   model), once; a graph that fails it is re-optimized per batch size as
+   below.
 2. **re-optimize**: the model is optimized again for the new inputs, with
    the same options, and the result is kept (up to `MAX_SPECIALIZATIONS`
    input signatures, as Dynamo recompiles up to its limit); each is logged
@@ -65,6 +66,7 @@ by unpickling is re-traced without its guards (as without its stride check).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import math
 import warnings
@@ -433,8 +435,6 @@ def _batch_generic(
     if not all(t.is_contiguous() for t in batch_tensors):
         return False  # a batch-sized stride would be one more thing to prove
     # 1. the model, captured with a dynamic batch size
-    import inspect
-
     function = model.forward if isinstance(model, torch.nn.Module) else model
     batch_ids = {id(t) for t in batch_tensors}
     dim = Dim("batch", min=2)
@@ -546,12 +546,17 @@ def install_guard(
     arguments on every call (the module docstring); the guard, also kept as
     `gm.optimus_guard`, or None where the signature of `gm.forward` cannot
     be guarded (then `gm` is left as it is)."""
-    import inspect
-
     from optimus_ir.exporter import fast_codegen
 
     names = forward_parameters(gm)
     if names is None:
+        warnings.warn(
+            "optimus: the optimized module's forward takes variadic arguments, which its "
+            "guard cannot check: it is specialized for the example inputs and must only be "
+            "called with inputs of the same shapes, dtypes and values",
+            OptimusGuardWarning,
+            stacklevel=3,
+        )
         return None
     bound = inspect.signature(gm.forward).bind(*example_inputs, **example_kwargs)
     bound.apply_defaults()

@@ -300,3 +300,24 @@ def test_bench_guards_smoke() -> None:
     figures = results["4"]
     assert figures["batch generic"] == 1.0 and figures["reoptimizations"] == 0.0
     assert set(figures) >= {"check", "guarded", "unguarded", "guard %"}
+
+
+def test_variadic_graph_module_is_not_guarded_and_says_so() -> None:
+    """A symbolically traced `forward(self, *xs)` binds a tuple placeholder
+    the guard cannot check: the result says so instead of staying silent."""
+
+    class Variadic(nn.Module):
+        def forward(self, *xs):
+            return xs[0] + xs[1]
+
+    gm = torch.fx.symbolic_trace(Variadic())
+    with pytest.warns(OptimusGuardWarning, match="variadic arguments"):
+        opt = optimus_ir.optimize(gm, (torch.randn(2), torch.randn(2)))
+    assert guards.GUARD_ATTRIBUTE not in opt.__dict__
+    # a Dynamo-captured model with *xs is guarded: Dynamo names each argument
+    opt = optimus_ir.optimize(Variadic(), (torch.randn(2), torch.randn(2)))
+    a, b = torch.randn(3), torch.randn(3)
+    _same(opt(a, b), a + b)
+    assert opt.optimus_guard.batch_generic is True  # a + b works at any length
+    _same(opt(a, 2.0), a + 2.0)  # a float for a tensor: optimized again for it
+    assert opt.optimus_guard.reoptimizations == 1

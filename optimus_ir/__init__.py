@@ -2,7 +2,10 @@
 
 Public API (imported lazily, so that `import optimus_ir` stays cheap):
 
-* `optimize(model_or_graph_module, example_inputs, pipeline=None) -> GraphModule`
+* `optimize(model_or_graph_module, example_inputs, pipeline=None, *, strict=None, ...) -> GraphModule`:
+  guarded (`optimus_ir.guards`; `OptimusGuardWarning` when it runs the
+  original model), the captured graph with an `OptimusFallbackWarning` on an
+  internal failure unless strict;
 * `import_graph(gm, example_inputs=None) -> ImportedGraph`
 * `export_graph(imported_or_module, owner=None) -> GraphModule`
 * `torch.compile(model, backend="optimus")`, registered as an entry point;
@@ -32,6 +35,8 @@ _LAZY = {
     "capture": "optimus_ir.api",
     "OptimizeReport": "optimus_ir.api",
     "CaptureError": "optimus_ir.api",
+    "OptimusFallbackWarning": "optimus_ir.diagnostics",
+    "OptimusGuardWarning": "optimus_ir.guards",
     "import_graph": "optimus_ir.importer",
     "ImportedGraph": "optimus_ir.importer",
     "GraphImportError": "optimus_ir.importer",

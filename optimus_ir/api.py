@@ -13,10 +13,17 @@
    keyword inputs) and references the model's own parameters.
 
 `optimize` never changes the model it was given. The returned module is
-specialized for the strides of the example inputs (the layout reasoning of
-the passes relies on them): called with tensors of other strides, it runs
-the unoptimized captured graph instead (one `.stride()` comparison per
-tensor input). Its outputs have the strides the captured graph returns.
+specialized for the example inputs and guarded (`optimus_ir.guards`): on
+every call it checks the shapes, dtypes, devices and types of the tensor
+arguments and the values and types of the others, and for other inputs runs
+a version optimized for them (a bounded cache; a batch-generic graph runs
+at any batch size as it is) or, past the bound, the original model. It is
+also specialized for the strides of the example inputs where the layout
+reasoning of the passes relied on them: called with tensors of other
+strides, it runs the unoptimized captured graph instead (one `.stride()`
+comparison per tensor input). Its outputs have the strides the captured
+graph returns. A failure inside optimus-ir after the capture returns the
+captured graph with an `OptimusFallbackWarning` (`strict=True` raises).
 Production runs verify the IR once, after the last pass; `verify_each=True`
 (or `OPTIMUS_VERIFY_EACH=1`, as in the tests) verifies after every pass.
 
@@ -27,6 +34,7 @@ kind before and after, the passes run with their statistics, time per phase.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import os
 import time
@@ -43,7 +51,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from optimus_ir.diagnostics import Severity, collect_diagnostics
+from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
@@ -92,6 +100,9 @@ class OptimizeReport:
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
     once, at optimize time (`optimus_ir.param_cache`); 0 without freeze."""
+    fallback: str | None = None
+    """Why the module is the captured graph, unoptimized (a failure inside
+    optimus-ir: the pass or phase and the error), or None."""
 
     def format(self) -> str:
         lines = [f"pipeline: {self.pipeline}"]
@@ -110,6 +121,8 @@ class OptimizeReport:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
             lines.append(f"frozen parameter values: {self.cached_parameter_values}")
+        if self.fallback is not None:
+            lines.append(f"not optimized: {self.fallback}")
         if self.speed_check is not None:
             lines.append(self.speed_check.describe())
         lines.append(
@@ -315,6 +328,7 @@ def optimize(
     verify_each: bool | None = None,
     freeze: bool = False,
     check_speed: bool | None = None,
+    strict: bool | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
@@ -327,9 +341,34 @@ def optimize(
     `validate`); otherwise once, after the last pass, unless
     `OPTIMUS_VERIFY_EACH=1` (see `optimus_ir.pipeline.default_verify_each`).
 
-    The model is never changed. The result is specialized for the strides
-    of the example inputs and falls back to the captured graph (not
-    optimized) when called with tensors of other strides.
+    The model is never changed; the result keeps it by reference.
+
+    Guards: the result is specialized for the example inputs, and checks on
+    every call, cheaply (about a microsecond; `benchmarks/bench_guards.py`),
+    everything it was specialized on: the shape, dtype, device and type of
+    every tensor argument and the value *and Python type* of every other
+    argument (`2`, `2.0` and `True` differ). Called with other inputs, it
+    runs a version optimized for them (optimized again with the same
+    options, and kept, for up to `guards.MAX_SPECIALIZATIONS` input
+    signatures: logged at INFO on `optimus_ir.guards`), and beyond that the
+    original model, with one `OptimusGuardWarning`. A graph that does not
+    depend on the batch size (proved once, at the first call with another
+    one: see `optimus_ir.guards`) runs at any batch size >= 2 without being
+    optimized again. `result.optimus_guard` (`guards.InputGuard`) counts the
+    re-optimizations. It is also specialized for the strides of the example
+    inputs where its rewrites relied on them, and runs the captured graph
+    (not optimized) for tensors of other strides (one `.stride()`
+    comparison per tensor input).
+
+    Failures: a model Dynamo cannot capture whole raises `CaptureError`, and
+    bad arguments (a bad `pipeline` text, inputs that do not fit the model)
+    raise as well. A failure inside optimus-ir after the capture (the import,
+    a pass, the export) is not the caller's: by default `optimize` returns
+    the captured graph, unoptimized (but guarded), with one
+    `OptimusFallbackWarning` naming the pass or phase and the error's first
+    line (`optimus_report.fallback` says the same); `strict=True` (default:
+    `OPTIMUS_STRICT=1`, which the tests set) raises the error instead. With
+    `validate=True`, a `ValidationError` always raises: it is what was asked for.
 
     Parameters and buffers are read from the model's own modules on every
     call, and values the graph computes from them alone (the stacked
@@ -354,15 +393,180 @@ def optimize(
     was measured and decided. The cost model makes that rare; the check
     catches what it mispredicts on the machine at hand.
     """
+    from optimus_ir.diagnostics import strict_from_env
+    from optimus_ir.guards import install_guard
+
+    if pipeline is not None:
+        from optimus_ir.pipeline import parse_pipeline
+
+        if not isinstance(pipeline, str) or pipeline:
+            parse_pipeline(pipeline)  # a bad pipeline is the caller's mistake: raise now
     options = dict(
+        pipeline=pipeline,
+        validate=validate,
+        statistics=statistics,
+        verify_each=verify_each,
+        freeze=freeze,
+        check_speed=check_speed,
+        strict=strict_from_env() if strict is None else strict,
+    )
+
+    optimize_for = _OptimizeFor(model, options)
+    kwargs = dict(example_kwargs or {})
+    result = optimize_for(example_inputs, kwargs)
+    report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
+    install_guard(
+        result,
+        model,
+        example_inputs,
+        kwargs,
+        optimize_for,
+        uncached_graph=result.__dict__.pop(UNCACHED_GRAPH_ATTRIBUTE, None),
+        side_effect_free=report.side_effect_free,
+    )
+    return result
+
+
+@dataclass(frozen=True)
+class _OptimizeFor:
+    """`optimize` of `model` with fixed options for given inputs, without
+    the guard: what the guard calls to re-optimize (a class, not a closure,
+    so that the guarded module can still be pickled)."""
+
+    model: Any
+    options: dict[str, Any]
+
+    def __call__(self, inputs: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.fx.GraphModule:
+        return _optimize_or_fall_back(self.model, inputs, kwargs, **self.options)
+
+
+UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"
+"""Where `_optimize(keep_uncached_graph=True)` leaves the graph as the
+pipeline made it, before the parameter cache (for the guard's batch proof)."""
+
+
+def _optimize_or_fall_back(
+    model: Callable[..., Any] | torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    example_kwargs: Mapping[str, Any],
+    *,
+    pipeline: str | None,
+    validate: bool,
+    statistics: Any,
+    verify_each: bool | None,
+    freeze: bool,
+    check_speed: bool | None,
+    strict: bool,
+) -> torch.fx.GraphModule:
+    """`optimize` for one input signature, without the guard: capture (a
+    CaptureError raises), then `_optimize_captured`; a failure after the
+    capture returns the captured graph with one `OptimusFallbackWarning`
+    unless `strict` (or it is a ValidationError asked for with `validate`)."""
+    start = time.perf_counter()
+    gm = capture(model, example_inputs, example_kwargs)
+    capture_seconds = time.perf_counter() - start
+    training = model.training if isinstance(model, torch.nn.Module) else None
+    try:
+        result = _optimize_captured(
+            gm, model, example_inputs, example_kwargs, pipeline, training,
+            validate=validate, statistics=statistics, verify_each=verify_each,
+            freeze=freeze, check_speed=check_speed,
+        )
+    except Exception as error:
+        from optimus_ir.validation import ValidationError
+
+        if strict or (validate and isinstance(error, ValidationError)):
+            raise
+        reason = describe_failure(error)
+        warnings.warn(
+            f"optimus: cannot optimize {type(model).__name__}: {reason}; returning the captured "
+            f"graph unoptimized (strict=True or OPTIMUS_STRICT=1 raises instead)",
+            OptimusFallbackWarning,
+            stacklevel=4,
+        )
+        result = _unoptimized(gm, model, training, reason)
+    result.optimus_report.phase_seconds["capture"] = capture_seconds  # type: ignore[union-attr]
+    return result
+
+
+def _unoptimized(
+    gm: torch.fx.GraphModule, model: Any, training: bool | None, reason: str
+) -> torch.fx.GraphModule:
+    """The captured graph as a module of its own (`gm` may be the caller's
+    GraphModule, which is not to be changed), in the model's mode, reading
+    the parameters and buffers of `model` (when a module) on every call."""
+    from optimus_ir.exporter import fast_codegen, mode_guard
+
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    graph.set_codegen(fast_codegen(gm.graph._codegen, mode_guard(training) if training is not None else ""))  # noqa: SLF001
+    result = torch.fx.GraphModule(gm, graph)
+    if training is not None:
+        result.training = training  # this module only: its submodules are the model's
+    if isinstance(model, torch.nn.Module) and model is not gm:
+        from optimus_ir.param_cache import read_tensors_from_model
+
+        read_tensors_from_model(result, model)
+    ops = count_fx_ops(gm)
+    result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
+        ops_before=ops, ops_after=Counter(ops), pipeline="", fallback=reason
+    )
+    return result
+
+
+def describe_failure(error: BaseException) -> str:
+    """`pass 'x' failed (Error: first line)`: where inside optimus-ir
+    `error` was raised (the pass, else the phase of `_optimize`) and what."""
+    from optimus_ir.pipeline import failed_pass
+
+    crashed = failed_pass(error)
+    phase = failed_phase(error)
+    where = f"pass '{crashed}'" if crashed else _PHASE_NAMES.get(phase or "", phase or "optimus-ir")
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    return f"{where} failed ({type(error).__name__}: {first_line})"
+
+
+_PHASE_NAMES = {
+    "capture": "the capture",
+    "import": "the import",
+    "validation setup": "the validation set-up",
+    "passes": "the pipeline",
+    "export": "the export",
+    "freeze parameters": "freezing the parameters",
+    "speed check": "the speed check",
+}
+"""How a failure report names a phase of `_optimize` that failed outside
+any one pass."""
+
+
+def _optimize_captured(
+    gm: torch.fx.GraphModule,
+    model: Any,
+    example_inputs: Sequence[Any],
+    example_kwargs: Mapping[str, Any],
+    pipeline: str | None,
+    training: bool | None,
+    *,
+    validate: bool,
+    statistics: Any,
+    verify_each: bool | None,
+    freeze: bool,
+    check_speed: bool | None,
+) -> torch.fx.GraphModule:
+    """The captured graph `gm` of `model` optimized, checked for speed
+    (`optimize`); the result reads `model`'s parameters and buffers."""
+    options = dict(
+        tensors_from=model,
         validate=validate,
         statistics=statistics,
         example_kwargs=example_kwargs,
         verify_each=verify_each,
         guard_strides=True,
         freeze=freeze,
+        training=training,
+        keep_uncached_graph=True,
     )
-    result = _optimize(model, example_inputs, pipeline, **options)
+    result = _optimize(gm, example_inputs, pipeline, **options)
     if check_speed is None:
         check_speed = os.environ.get(CHECK_SPEED_ENV, "1").strip() != "0"
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
@@ -373,9 +577,10 @@ def optimize(
     if not fused:
         return result
     start = time.perf_counter()
-    fused_ms, captured_ms = _fastest_per_call(
-        [result, captured], example_inputs, dict(example_kwargs or {})
-    )
+    with _phase("speed check", {}):
+        fused_ms, captured_ms = _fastest_per_call(
+            [result, captured], example_inputs, dict(example_kwargs or {})
+        )
     report.phase_seconds["speed check"] = time.perf_counter() - start
     if fused_ms <= captured_ms * (1 + SPEED_MARGIN):
         report.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=False)
@@ -383,7 +588,7 @@ def optimize(
     without = ",".join(
         p for p in report.pipeline.split(",") if not p.strip().startswith(("batch-fusion", "lower-batch"))
     )
-    plain = _optimize(captured, example_inputs, without, tensors_from=model, **options)
+    plain = _optimize(captured, example_inputs, without, **options)
     again: OptimizeReport = plain.optimus_report  # type: ignore[assignment]
     again.remarks = report.remarks + again.remarks
     again.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=True)
@@ -440,9 +645,15 @@ def _optimize(
     cache_parameters: bool = True,
     after_pass: Callable[[Any, ModuleOp], None] | None = None,
     tensors_from: Any = None,
+    training: bool | None | object = _ABSENT,
+    keep_uncached_graph: bool = False,
 ) -> torch.fx.GraphModule:
-    """`optimize`; `guard_strides=False` leaves out the call-time stride
-    check (the torch.compile backend: Dynamo guards on strides itself);
+    """`optimize` without its guard and fallback; `guard_strides=False`
+    leaves out the call-time stride and mode checks (the torch.compile
+    backend: Dynamo guards on strides itself); `training`: the mode of the
+    model `model` was captured from (default: `model`'s own);
+    `keep_uncached_graph` leaves a copy of the graph before the parameters
+    are frozen in `UNCACHED_GRAPH_ATTRIBUTE` (for `optimus_ir.guards`);
     `cache_parameters=False` leaves parameter-only values where they are
     even with `freeze`; with `guard_strides`, the result reads parameters
     and buffers from `tensors_from` (default: `model`) when it is a module;
@@ -501,11 +712,12 @@ def _optimize(
 
     with _phase("export", phases):
         # The mode is baked into the captured graph; the module refuses the other.
-        training = model.training if isinstance(model, torch.nn.Module) else None
+        if training is _ABSENT:
+            training = model.training if isinstance(model, torch.nn.Module) else None
         result = export_graph(
             program,
             fallback=gm if guard_strides and layout_specialized else None,
-            training=training if guard_strides else None,
+            training=training if guard_strides else None,  # type: ignore[arg-type]
         )
 
     # Counted before the parameter cache: the ops the pipeline made (the
@@ -518,8 +730,12 @@ def _optimize(
 
         read_tensors_from_model(result, owner)
         fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
-        if isinstance(fallback, torch.fx.GraphModule) and fallback is not model:  # not the caller's graph
+        if isinstance(fallback, torch.fx.GraphModule) and fallback is not owner:  # not the caller's graph
             read_tensors_from_model(fallback, owner)
+    if keep_uncached_graph:
+        # The guard's batch proof runs this graph on fake tensors; frozen
+        # values would have been computed from the real parameters.
+        result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = copy.deepcopy(result.graph)
     if cache_parameters and freeze:
         from optimus_ir.param_cache import freeze_parameter_expressions
 
@@ -640,6 +856,7 @@ def _match_output_strides(program: ImportedGraph) -> int:
 
 __all__ = [
     "CaptureError",
+    "OptimusFallbackWarning",
     "ImportedGraph",
     "OptimizeReport",
     "SpeedCheck",

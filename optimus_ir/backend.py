@@ -65,6 +65,9 @@ from typing import Any
 import torch
 import torch.fx
 
+# defined where optimize() imports them too; importable from here as before
+from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
+
 log = logging.getLogger("optimus_ir.backend")
 ir_log = logging.getLogger("optimus_ir.ir")
 remark_log = logging.getLogger("optimus_ir.remarks")
@@ -72,17 +75,10 @@ remark_log = logging.getLogger("optimus_ir.remarks")
 INNER_COMPILERS = ("inductor", "eager")
 """What the optimized graph is handed to: Inductor, or nothing (run it)."""
 
-STRICT_ENV = "OPTIMUS_STRICT"
-"""`1`: a graph the backend cannot optimize raises instead of running
-unoptimized (the default of the `strict` option)."""
 
 LOG_ENV = "OPTIMUS_LOG"
 """`info` or `debug`: log the `optimus_ir` loggers to stderr at that level
 (for users who do not use `TORCH_LOGS`)."""
-
-
-class OptimusFallbackWarning(UserWarning):
-    """A graph the torch.compile backend could not optimize runs unoptimized."""
 
 
 class OptimusBackendError(RuntimeError):
@@ -241,27 +237,10 @@ def _log_ir_after(graph: str) -> Callable[[Any, Any], None] | None:
     return after_pass
 
 
-_PHASE_NAMES = {
-    "capture": "the capture",
-    "import": "the import",
-    "validation setup": "the validation set-up",
-    "passes": "the pipeline",
-    "export": "the export",
-    "freeze parameters": "freezing the parameters",
-}
-"""How the fallback warning names a phase of `api._optimize` that failed
-outside any one pass."""
-
-
 def _describe_failure(error: BaseException) -> str:
-    from optimus_ir.api import failed_phase
-    from optimus_ir.pipeline import failed_pass
+    from optimus_ir.api import describe_failure
 
-    crashed = failed_pass(error)
-    phase = failed_phase(error)
-    where = f"pass '{crashed}'" if crashed else _PHASE_NAMES.get(phase or "", phase or "optimus-ir")
-    first_line = (str(error).strip().splitlines() or [""])[0]
-    return f"{where} failed ({type(error).__name__}: {first_line})"
+    return describe_failure(error)
 
 
 def optimize_dynamo_graph(

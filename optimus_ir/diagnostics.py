@@ -124,6 +124,27 @@ class VerificationError(OptimusError):
         self.errors = errors
 
 
+class OptimusFallbackWarning(UserWarning):
+    """optimus-ir could not optimize a graph (a pass, the import or the
+    export failed) and it runs unoptimized: `optimize()` returns the
+    captured graph, the torch.compile backend hands the graph on as it is.
+    Defined here so that both import it without a cycle (also importable
+    from `optimus_ir.backend`)."""
+
+
+STRICT_ENV = "OPTIMUS_STRICT"
+"""`1`: a graph optimus-ir cannot optimize raises instead of running
+unoptimized (the default of `optimize(strict=...)` and of the backend's
+`strict` option)."""
+
+
+def strict_from_env() -> bool:
+    """Whether `OPTIMUS_STRICT` asks for strict mode (1, true, yes, on)."""
+    import os
+
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 # ---------------------------------------------------------------------------
 # Reporting warnings and remarks
 # ---------------------------------------------------------------------------

@@ -639,6 +639,10 @@ def export_graph(
         _check_attribute_paths(gm)
         if fallback is not None and guard:
             gm.__dict__[FALLBACK_ATTRIBUTE] = fallback
+            # a deep copy keeps it too (its code calls it)
+            from torch.fx.graph_module import _USER_PRESERVED_ATTRIBUTES_KEY
+
+            gm.meta.setdefault(_USER_PRESERVED_ATTRIBUTES_KEY, {})[FALLBACK_ATTRIBUTE] = fallback
         if training is not None:
             gm.training = training  # this module only: its submodules are the owner's
         return gm

@@ -1,0 +1,136 @@
+"""Per-call cost of the input guard of `optimize()`'s result (`optimus_ir.guards`).
+
+The model is examples/recsys.py's 'mixed' variant (tower widths 16/32/64
+into 32-wide towers, depth 2) with 64 towers by default, at batch 64,
+optimized with the default pipeline. On one thread, interleaved, medians of
+per-call CPU times of the calling thread over the rounds (the timing loop
+of `bench_param_cache`), under `torch.no_grad()`:
+
+* check -- `module.optimus_guard.check(x)` alone: what the guard adds to
+  every call (its two generated lines in `forward` call it);
+* guarded -- the module as `optimize()` returns it;
+* unguarded -- a copy of it whose `forward` has the guard's lines removed.
+
+`guard %` is check / guarded. `guarded - unguarded` measures the same thing
+as the difference of two noisy figures (it can come out negative).
+
+Then, once, wall-clock: `optimize()` itself, and the first call at another
+batch size (`new batch s`: the batch-size proof, one dynamic capture and
+one symbolic run; later calls at any batch size >= 2 pay the check only).
+
+Usage::
+
+    python benchmarks/bench_guards.py
+    python benchmarks/bench_guards.py --towers 64 --batch 64 --rounds 30 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+_ROOT = Path(__file__).resolve().parent.parent
+for path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import optimus_ir  # noqa: E402
+from bench_param_cache import _time  # noqa: E402
+from optimus_ir.guards import GUARD_ATTRIBUTE  # noqa: E402
+from recsys import VARIANTS, make_recsys_model  # noqa: E402
+
+
+def without_guard(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The same module (its parameters, cache and fallback shared) whose
+    `forward` does not call the guard. (Not `copy.deepcopy`: that exceeds
+    Python's recursion limit on the 64-tower module, with or without guards.)"""
+    graph = copy.deepcopy(module.graph)
+    codegen = graph._codegen  # noqa: SLF001
+    lines = codegen._guard.split("\n")  # type: ignore[attr-defined]
+    kept = [line for line in lines if GUARD_ATTRIBUTE not in line]
+    assert len(lines) - len(kept) == 2, codegen._guard  # type: ignore[attr-defined]
+    codegen._guard = "\n".join(kept)  # type: ignore[attr-defined]
+    bare = torch.fx.GraphModule(module, graph)
+    bare.__dict__.update(
+        {k: v for k, v in module.__dict__.items() if k.startswith("_optimus") and k not in bare.__dict__}
+    )
+    bare.training = module.training
+    assert GUARD_ATTRIBUTE not in bare.code
+    return bare
+
+
+def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, float]:
+    """The figures for one model: per-call microseconds, one-time seconds."""
+    model, (x,) = make_recsys_model(num_towers=towers, batch=batch, **VARIANTS[variant])
+    start = time.perf_counter()
+    guarded = optimus_ir.optimize(model, (x,))
+    optimize_s = time.perf_counter() - start
+    unguarded = without_guard(guarded)
+    guard = guarded.optimus_guard
+    with torch.no_grad():
+        expected = model(x)
+        for name, module in (("guarded", guarded), ("unguarded", unguarded)):
+            torch.testing.assert_close(module(x), expected, rtol=0, atol=0, msg=name)
+        assert guard.check(x) is True
+        figures = _time(
+            {
+                "check": lambda: guard.check(x),
+                "guarded": lambda: guarded(x),
+                "unguarded": lambda: unguarded(x),
+            },
+            rounds,
+            sample_ms,
+        )
+        figures["guard %"] = 100 * figures["check"] / figures["guarded"]
+        figures["difference %"] = 100 * (figures["guarded"] - figures["unguarded"]) / figures["unguarded"]
+        figures["optimize s"] = optimize_s
+        other = torch.randn(batch + 1, x.shape[1])
+        start = time.perf_counter()
+        torch.testing.assert_close(guarded(other), model(other))
+        figures["new batch s"] = time.perf_counter() - start
+        figures["batch generic"] = float(bool(guard.batch_generic))
+        figures["reoptimizations"] = float(guard.reoptimizations)
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--towers", type=int, nargs="+", default=[64])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="mixed")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--sample-ms", type=float, default=20.0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    results: dict[str, dict[str, float]] = {}
+    print(
+        f"recsys '{args.variant}', batch {args.batch}: per-call us (median of {args.rounds} "
+        "interleaved rounds, one thread); one-time s (wall clock)"
+    )
+    header = ["check", "guarded", "unguarded", "guard %", "difference %", "optimize s", "new batch s"]
+    print(f"{'towers':>6}  " + "  ".join(f"{c:>12}" for c in header) + "  batch-generic")
+    for towers in args.towers:
+        figures = measure(towers, args.batch, args.variant, args.rounds, args.sample_ms)
+        results[str(towers)] = figures
+        print(
+            f"{towers:>6}  "
+            + "  ".join(f"{figures[c]:>12.2f}" for c in header)
+            + f"  {'yes' if figures['batch generic'] else 'no'}"
+            f" ({int(figures['reoptimizations'])} re-optimization(s))",
+            flush=True,
+        )
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -322,7 +322,8 @@ def test_activations_keep_torchs_special_values(name: str, dtype: torch.dtype) -
 
 
 @pytest.mark.parametrize("program", ["maximum(other)", "minimum(other)", "maximum(0.0)",
-                                     "minimum(0.0)", "maximum(-1.0)"])
+                                     "minimum(0.0)", "maximum(-1.0)", "maximum(-0.0)",
+                                     "minimum(-0.0)", "add(-0.0)", "mul(-0.0)"])
 def test_maximum_minimum_match_torch_at_nan_ties_and_signed_zeros(program: str) -> None:
     # torch.maximum/clamp_min keep the input at ties (maximum(-0.0, 0.0) is
     # -0.0) and NaN from either side; gradients: tensor ties split, a NaN

@@ -79,7 +79,8 @@ def _operand(meta, N, m, e, row, col, mask, s, x_ref, SRC: tl.constexpr, J: tl.c
             v = tl.load(ptr + e, mask=mask, other=1.0)
         v = v.to(tl.float32)
     elif SRC == 2:
-        v = tl.zeros_like(e).to(tl.float32) + s
+        # from -0.0, not 0.0: -0.0 + s is s for every s, 0.0 + -0.0 is +0.0
+        v = tl.full(e.shape, -0.0, tl.float32) + s
     else:
         v = tl.zeros_like(e).to(tl.float32)
     return v

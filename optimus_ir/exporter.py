@@ -173,6 +173,20 @@ ATTR_PATH_META = "optimus_attr_path"
 in the exported module, as `(("_modules", "towers"), ("_parameters", "weight"))`
 for `towers.weight`. `FastCodeGen` reads the value through these dicts."""
 
+ATTR_OWN_META = "optimus_attr_own"
+"""`node.meta` key of a get_attr node whose `ATTR_PATH_META` leads into
+another module (the model an optimized module reads its parameters from):
+`(path, index)`, the dicts of the module's own attribute and the index in
+`module.__dict__[MADE_WITH_ATTRIBUTE]` of the tensor it held when the code
+was made. The code reads the own attribute first and takes it where it is no
+longer that tensor (reassigned on the module itself: `functional_call`,
+`load_state_dict(assign=True)`, `setattr`), else the attribute at
+`ATTR_PATH_META`."""
+
+MADE_WITH_ATTRIBUTE = "_optimus_made_with"
+"""The key in a module's `__dict__` of the tuple of tensors `ATTR_OWN_META`
+indexes."""
+
 AttrPath = tuple[tuple[str, str], ...]
 
 
@@ -286,8 +300,7 @@ class _FastAttributes:
                 owners[path] = name
             return name
 
-        for node in fetched:
-            path = node.meta[ATTR_PATH_META]
+        def table_of(path: tuple[tuple[str, str], ...]) -> tuple[str, str]:
             *prefix, (kind, key) = path
             holder = (*prefix, (kind, ""))
             table = dicts.get(holder)
@@ -296,7 +309,21 @@ class _FastAttributes:
                 table = local(f"_{kind.strip('_')}" + "".join(f"_{k}" for _, k in prefix))
                 setup.append(f"{table} = {owner}.{kind}")
                 dicts[holder] = table
-            reads.append(f"{node!r} = {table}[{key!r}]")
+            return table, key
+
+        made_with: str | None = None
+        for node in fetched:
+            table, key = table_of(node.meta[ATTR_PATH_META])
+            own = node.meta.get(ATTR_OWN_META)
+            if own is None:
+                reads.append(f"{node!r} = {table}[{key!r}]")
+                continue
+            own_table, own_key = table_of(own[0])
+            if made_with is None:
+                made_with = local("_made_with")
+                setup.append(f"{made_with} = {root_module}.__dict__[{MADE_WITH_ATTRIBUTE!r}]")
+            reads.append(f"{node!r} = {own_table}[{own_key!r}]")
+            reads.append(f"if {node!r} is {made_with}[{own[1]}]: {node!r} = {table}[{key!r}]")
         reader_name = namespace.create_name("read_attributes", read_attributes)
         self._attr_globals = ((reader_name, read_attributes),)
         names = ", ".join(repr(n) for n in fetched)

@@ -49,7 +49,14 @@ import torch.fx
 
 from optimus_ir.analysis.op_classes import FX_ALIASING_NAMES, NON_MUTATING_TARGETS
 from optimus_ir.effects import _method_name_kind, _target_kind
-from optimus_ir.exporter import ATTR_PATH_META, _FastAttributes, fast_codegen
+from optimus_ir.exporter import (
+    ATTR_OWN_META,
+    ATTR_PATH_META,
+    MADE_WITH_ATTRIBUTE,
+    _FastAttributes,
+    attribute_path,
+    fast_codegen,
+)
 from optimus_ir.objects import ObjectTable
 
 HOISTABLE_NAMES: frozenset[str] = frozenset(
@@ -525,7 +532,10 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
     are all followed, at the price of a few dict lookups per attribute. The
     model is kept in `gm.__dict__` (not registered: `gm`'s parameters and
     state dict stay as they are); a copy or unpickled `gm` reads its own
-    attributes. A tensor the model no longer has where it had it (deleted,
+    attributes. An attribute reassigned on `gm` itself (`functional_call`,
+    `gm.load_state_dict(..., assign=True)`, `setattr`) is no longer the
+    tensor the code was made with, and is what is computed with then
+    (`exporter.ATTR_OWN_META`): one more lookup and identity test each. A tensor the model no longer has where it had it (deleted,
     or moved between parameters and buffers) is read from `gm` instead (the
     exported code's getattr fallback)."""
     owners: dict[int, tuple[str, str]] = {}
@@ -541,6 +551,7 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
             return 0  # a codegen of another kind: left reading its own attributes
         gm.graph.set_codegen(fast)
     bound = 0
+    made_with: list[torch.Tensor] = []
     for node in gm.graph.find_nodes(op="get_attr"):
         try:
             value = _read_target(gm, str(node.target))
@@ -551,6 +562,10 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
             continue
         kind, name = found
         *modules, leaf = name.split(".")
+        own_path = node.meta.get(ATTR_PATH_META) or attribute_path(gm, str(node.target))
+        if own_path is not None and own_path[0] != ("__dict__", MODEL_ATTRIBUTE):
+            node.meta[ATTR_OWN_META] = (own_path, len(made_with))
+            made_with.append(value)
         node.meta[ATTR_PATH_META] = (
             ("__dict__", MODEL_ATTRIBUTE),
             *(("_modules", part) for part in modules),
@@ -558,6 +573,7 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
         )
         bound += 1
     gm.__dict__[MODEL_ATTRIBUTE] = model
+    gm.__dict__[MADE_WITH_ATTRIBUTE] = tuple(made_with)
     gm.recompile()
     return bound
 

@@ -46,11 +46,15 @@ def test_recsys_code_has_no_getattr_per_parameter_and_no_pytree(recsys) -> None:
     fetched = [n for n in gm.graph.nodes if n.op == "get_attr"]
     assert len(fetched) == len(list(model.parameters()))
     assert code.count("= _parameters[") == len(fetched)
-    # the one `_parameters = self._parameters` (nothing was rewritten, so
-    # there is no stride guard), besides the train/eval mode check and the
-    # input guard's two lines (`self.optimus_guard.check(x)`, `.miss(self, x)`)
+    # `_parameters = self._parameters` and the two `self.__dict__` reads of
+    # the model and of the tensors the code was made with (nothing was
+    # rewritten, so there is no stride guard), besides the train/eval mode
+    # check and the input guard's two lines (`.check(x)`, `.miss(self, x)`)
     assert code.count("self.optimus_guard.") == 2
-    assert code.count("self.") - code.count("self.training") - code.count("self.optimus_guard.") == 1
+    assert code.count("self.__dict__[") == 2
+    assert code.count("self.") - code.count("self.training") - code.count("self.optimus_guard.") == 3
+    # each parameter: the module's own, then the model's where it is unchanged
+    assert code.count("is _made_with[") == len(fetched)
     assert code.count("if self.training is not False:") == 1
     _assert_identical(gm(x), model(x))
     _assert_identical(gm(x=x), model(x))

@@ -301,3 +301,25 @@ def test_optimized_module_copy_reads_its_own_parameters() -> None:
         model.towers[0].weight.add_(1)
         torch.testing.assert_close(opt(x), model(x))
         assert not torch.allclose(clone(x), model(x))
+
+
+@pytest.mark.parametrize("pipeline", [FUSED, UNFUSED], ids=["fused", "unfused"])
+def test_parameters_changed_on_the_optimized_module_itself_are_followed(pipeline: str) -> None:
+    # The optimized module reads the model's tensors, except where its own
+    # attribute no longer is the tensor it was made with: reassigned on the
+    # module itself, that one is what the user asked to compute with.
+    model = Towers()
+    x = _x()
+    opt = optimus_ir.optimize(model, (x,), pipeline)
+    replaced = {name: torch.randn_like(value) for name, value in opt.named_parameters()}
+    reference = copy.deepcopy(model)
+    with torch.no_grad():
+        for (_, theirs), mine in zip(reference.named_parameters(), replaced.values()):
+            theirs.copy_(mine)  # the same order: both are the model's parameters
+        torch.testing.assert_close(torch.func.functional_call(opt, replaced, (x,)), reference(x))
+        torch.testing.assert_close(opt(x), model(x))  # functional_call restored them
+        opt.load_state_dict({**opt.state_dict(), **replaced}, assign=True)
+        torch.testing.assert_close(opt(x), reference(x))
+        # the model's own later changes are no longer what `opt` computes with
+        model.towers[0].weight.add_(1)
+        torch.testing.assert_close(opt(x), reference(x))

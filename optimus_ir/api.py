@@ -822,7 +822,7 @@ def _run_passes(
     # without either, the module needs no stride check and runs as lean as
     # the captured graph.
     layout_specialized = stats.budget.used > rewrites_before
-    layout_specialized |= _match_output_strides(program) > 0
+    layout_specialized |= _match_output_strides(program, rewritten=layout_specialized) > 0
     if lower_last or _has_non_fx_ops(program.module):
         run_pipeline(
             program.module,
@@ -845,13 +845,13 @@ def _run_passes(
 # ---------------------------------------------------------------------------
 
 
-def _match_output_strides(program: ImportedGraph) -> int:
+def _match_output_strides(program: ImportedGraph, *, rewritten: bool) -> int:
     """Make every returned tensor have the strides the captured graph
-    returns, whatever the layout (`passes/output_layout.py`); the number of
-    restores added."""
+    returns, whatever the layout (`passes/output_layout.py`; `rewritten`:
+    some rewrite ran); the number of restores added."""
     from optimus_ir.passes.output_layout import restore_output_strides
 
-    return restore_output_strides(program.module, program.output_strides)
+    return restore_output_strides(program.module, program.output_strides, rewritten=rewritten)
 
 
 __all__ = [

@@ -114,17 +114,23 @@ def _graph_output(module: ModuleOp) -> fx.OutputOp | None:
     return None
 
 
-def restore_output_strides(module: ModuleOp, expected: Sequence[tuple[int, ...] | None]) -> int:
+def restore_output_strides(
+    module: ModuleOp, expected: Sequence[tuple[int, ...] | None], *, rewritten: bool = True
+) -> int:
     """Give every output of `module`'s graph the strides `expected[i]` (None:
     unknown, left alone); the number of restores added.
 
-    Only values computed by operator ops can have changed layout (the
-    passes let a layout change reach pointwise ops, views, copies and the
-    output, never an fx op). A value whose strides are proven to be the
-    expected ones needs nothing."""
+    A value computed by an operator op may have another layout than in the
+    captured graph; so may the result of an fx op (an op the raise does not
+    know, `torch.reciprocal`) that reads such a value, since most ops lay
+    their result out like their input. `rewritten=False` says no rewrite
+    ran (raising and lowering keep every layout): then fx ops, which the
+    analysis knows nothing of, are left alone. A value whose strides are
+    proven to be the expected ones needs nothing."""
     output = _graph_output(module)
     if output is None or not expected:
         return 0
+    touched = _downstream_of_operator_ops(output) if rewritten else set()
     added = 0
     restored: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
     for index, value in enumerate(list(output.operands)):
@@ -133,7 +139,9 @@ def restore_output_strides(module: ModuleOp, expected: Sequence[tuple[int, ...] 
         if want is None or not isinstance(ty, TensorType):
             continue
         owner = value.owner
-        if not isinstance(owner, Operation) or owner.dialect_name() == "fx":
+        if not isinstance(owner, Operation):
+            continue
+        if owner.dialect_name() == "fx" and owner not in touched:
             continue
         sizes = tuple(ty.get_shape())
         if len(want) != len(sizes) or any(s < 0 for s in sizes):
@@ -159,6 +167,24 @@ def restore_output_strides(module: ModuleOp, expected: Sequence[tuple[int, ...] 
             added += 1
         output.operands[index] = fixed
     return added
+
+
+def _downstream_of_operator_ops(output: Operation) -> set[Operation]:
+    """The fx ops of `output`'s block that read, directly or through other
+    fx ops, a value an operator op computed: one walk over the block."""
+    touched: set[Operation] = set()
+    block = output.parent_block()
+    if block is None:
+        return touched
+    for op in block.ops:
+        if op.dialect_name() != "fx":
+            continue
+        for operand in op.operands:
+            source = operand.owner
+            if isinstance(source, Operation) and (source.dialect_name() != "fx" or source in touched):
+                touched.add(op)
+                break
+    return touched
 
 
 @dataclass(frozen=True)

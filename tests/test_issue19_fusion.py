@@ -151,16 +151,26 @@ class BroadcastMembers(nn.Module):
         return [torch.tanh(p)[:, :1].expand(4, 4).t() for p in x.split(4, dim=1)]
 
 
+class UnknownOpAfterFusedMembers(nn.Module):
+    """A fused clamp of transposed members read by an op the raise does not
+    know (`torch.reciprocal`): the unknown op lays its result out like its
+    input, the fused member (found by the fuzzer)."""
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        return [torch.reciprocal(p.t().clamp(min=0.0)) for p in x.split(5, dim=1)]
+
+
 @PIPELINES
 @pytest.mark.parametrize(
     "model, shape",
     [
+        (UnknownOpAfterFusedMembers(), (8, 15)),
         (TransposedMembers(), (4, 16)),
         (PermutedMembers(), (2, 5, 12)),
         (GappedMembers(), (4, 16)),
         (BroadcastMembers(), (4, 16)),
     ],
-    ids=["transposed", "permuted", "gapped", "broadcast"],
+    ids=["unknown-op", "transposed", "permuted", "gapped", "broadcast"],
 )
 def test_outputs_keep_the_captured_strides(pipeline, model, shape) -> None:
     x = torch.randn(*shape)

@@ -1069,19 +1069,13 @@ def _draw_outputs(draw: DrawFn, b: Builder) -> Any:
 # Fusion-rich programs (issue 19): parallel members for batch fusion
 # ---------------------------------------------------------------------------
 
-KNOWN_BUG_FEATURES: frozenset[str] = frozenset({
-    "int-float-scalars",   # issue 19.5: q * 2 and q * 2.0 fused on int pieces
-    "signed-zero-clamp",   # issue 19.5: clamp(min=0.0) and clamp(min=-0.0) fused
-    "transposed-members",  # issue 19.6: fused outputs lose eager's strides
-    "ragged-linears",      # issue 19.7: a cat of linears of interleaved widths crashes lower-batch
-    "triton-nan",          # issue 19.4: the kernels' relu turns NaN into 0
-    "triton-strided",      # issue 19.3: multi_pointwise reads freed copies of strided members
-    "triton-signed-zero",  # new: the pointwise kernel's maximum(-0.0) gives +0.0 (clamp(min=-0.0))
-})
-"""Generator features that hit bugs being fixed on other branches: each is
-off while named here (so this branch's CI stays green), on once the fix is
-merged. When all fixes are in: `KNOWN_BUG_FEATURES: frozenset[str] = frozenset()`.
-`FUZZ_KNOWN_BUGS=1` turns every feature on regardless (to reproduce them)."""
+KNOWN_BUG_FEATURES: frozenset[str] = frozenset()
+"""Generator features that hit a known bug not fixed yet: each is off while
+named here, so that CI stays green until the fix lands. Every feature
+(int-float-scalars, signed-zero-clamp, transposed-members, ragged-linears,
+triton-nan, triton-strided, triton-signed-zero) found an issue-19 bug that is
+fixed now, so none is off. `FUZZ_KNOWN_BUGS=1` turns every feature on
+regardless (to reproduce a bug)."""
 
 
 def feature_enabled(name: str) -> bool:

@@ -42,7 +42,7 @@ for path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import optimus_ir  # noqa: E402
-from bench_param_cache import _time  # noqa: E402
+from timing import median_us_each  # noqa: E402
 from optimus_ir.guards import GUARD_ATTRIBUTE  # noqa: E402
 from recsys import VARIANTS, make_recsys_model  # noqa: E402
 
@@ -79,7 +79,7 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
         for name, module in (("guarded", guarded), ("unguarded", unguarded)):
             torch.testing.assert_close(module(x), expected, rtol=0, atol=0, msg=name)
         assert guard.check(x) is True
-        figures = _time(
+        figures = median_us_each(
             {
                 "check": lambda: guard.check(x),
                 "guarded": lambda: guarded(x),

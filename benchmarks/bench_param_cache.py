@@ -50,7 +50,7 @@ for _path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from optimus_ir.api import capture, count_fx_ops  # noqa: E402
-from optimus_ir.exporter import ATTR_PATH_META, attribute_path  # noqa: E402
+from optimus_ir.exporter import ATTR_OWN_META, ATTR_PATH_META, attribute_path  # noqa: E402
 from optimus_ir.param_cache import (  # noqa: E402
     FROZEN_GUARD_ATTRIBUTE,
     MODEL_ATTRIBUTE,
@@ -72,7 +72,10 @@ def _flat_reads(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         path = node.meta.get(ATTR_PATH_META)
         if path and path[0] == ("__dict__", MODEL_ATTRIBUTE):
             node.meta[ATTR_PATH_META] = attribute_path(copy, str(node.target))
-    copy.__dict__.update({k: v for k, v in gm.__dict__.items() if k.startswith("_optimus") and k != MODEL_ATTRIBUTE})
+            node.meta.pop(ATTR_OWN_META, None)
+    copy.__dict__.update(
+        {k: v for k, v in gm.__dict__.items() if k.startswith(("_optimus", "optimus_")) and k != MODEL_ATTRIBUTE}
+    )
     copy.training = gm.training
     copy.recompile()
     return copy

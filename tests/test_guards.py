@@ -21,6 +21,7 @@ from optimus_ir import guards
 from optimus_ir.api import CaptureError
 from optimus_ir.backend import OptimusFallbackWarning
 from optimus_ir.guards import OptimusGuardWarning
+from pipelines import FUSE_ALL
 from recsys import VARIANTS, make_recsys_model
 
 FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"
@@ -134,10 +135,12 @@ def test_other_strides_run_the_captured_graph() -> None:
     assert opt.optimus_guard.reoptimizations == 0
 
 
+@pytest.mark.parametrize("freeze", [False, True], ids=["fresh", "frozen"])
 @pytest.mark.parametrize("variant", ["mixed", "uniform"])
-def test_batch_generic_model_runs_at_any_batch_without_reoptimizing(variant: str) -> None:
+def test_batch_generic_model_runs_at_any_batch_without_reoptimizing(variant: str, freeze: bool) -> None:
     model, (x,) = make_recsys_model(num_towers=16, batch=64, **VARIANTS[variant])
-    opt = optimus_ir.optimize(model, (x,))
+    # the fused graph the cost model picks: linears fuse once their stacks are constants
+    opt = optimus_ir.optimize(model, (x,), FUSE_ALL if not freeze else None, freeze=freeze)
     fused = opt.optimus_report.statistics.by_pass("batch-fusion")
     assert sum(r.counters.get("groups fused", 0) for r in fused) > 0  # a fused graph, batch-generic
     guard = opt.optimus_guard

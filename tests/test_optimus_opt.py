@@ -170,6 +170,45 @@ def test_print_ir_after(tmp_path, capsys):
     assert "IR Dump After cse" in err and "IR Dump After dce" in err
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("nope", "--print-ir-after: unknown pass 'nope' (available passes: batch-fusion, canonicalize, cse, dce,"),
+        ("cse,Dce", "--print-ir-after: unknown pass 'Dce'; did you mean 'dce'?"),
+        ("csee", "--print-ir-after: unknown pass 'csee'; did you mean 'cse'?"),
+        ("default", "--print-ir-after: 'default' is a pipeline, not a pass"),
+        ("", "--print-ir-after: no pass named"),
+    ],
+)
+def test_print_ir_after_unknown_pass(value, message, tmp_path, capsys):
+    """`--print-ir-after=nope` exited 0 and printed nothing (issue 19)."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", f"--print-ir-after={value}"]) == 1
+    captured = capsys.readouterr()
+    assert f"optimus-opt: error: {message}" in captured.err
+    assert captured.out == ""  # nothing was run
+
+
+def test_print_ir_after_pass_not_in_pipeline(tmp_path, capsys):
+    """A known pass that the pipeline does not run: a warning, and the run
+    goes on."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "dce", "--print-ir-after=cse", "--print-ir-after=dce"]) == 0
+    err = capsys.readouterr().err
+    assert "optimus-opt: warning: --print-ir-after: pass 'cse' is not in the pipeline (dce)" in err
+    assert "IR Dump After dce" in err
+
+
+@pytest.mark.parametrize("option", ["--max-rewrites", "--bisect-rewrites"])
+def test_negative_rewrite_budget(option, tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", f"{option}=-1"]) == 1
+    assert "must be 0 or more, not -1" in capsys.readouterr().err
+
+
 def test_max_rewrites_and_log(tmp_path, capsys):
     path = tmp_path / "in.mlir"
     path.write_text(VALID)

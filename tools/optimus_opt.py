@@ -291,6 +291,10 @@ class OptimusOptMain(xDSLOptMain):
                 module = self._parse(padded, name)
                 if not self.args.disable_verify:
                     verify_module(module)
+                    # written types must agree with what each known call gives
+                    from optimus_ir.passes.raise_fx import verify_declared_types
+
+                    verify_declared_types(module)
                 assert self.pass_manager is not None
                 if self.args.bisect:
                     return self._bisect(padded, name, module, source_lines)

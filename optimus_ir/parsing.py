@@ -25,11 +25,13 @@ import bisect
 import re
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import DYNAMIC_INDEX, FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from optimus_ir.context import make_context
 from optimus_ir.diagnostics import Diagnostic, OptimusError, Severity, SourceLocation
@@ -58,13 +60,100 @@ def nesting_error(text: str, limit: int = MAX_NESTING) -> int | None:
 
 
 
+class LinearTimeLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal rule that runs in linear time.
+
+    xDSL 0.75.0 matches a string literal with
+    `"(?:[^"\\\n\v\f]+|\\(?:...))*"`: a repeated group around a repeated
+    character class, which backtracks exponentially when the closing quote is
+    missing (three double quotes and 30 letters on a line, the first line of a
+    Python file, took minutes). Here the repetitions are possessive (`++`, `*+`, Python
+    3.11): the alternatives cannot match the same text, so giving nothing back
+    loses no match, and a failure is found in one pass. A failure also says
+    why: a missing quote before the end of the line or of the input, or an
+    escape that MLIR does not have (xDSL says "End of file reached" for all
+    three). Only this project's parsers use this lexer; xDSL's own class is
+    left as it is for other users in the process.
+    """
+
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
+    )
+    _string_prefix = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+')
+
+    def _lex_string_literal(self, start_pos: Position) -> MLIRToken:
+        """A string literal (xDSL's rule, with this class's regex) or a
+        located error that says what is wrong with it."""
+        try:
+            return super()._lex_string_literal(start_pos)
+        except ParseError as err:
+            if not err.msg.startswith("End of file reached"):
+                raise
+        content = self.input.content
+        stop = self._string_prefix.match(content, start_pos)
+        end = stop.end() if stop is not None else start_pos + 1
+        if end >= len(content):
+            message = "End of file reached before closing string literal."
+            span = Span(start_pos, start_pos + 1, self.input)
+        elif content[end] == "\\":
+            message = (
+                f"invalid escape sequence {content[end:end + 2]!r} in a string literal "
+                '(MLIR has \\n, \\t, \\\\, \\" and \\XX with two hex digits)'
+            )
+            span = Span(end, end + 1, self.input)
+        else:
+            message = "unterminated string literal (a string literal ends on the line it starts on)"
+            span = Span(start_pos, start_pos + 1, self.input)
+        raise ParseError(span, message)
+
+    def _lex_number(self, start_pos: Position) -> MLIRToken:
+        """xDSL's number rule, refusing what would fail later in `int()`
+        as an internal error: a first character that `str.isnumeric` accepts
+        but is not an ASCII digit (`²`), and a decimal integer longer than
+        Python converts (`MAX_INTEGER_DIGITS`)."""
+        first = self.input.content[start_pos]
+        if first not in "0123456789":
+            raise ParseError(Span(start_pos, start_pos + 1, self.input), f"Unexpected character: {first}")
+        token = super()._lex_number(start_pos)
+        check_integer_digits(token.span)
+        return token
+
+
+MAX_INTEGER_DIGITS = 4000
+"""The most digits of a decimal integer literal: below Python's limit for
+`int(str)` (4300 by default; beyond it `int` raises), far beyond int64."""
+
+
+def check_integer_digits(span: Span) -> None:
+    """A `ParseError` at `span` if it holds a decimal integer too long to
+    convert."""
+    text = span.text
+    if len(text) > MAX_INTEGER_DIGITS and text.isdigit():
+        raise ParseError(
+            span, f"integer literal of {len(text)} digits is too long (at most {MAX_INTEGER_DIGITS})"
+        )
+
+
+_DIMENSION_RUN = re.compile(r"(?:[0-9]+|\?)(?:x(?:[0-9]+|\?))*")
+
+
 class LocatingParser(Parser):
     """xDSL's parser that records where each op starts as its `location`
-    (unless the text gives an explicit `loc(...)`)."""
+    (unless the text gives an explicit `loc(...)`), lexing with
+    `LinearTimeLexer`."""
+
+    lexer_class: type[MLIRLexer] = LinearTimeLexer
+    """The lexer this parser reads tokens with."""
 
     def __init__(self, ctx: Context, input: str | bytes, name: str = "<unknown>") -> None:
-        super().__init__(ctx, input, name)
         text = input.decode("utf-8") if isinstance(input, bytes) else input
+        # xDSL's constructor lexes the first token with its own lexer: give
+        # it no text, then start over on the real text with ours
+        super().__init__(ctx, "", name)
+        try:
+            self._parser_state = ParserState(self.lexer_class(Input(text, name)))
+        except ParseError as err:  # the first token
+            raise _refine(err, text) from None
         self._line_starts = [0]
         self._line_starts.extend(m.end() for m in re.finditer("\n", text))
         self._file = StringAttr(name)
@@ -103,6 +192,38 @@ class LocatingParser(Parser):
             column = start - self._line_starts[line - 1] + 1
             op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(column))
         return op
+
+    def parse_dimension_list(self) -> list[int]:
+        """xDSL's `dimension-list` (`4x8x?`), in linear time: xDSL splits the
+        token `x8x?...` after each `x` and lexes the rest again, quadratic
+        in the rank (a rank-20000 type took seconds). Here a run of
+        dimensions is read in one match; xDSL's rule finishes what the run
+        does not cover (spaces around `x`, hexadecimal `0x...`)."""
+        token = self._current_token
+        if token.kind is not MLIRTokenKind.INTEGER_LIT or token.text.startswith("0x"):
+            return super().parse_dimension_list()
+        run = _DIMENSION_RUN.match(self._text, token.span.start)
+        if run is None or run.end() <= token.span.end:  # a single dimension
+            return super().parse_dimension_list()
+        dims: list[int] = []
+        at = token.span.start
+        for text in run.group().split("x"):
+            if text == "?":
+                dims.append(DYNAMIC_INDEX)
+            else:
+                check_integer_digits(Span(at, at + len(text), self.lexer.input))
+                dims.append(int(text))
+            at += len(text) + 1
+        self._resume_from(run.end())
+        # the rest, as xDSL's loop does it (an `x` that does not lead to a
+        # dimension is left for the caller: `4x8xf32` ends at `xf32`)
+        while self._parse_optional_shape_delimiter():
+            if self._current_token.kind in (MLIRTokenKind.INTEGER_LIT, MLIRTokenKind.QUESTION):
+                dims.append(self.parse_shape_dimension())
+            else:
+                self._resume_from(self._current_token.span.start - 1)
+                break
+        return dims
 
     def _point_at_op_name(self, err: ParseError, start: int) -> ParseError:
         """xDSL reports an unknown op, type or attribute after its name;
@@ -149,6 +270,8 @@ def _refine(err: ParseError, text: str) -> ParseError:
         char = text[at] if at < len(text) else ""
         if char:
             message = f"unexpected character U+{ord(char):04X} ({char!r})"
+    elif err.msg == "Expected suffix identifier after {first_char}":  # xDSL forgot the `f`
+        message = f"expected an identifier after '{text[at]}'" if at < len(text) else None
     elif err.msg == "Could not parse entire input!" and rest[:1] == "}":
         message = "unexpected '}' after the end of the input (unbalanced braces)"
     if message is None:
@@ -196,6 +319,8 @@ def parse_module(text: str, name: str = "<string>", ctx: Context | None = None) 
 
 __all__ = [
     "MAX_NESTING",
+    "LinearTimeLexer",
+    "MAX_INTEGER_DIGITS",
     "LocatingParser",
     "nesting_error",
     "parse_error_diagnostic",

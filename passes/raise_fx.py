@@ -19,7 +19,13 @@ What is left alone (the op stays an `fx` op, untouched):
   use other than `operator.getitem` with a constant index (for
   `native_layer_norm`: other than index 0);
 * submodule calls whose `fx.call_module` op lacks the `module_attrs`
-  description (see `describe_module`), e.g. modules with hooks.
+  description (see `describe_module`), e.g. modules with hooks;
+* calls whose declared result type contradicts the operator's type
+  inference: counted ("ops kept: declared type contradicts the operator")
+  and reported as a remark. Text input never gets here: optimus-opt and
+  optimus-translate refuse it first with `verify_declared_types`, a located
+  error; an imported graph has torch's own types, so there it is our
+  inference that is wrong, and the op is safest left alone.
 
 Submodule calls are raised from the `module_type` and `module_attrs`
 attributes that the importer records on `fx.call_module`; parameters are read
@@ -1190,8 +1196,12 @@ def _forward(subst: dict[SSAValue, SSAValue], old: SSAValue, new: SSAValue) -> N
     subst[old] = new
 
 
-def raise_block(block: Block) -> int:
+def raise_block(block: Block, contradictions: list[Operation] | None = None) -> int:
     """Raise every known fx op of `block`; returns how many ops were raised.
+    An op whose declared type contradicts the operator's type inference is
+    kept as it is and appended to `contradictions` (text input is refused
+    before any pass by `verify_declared_types`; an imported graph has
+    torch's own types, so there the inference is what is wrong).
 
     Replaced values are not patched into their users one use at a time: the
     walk keeps a substitution map and rewrites each later op's operands once,
@@ -1254,6 +1264,8 @@ def raise_block(block: Block) -> int:
             for new in reversed(chain or [new_op]):
                 r.transposed.pop(new.results[0], None)
                 new.erase()
+            if contradictions is not None:
+                contradictions.append(op)
             continue
         for new in chain or (new_op,):
             new.location = op.location
@@ -1286,6 +1298,155 @@ def raise_block(block: Block) -> int:
     return raised
 
 
+class _DetachedRaiser(Raiser):
+    """A `Raiser` that leaves the IR as it is: a module parameter is read
+    through an `fx.get_attr` op that is not inserted (`declared_type_error`
+    erases it afterwards)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.detached: list[Operation] = []
+
+    def param(self, path: str, name: str, module: dict[str, Any]) -> SSAValue | None:
+        ty = module.get(name, _MISSING)
+        skip_unless(ty is not _MISSING)
+        if ty is None:
+            return None
+        skip_unless(isinstance(ty, Opaque) and isinstance(ty.attr, TensorType))
+        get = fx.GetAttrOp(f"{path}.{name}", ty.attr)
+        self.detached.append(get)
+        return get.result
+
+
+def _types_agree(declared: Attribute, actual: Attribute) -> bool:
+    """The same type, up to dynamic (`?`) sizes on either side."""
+    if declared == actual:
+        return True
+    if not (isinstance(declared, TensorType) and isinstance(actual, TensorType)):
+        return False
+    have, want = declared.get_shape(), actual.get_shape()
+    return (
+        len(have) == len(want)
+        and all(x == DYNAMIC or y == DYNAMIC or x == y for x, y in zip(have, want))
+        and declared.element_type == actual.element_type
+        and declared.encoding == actual.encoding
+    )
+
+
+def declared_type_error(op: fx.NodeOp) -> str | None:
+    """Why the result type `op` declares contradicts the operator it calls,
+    or None.
+
+    The operator is what `raise-fx` would make of the op: its binder is run
+    without changing the IR, and the torch-dialect op(s) it builds check the
+    declared type against their type inference (`TorchOp.verify_types`);
+    then they are erased. None as well for an op raise-fx cannot raise
+    (unknown target, symbolic arguments, an arity we do not model, a tuple
+    used other than through getitem): nothing is known about its type. A
+    binder that refuses an op for a reason that involves the declared type
+    (a split declared with the wrong number of pieces) is not reported.
+    `verify_declared_types` applies it to a whole module.
+    """
+    found = _binder_for(op, {})
+    if found is None:
+        return None
+    binder, prefix = found
+    declared = op.results[0].type
+    r = _DetachedRaiser()
+    r.op = op
+    r.out = declared
+    if isinstance(declared, TupleType):
+        getitems = _tuple_uses(op.results[0], len(declared.types.data))
+        if getitems is None:
+            return None
+        r.used = {i for _, i in getitems}
+    args, kwargs = decode(op)
+    built: list[Operation] = []
+    try:
+        try:
+            result = binder(r, *prefix, *args, **kwargs)
+        except Skip:
+            return None
+        except TypeError as error:
+            if not _is_binding_error(error):
+                raise
+            return None
+        if isinstance(result, SSAValue):  # the call returns its input
+            if _types_agree(declared, result.type):
+                return None
+            return (
+                f"declared result type {declared} contradicts the operator: "
+                f"it returns its operand, of type {result.type}"
+            )
+        if isinstance(result, list):
+            built = result
+        else:
+            built = [result[0] if isinstance(result, tuple) else result]
+        for new in built:
+            try:
+                new.verify_types()
+            except VerifyException as error:
+                message = str(error).removeprefix(f"'{new.name}' ").strip()
+                if len(built) > 1:
+                    message = f"{message} (in its '{new.name}')"
+                if message.startswith("result"):
+                    return f"declared result type {declared} contradicts the operator: {message}"
+                return f"the operator does not accept its operands: {message}"
+        return None
+    finally:
+        # the built ops read the op's operands: drop those uses again
+        for new in reversed(built):
+            new.erase()
+        for get in r.detached:
+            get.erase()
+
+
+def verify_declared_types(module: Operation, context: str = "") -> None:
+    """Raise `VerificationError` at every fx call op (at most
+    `MAX_VERIFY_ERRORS`) whose declared result type contradicts the operator
+    it calls (`declared_type_error`): `torch.cat` of 4x8 and 4x16 declared
+    8x8.
+
+    For IR whose types someone wrote: optimus-opt and optimus-translate run
+    it on their input after `verify_module`. It is not part of the ops'
+    `verify_`: a graph imported from torch carries torch's own types, and
+    running every binder at each verification would make verifying an
+    fx graph about ten times slower (0.3 ms per call op)."""
+    from optimus_ir.diagnostics import MAX_VERIFY_ERRORS, Diagnostic, Severity, VerificationError
+
+    errors: list[Diagnostic] = []
+    # The answer depends only on what the binder reads: the op's kind,
+    # target, literal arguments, attributes (module calls), operand and
+    # result types, and which pieces of a tuple are used. Graphs repeat a
+    # handful of such calls (a tower model: the same linear 64 times), so
+    # each is inferred once.
+    known: dict[tuple[Any, ...], str | None] = {}
+    for op in module.walk():
+        if not isinstance(op, fx.NodeOp):
+            continue
+        result = op.results[0]
+        uses: tuple[int, ...] = ()
+        if isinstance(result.type, TupleType):
+            getitems = _tuple_uses(result, len(result.type.types.data))
+            uses = (-1,) if getitems is None else tuple(sorted({i for _, i in getitems}))
+        key = (
+            type(op), op.target, op.args, op.kwargs, tuple(op.attributes.items()),
+            tuple(v.type for v in op.operands), result.type, uses,
+        )
+        if key in known:
+            problem = known[key]
+        else:
+            problem = known[key] = declared_type_error(op)
+        if problem is not None:
+            errors.append(
+                Diagnostic(Severity.ERROR, f"'{op.name}' op calling '{op.target.data}': {problem}", op)
+            )
+            if len(errors) >= MAX_VERIFY_ERRORS:
+                break
+    if errors:
+        raise VerificationError(errors, context)
+
+
 @dataclass(frozen=True)
 class RaiseFxPass(ModulePass):
     """Raise known `fx` ops into canonical `torch`-dialect ops.
@@ -1302,6 +1463,14 @@ class RaiseFxPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         record = current_pass_context(self.name).record
+        contradictions: list[Operation] = []
         for graph in list(op.ops):  # graphs are top-level; their blocks change
             if isinstance(graph, fx.GraphOp):
-                record.bump("ops raised", raise_block(graph.block))
+                record.bump("ops raised", raise_block(graph.block, contradictions))
+        if contradictions:  # never silent: --pass-statistics and --remarks show them
+            record.bump("ops kept: declared type contradicts the operator", len(contradictions))
+            from optimus_ir.diagnostics import emit_remark
+
+            for kept in contradictions:
+                why = declared_type_error(kept) or "its declared result type contradicts the operator"
+                emit_remark(kept, f"kept as an fx op: {why}")

@@ -333,6 +333,145 @@ def test_split_input_file_allows_empty_chunks(tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# Inputs that made xDSL's lexer or parser super-linear (issue 19)
+# ---------------------------------------------------------------------------
+
+HANG_GUARD = 120
+"""Seconds after which a run counts as hung. Only a guard: the tests pass on
+the error message, and each input is sized so that the old behaviour
+(exponential or quadratic) would not finish within hours."""
+
+
+def run_guarded(command: list[str]) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, capture_output=True, timeout=HANG_GUARD)
+    return subprocess.CompletedProcess(
+        result.args, result.returncode,
+        result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace"),
+    )
+
+
+def test_python_file_by_mistake():
+    """`optimus-opt examples/plumbing.py` ran for minutes (the module
+    docstring's first line is an unterminated MLIR string)."""
+    path = REPO / "examples" / "plumbing.py"
+    result = run_guarded([*OPT, str(path), "-p", "default"])
+    assert_clean_failure(result, [f"{path}:1:3: error: unterminated string literal"])
+    assert result.stderr.splitlines()[2] == "  ^", result.stderr
+
+
+SUPERLINEAR = {
+    # exponential in the length with xDSL's string rule: 2**5000 steps
+    "docstring": ('"""' + "a" * 5000 + '\n"""\n', "1:3: error: unterminated string literal"),
+    "unterminated-string-1mb": (
+        OK.replace('"x"', '"' + "x" * 1_000_000), "2:23: error: unterminated string literal",
+    ),
+    "escape-then-unterminated": (
+        OK.replace('"x"', '"' + "ab\\n" * 100_000), "2:23: error: unterminated string literal",
+    ),
+    "bad-escape-at-the-end": (
+        OK.replace('"x"', '"' + "a" * 100_000 + '\\z"'),
+        "2:100024: error: invalid escape sequence '\\\\z'",
+    ),
+    "unterminated-at-eof": ('fx.graph @"' + "g" * 100_000, "1:11: error: End of file reached before closing string literal"),
+    # quadratic with xDSL's shape rule (the rest of `x1x1...` lexed again after each `x`)
+    "rank-100000": (
+        OK.replace("tensor<4xf32>\n", "tensor<" + "1x" * 100_000 + "f32>\n  fx.nope\n", 1),
+        "3:3: error: unknown operation 'fx.nope'",
+    ),
+    "long-identifier": (OK.replace("%x\n}", "%" + "y" * 1_000_000 + "\n}"), "3:13: error: "),
+    "huge-integer": (OK.replace("4xf32>\n", "4xf32>\n  %y = fx.get_attr " + "9" * 1_000_000 + "\n", 1),
+                     "3:20: error: integer literal of 1000000 digits is too long"),
+    "control-characters": ("\x01" * 1_000_000, "1:1: error: unexpected character U+0001"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SUPERLINEAR))
+def test_inputs_that_were_superlinear(kind, tmp_path):
+    """Each is a located error with exit status 1 (the subprocess timeout
+    only stops a hang; the assertion is the message)."""
+    text, expected = SUPERLINEAR[kind]
+    path = tmp_path / f"{kind}.mlir"
+    path.write_text(text, encoding="utf-8")
+    result = run_guarded([*OPT, str(path), "-p", "dce"])
+    assert_clean_failure(result, [f"{path}:{expected}"])
+
+
+def lexed_characters(text: str) -> int:
+    """How many characters the parser's lexer covers with tokens while
+    parsing `text` (the same text lexed twice counts twice): a bound on the
+    lexing work that does not depend on the machine's speed."""
+    from optimus_ir.context import make_context
+    from optimus_ir.parsing import LinearTimeLexer, LocatingParser
+    total = 0
+
+    class CountingLexer(LinearTimeLexer):
+        def lex(self):
+            nonlocal total
+            token = super().lex()
+            total += token.span.end - token.span.start
+            return token
+
+    class CountingParser(LocatingParser):
+        lexer_class = CountingLexer
+
+    CountingParser(make_context(), text, "<count>").parse_module()
+    return total
+
+
+@pytest.mark.parametrize("rank", [100, 2000])
+def test_shape_lexing_is_linear_in_the_rank(rank):
+    """A rank-N tensor type is lexed in O(N) characters (xDSL re-lexed the
+    rest of `x1x1x1...` after every `x`: about N**2 characters)."""
+    text = OK.replace("tensor<4xf32>", "tensor<" + "1x" * rank + "f32>")
+    assert lexed_characters(text) <= 4 * len(text)
+
+
+def test_shape_parsing_keeps_xdsl_results():
+    """The linear dimension-list rule reads what xDSL's reads (the same type,
+    or the same error): dynamic sizes, a hexadecimal-looking `0x..`, spaces
+    around `x`, zero sizes, a trailing `x`."""
+    from optimus_ir.context import make_context
+    from optimus_ir.parsing import parse_module
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    def placeholder_type(parse, text):
+        try:
+            module = parse(text)
+        except ParseError as err:
+            return ("error at", err.span.start)  # our messages may be clearer
+        graph = next(iter(module.ops))
+        return next(iter(graph.regions[0].block.ops)).results[0].type
+
+    spellings = ["4x8xf32", "?x8x?xf32", "4x0x10xf32", "0x10xf32", "4 x 8xf32", "4x 8xf32",
+                 "4 x8xf32", "4x8 x f32", "4x8x f32", "4x8xx f32", "4x?x", "1x" * 12 + "f32"]
+    for spelled in spellings:
+        text = OK.replace("tensor<4xf32>", f"tensor<{spelled}>")
+        ours = placeholder_type(parse_module, text)
+        theirs = placeholder_type(lambda t: Parser(make_context(), t).parse_module(), text)
+        assert ours == theirs, spelled
+    assert str(placeholder_type(parse_module, OK.replace("4xf32", "?x8x0xf32"))) == "tensor<?x8x0xf32>"
+
+
+def test_string_rule_accepts_what_xdsl_accepts():
+    """The possessive string rule matches exactly what xDSL's rule matches
+    (on inputs short enough for xDSL's rule to finish)."""
+    import itertools
+
+    from optimus_ir.parsing import LinearTimeLexer
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    ours, theirs = LinearTimeLexer._unescaped_characters_regex, MLIRLexer._unescaped_characters_regex
+    assert ours is not theirs  # xDSL's class is left alone for other users
+    pieces = ["a", '"', "\\", "n", "4", "f", "\n", "z", "\t"]
+    for length in range(1, 6):
+        for combination in itertools.product(pieces, repeat=length):
+            text = '"' + "".join(combination)
+            mine, xdsl = ours.match(text), theirs.match(text)
+            assert (mine and mine.end()) == (xdsl and xdsl.end()), text
+
+
+# ---------------------------------------------------------------------------
 # The Python API
 # ---------------------------------------------------------------------------
 

@@ -170,6 +170,115 @@ def test_print_ir_after(tmp_path, capsys):
     assert "IR Dump After cse" in err and "IR Dump After dce" in err
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("nope", "--print-ir-after: unknown pass 'nope' (available passes: batch-fusion, canonicalize, cse, dce,"),
+        ("cse,Dce", "--print-ir-after: unknown pass 'Dce'; did you mean 'dce'?"),
+        ("csee", "--print-ir-after: unknown pass 'csee'; did you mean 'cse'?"),
+        ("default", "--print-ir-after: 'default' is a pipeline, not a pass"),
+        ("", "--print-ir-after: no pass named"),
+    ],
+)
+def test_print_ir_after_unknown_pass(value, message, tmp_path, capsys):
+    """`--print-ir-after=nope` exited 0 and printed nothing (issue 19)."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", f"--print-ir-after={value}"]) == 1
+    captured = capsys.readouterr()
+    assert f"optimus-opt: error: {message}" in captured.err
+    assert captured.out == ""  # nothing was run
+
+
+def test_print_ir_after_pass_not_in_pipeline(tmp_path, capsys):
+    """A known pass that the pipeline does not run: a warning, and the run
+    goes on."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "dce", "--print-ir-after=cse", "--print-ir-after=dce"]) == 0
+    err = capsys.readouterr().err
+    assert "optimus-opt: warning: --print-ir-after: pass 'cse' is not in the pipeline (dce)" in err
+    assert "IR Dump After dce" in err
+
+
+@pytest.mark.parametrize("option", ["--max-rewrites", "--bisect-rewrites"])
+def test_negative_rewrite_budget(option, tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", f"{option}=-1"]) == 1
+    assert "must be 0 or more, not -1" in capsys.readouterr().err
+
+
+DECLARED = """fx.graph @g {{
+  %a = fx.placeholder "a" : tensor<4x8xf32>
+  %b = fx.placeholder "b" : tensor<4x16xf32>
+  %w = fx.placeholder "w" : tensor<5x8xf32>
+  {call}
+  fx.output %c
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        ('%c = fx.call_function "torch.cat"([%a, %b], 1) : tensor<8x8xf32>',
+         "'fx.call_function' op calling 'torch.cat': declared result type tensor<8x8xf32> "
+         "contradicts the operator: result #0 has shape 8x8, expected 4x24"),
+        ('%c = fx.call_function "torch.concat"([%a, %b], dim = -1) : tensor<4x16xf32>',
+         "result #0 has shape 4x16, expected 4x24"),
+        ('%c = fx.call_function "torch.stack"([%a, %a]) : tensor<4x8xf32>', "result #0 has rank 2, expected 3"),
+        ('%c = fx.call_method "tanh"(%a) : tensor<4x8xf16>', "result #0 has element type f16, expected f32"),
+        ('%c = fx.call_function "torch.nn.functional.linear"(%a, %w) : tensor<4x8xf32>',
+         "result #0 has shape 4x8, expected 4x5"),
+        ('%c = fx.call_method "permute"(%a, 1, 0) : tensor<4x8xf32>', "result #0 has shape 4x8, expected 8x4"),
+        ('%c = fx.call_function "torch.ops.aten.mm.default"(%a, %b) : tensor<4x16xf32>',
+         "the operator does not accept its operands: operand #0 (lhs) of shape 4x8"),
+        ('%c = fx.call_function "operator.mul"(%a, 2.0) : tensor<4x8xi64>',
+         "result #0 has element type i64, expected f32"),
+    ],
+    ids=["cat", "concat-kwarg", "stack", "method", "linear", "permute", "aten-mm", "scalar-binary"],
+)
+def test_declared_result_type_contradicts_the_operator(call, message, tmp_path, capsys):
+    """fx IR whose declared type contradicts its operator passed every pass
+    with exit 0 (issue 19): it is a located error before any pass."""
+    path = tmp_path / "in.mlir"
+    path.write_text(DECLARED.format(call=call))
+    assert main([str(path), "-p", "default"]) == 1
+    captured = capsys.readouterr()
+    assert f"{path}:5:3: error: " in captured.err and message in captured.err, captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        '%c = fx.call_function "torch.cat"([%a, %b], 1) : tensor<4x24xf32>',
+        '%c = fx.call_function "torch.cat"([%a, %b], 1) : tensor<?x?xf32>',
+        '%c = fx.call_function "my.unknown"([%a, %b], 1) : tensor<1xf32>',
+        '%c = fx.call_method "tanh"(%a) : tensor<4x8xf32>',
+    ],
+    ids=["agrees", "dynamic", "unknown-target", "method"],
+)
+def test_declared_result_type_that_agrees(call, tmp_path, capsys):
+    path = tmp_path / "in.mlir"
+    path.write_text(DECLARED.format(call=call))
+    assert main([str(path), "-p", "dce"]) == 0, capsys.readouterr().err
+
+
+def test_raise_fx_reports_the_contradictions_it_keeps(tmp_path, capsys):
+    """Unverified input (an imported graph has torch's own types; here
+    `--disable-verify`): raise-fx keeps such an op as it is, and says so in
+    its statistics and a remark."""
+    path = tmp_path / "in.mlir"
+    path.write_text(DECLARED.format(call='%c = fx.call_function "torch.cat"([%a, %b], 1) : tensor<8x8xf32>'))
+    assert main([str(path), "-p", "raise-fx", "--disable-verify", "--pass-statistics", "--remarks"]) == 0
+    captured = capsys.readouterr()
+    assert "(S) 1 ops kept: declared type contradicts the operator" in captured.err
+    assert f"{path}:5:3: remark: kept as an fx op: declared result type tensor<8x8xf32>" in captured.err
+    assert 'fx.call_function "torch.cat"' in captured.out
+
+
 def test_max_rewrites_and_log(tmp_path, capsys):
     path = tmp_path / "in.mlir"
     path.write_text(VALID)

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     Signedness,
+    TensorType,
 )
 from xdsl.ir import Attribute, Block, Region
 from xdsl.traits import Pure
@@ -622,3 +623,36 @@ def test_slice_matches_torch(data):
     op = T.SliceOp(arg(2, size), 1, start, end, step)
     op.verify()
     assert shape_of(op) == tuple(torch.empty(2, size)[:, start:end:step].shape)
+
+
+def _wrong_type(ty: Attribute) -> Attribute:
+    """A tensor type the op cannot give: one more dimension of size 3."""
+    return TensorType(ty.element_type, [*ty.get_shape(), 3], ty.encoding)
+
+
+def test_every_op_checks_its_declared_result_types():
+    """Every torch op's verifier compares each declared result type with
+    its type inference (issue 19): a wrong declared type is a verifier error
+    naming the op and the result, for every op of the dialect."""
+    module = _all_ops_graph()
+    checked: set[str] = set()
+    for op in list(module.walk()):
+        if not isinstance(op, T.TorchOp):
+            continue
+        op.verify()
+        for index in range(len(op.results)):
+            types = [r.type for r in op.results]
+            types[index] = _wrong_type(types[index])
+            wrong = type(op).create(
+                operands=op.operands,
+                result_types=types,
+                properties=dict(op.properties),
+                attributes=dict(op.attributes),
+            )
+            try:
+                with pytest.raises(VerifyException, match=rf"'{re.escape(op.name)}' result #{index} has rank"):
+                    wrong.verify()
+            finally:
+                wrong.erase()  # drops its uses of the graph's values
+        checked.add(op.name)
+    assert checked == {cls.name for cls in T.TORCH.operations}

@@ -68,6 +68,10 @@ class OptimusOptMain(xDSLOptMain):
 
     pass_manager: PassManager | None = None
     pipeline_error: PipelineError | None = None
+    option_errors: list[str] = []
+    """Bad values of options other than `-p` (`--print-ir-after=nope`), each
+    a complete `optimus-opt: error: ...` line."""
+    option_warnings: list[str] = []
 
     def __init__(self, args: Sequence[str] | None = None) -> None:
         super().__init__(description="optimus-ir modular optimizer driver", args=args)
@@ -158,11 +162,19 @@ class OptimusOptMain(xDSLOptMain):
         after = frozenset(
             name.strip() for item in args.print_ir_after for name in item.split(",") if name.strip()
         )
+        self.option_errors, self.option_warnings = [], []
+        if args.max_rewrites is not None and args.max_rewrites < 0:
+            self.option_errors.append(
+                f"{PROG}: error: --max-rewrites/--bisect-rewrites must be 0 or more, not {args.max_rewrites}"
+            )
         try:
             passes = parse_pipeline(args.passes)
         except PipelineError as err:
             self.pipeline_error = err
             return
+        if args.print_ir_after and not after:
+            self.option_errors.append(f"{PROG}: error: --print-ir-after: no pass named (PASS[,PASS])")
+        self._check_pass_names("--print-ir-after", after, passes)
         self.pass_manager = PassManager(
             passes,
             ctx=self.ctx,
@@ -172,6 +184,37 @@ class OptimusOptMain(xDSLOptMain):
             keep_rewrite_log=True,
         )
 
+    def _check_pass_names(
+        self, option: str, names: frozenset[str], passes: Sequence[object]
+    ) -> None:
+        """Every name given to `option` must be a registered pass (an error
+        otherwise, with a suggestion and the list of passes); one that the
+        pipeline does not run is a warning (the option would print nothing
+        for it)."""
+        import difflib
+
+        from optimus_ir.passes.registry import PIPELINES, available_passes
+
+        known = sorted(available_passes())
+        in_pipeline = [getattr(p, "name", "") for p in passes]
+        for name in sorted(names):
+            if name in known:
+                if name not in in_pipeline:
+                    self.option_warnings.append(
+                        f"{PROG}: warning: {option}: pass '{name}' is not in the pipeline "
+                        f"({', '.join(in_pipeline) or 'empty'}); nothing is printed for it"
+                    )
+                continue
+            if name in PIPELINES:
+                problem = f"'{name}' is a pipeline, not a pass; name passes of it"
+            else:
+                hint = [n for n in known if n.lower() == name.lower()]
+                hint = hint or difflib.get_close_matches(name, known, n=1)
+                problem = f"unknown pass '{name}'" + (f"; did you mean '{hint[0]}'?" if hint else "")
+            self.option_errors.append(
+                f"{PROG}: error: {option}: {problem} (available passes: {', '.join(known)})"
+            )
+
     # -- running --------------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
@@ -179,6 +222,12 @@ class OptimusOptMain(xDSLOptMain):
         if self.pipeline_error is not None:
             print(self.pipeline_error.format(), file=sys.stderr)
             return 1
+        for error in self.option_errors:
+            print(error, file=sys.stderr)
+        if self.option_errors:
+            return 1
+        for warning in self.option_warnings:
+            print(warning, file=sys.stderr)
         name = self.get_input_name()
         try:
             if self.args.input_file in (None, "-"):
@@ -242,6 +291,10 @@ class OptimusOptMain(xDSLOptMain):
                 module = self._parse(padded, name)
                 if not self.args.disable_verify:
                     verify_module(module)
+                    # written types must agree with what each known call gives
+                    from optimus_ir.passes.raise_fx import verify_declared_types
+
+                    verify_declared_types(module)
                 assert self.pass_manager is not None
                 if self.args.bisect:
                     return self._bisect(padded, name, module, source_lines)

@@ -79,6 +79,7 @@ def export_python(text: str, name: str) -> str:
     from optimus_ir.parsing import parse_module
     from optimus_ir.exporter import export_graph
     from optimus_ir.importer import graph_of
+    from optimus_ir.passes.raise_fx import verify_declared_types
     from optimus_ir.pipeline import run_pipeline
 
     if not text.replace("\n", " ").strip() or all(
@@ -87,6 +88,7 @@ def export_python(text: str, name: str) -> str:
         raise TranslateError(f"{name}:1:1: error: empty input (no operations)")
     module = parse_module(text, name)
     verify_module(module)
+    verify_declared_types(module)
     if any(op.dialect_name() != "fx" for op in graph_of(module).block.ops):
         run_pipeline(module, "lower-to-fx")
     gm = export_graph(module, missing_attributes="random")

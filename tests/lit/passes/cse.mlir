@@ -42,7 +42,8 @@ fx.graph @merge {
 // CHECK-NEXT:    %e = fx.call_method "sum"(%x, dim = 0, keepdim = true)
 // CHECK-NEXT:    %f = fx.call_function "operator.getitem"(%x, 0)
 // CHECK-NEXT:    %g = fx.call_function "operator.getitem"(%x, 1)
-// CHECK-NEXT:    %h = fx.call_function "torch.tanh"(%x) : tensor<4xf16, "cpu">
+// CHECK-NEXT:    %h = fx.call_function "my.tanh"(%x) : tensor<4xf16, "cpu">
+// CHECK-NEXT:    %h2 = fx.call_function "my.tanh"(%x) : tensor<4xf32, "cpu">
 // CHECK-NEXT:    %i = fx.call_function "torch.add"(%x, %y)
 // CHECK-NEXT:    %j = fx.call_function "torch.add"(%y, %x)
 // CHECK-NEXT:    %k = fx.call_function "torch.tanh"(%x) {tag = "other"}
@@ -57,11 +58,13 @@ fx.graph @different {
   %e = fx.call_method "sum"(%x, dim = 0, keepdim = true) : tensor<1xf32, "cpu">
   %f = fx.call_function "operator.getitem"(%x, 0) : tensor<f32, "cpu">
   %g = fx.call_function "operator.getitem"(%x, 1) : tensor<f32, "cpu">
-  %h = fx.call_function "torch.tanh"(%x) : tensor<4xf16, "cpu">
+  // an operator without type inference: a torch.tanh of f32 declared f16 is an error
+  %h = fx.call_function "my.tanh"(%x) : tensor<4xf16, "cpu">
+  %h2 = fx.call_function "my.tanh"(%x) : tensor<4xf32, "cpu">
   %i = fx.call_function "torch.add"(%x, %y) : tensor<4xf32, "cpu">
   %j = fx.call_function "torch.add"(%y, %x) : tensor<4xf32, "cpu">
   %k = fx.call_function "torch.tanh"(%x) {tag = "other"} : tensor<4xf32, "cpu">
-  fx.output [%a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k]
+  fx.output [%a, %b, %c, %d, %e, %f, %g, %h, %h2, %i, %j, %k]
 }
 
 // -----

@@ -15,6 +15,18 @@
 // RUN: not optimus-opt %s.does-not-exist > %t.missing 2>&1
 // RUN: filecheck %s --check-prefix=MISSING < %t.missing
 // RUN: not grep -l Traceback %t.input %t.unknown %t.option %t.syntax %t.missing
+// Options that name passes: an unknown name is an error (issue 19), a pass
+// the pipeline does not run is a warning.
+// RUN: not optimus-opt %s --split-input-file -p dce --print-ir-after=nope 2>&1 | filecheck %s --check-prefix=AFTER-UNKNOWN
+// RUN: not optimus-opt %s --split-input-file -p cse,dce --print-ir-after=cse,DCE 2>&1 | filecheck %s --check-prefix=AFTER-CASE
+// RUN: optimus-opt %S/Inputs/valid.mlir -p dce --print-ir-after=cse 2>&1 >/dev/null | filecheck %s --check-prefix=AFTER-ABSENT
+// RUN: not optimus-opt %s --split-input-file -p dce --max-rewrites=-2 2>&1 | filecheck %s --check-prefix=NEGATIVE
+
+// AFTER-UNKNOWN: optimus-opt: error: --print-ir-after: unknown pass 'nope' (available passes: {{.*}}cse, dce,
+// AFTER-UNKNOWN-NOT: error
+// AFTER-CASE: optimus-opt: error: --print-ir-after: unknown pass 'DCE'; did you mean 'dce'?
+// AFTER-ABSENT: optimus-opt: warning: --print-ir-after: pass 'cse' is not in the pipeline (dce); nothing is printed for it
+// NEGATIVE: optimus-opt: error: --max-rewrites/--bisect-rewrites must be 0 or more, not -2
 
 // UNKNOWN: <pass-pipeline>:1:1: error: unknown pass 'no-such-pass'
 // UNKNOWN-NEXT: no-such-pass

@@ -1,4 +1,4 @@
-// EXPECT: 3:23: error: End of file reached before closing string literal
+// EXPECT: 3:23: error: unterminated string literal (a string literal ends on the line it starts on)
 fx.graph @g {
   %x = fx.placeholder "x : tensor<4xf32>
   fx.output %x

@@ -1,0 +1,3 @@
+// EXPECT: 2:3: error: unterminated string literal
+"""abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij
+"""

@@ -176,11 +176,11 @@ class ModelResult:
 PLUMBING_KINDS = frozenset(
     "getitem view reshape unsqueeze squeeze flatten unflatten movedim permute transpose t "
     "expand expand_as unfold unbind split split_with_sizes chunk narrow select slice as_strided "
-    "size dim current_values".split()
+    "size dim values".split()
 )
 """Call kinds (`optimus_ir.api.op_kind`, methods without the dot) that
-compute nothing: tuple indexing, views, metadata, and the parameter cache's
-lookup (`optimus_ir.param_cache`). Every other call reads and writes data."""
+compute nothing: tuple indexing, views, metadata, and the lookup of the
+values `freeze=True` computed once (`optimus_ir.param_cache`). Every other call reads and writes data."""
 
 
 def op_counts(gm: Any) -> tuple[int, int]:

@@ -442,7 +442,8 @@ class _OptimizeFor:
 
 UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"
 """Where `_optimize(keep_uncached_graph=True)` leaves the graph as the
-pipeline made it, before the parameter cache (for the guard's batch proof)."""
+pipeline made it, before `freeze` replaces parameter-only values (for the
+guard's batch proof)."""
 
 
 def _optimize_or_fall_back(
@@ -720,8 +721,8 @@ def _optimize(
             training=training if guard_strides else None,  # type: ignore[arg-type]
         )
 
-    # Counted before the parameter cache: the ops the pipeline made (the
-    # cache's own plumbing is one call and a getitem per value).
+    # Counted before freezing: the ops the pipeline made (the frozen values'
+    # own plumbing is one call and a getitem per value).
     ops_after = count_fx_ops(result)
     cached = 0
     owner = model if tensors_from is None else tensors_from

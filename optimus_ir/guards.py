@@ -421,7 +421,7 @@ def _batch_generic(
 ) -> bool:
     """The proof of the module docstring: the model captured with the batch
     size dynamic neither guards on it nor uses it as a value, and `graph`
-    (the optimized graph before the parameter cache, run with `module`'s
+    (the optimized graph before `freeze` replaced values, run with `module`'s
     attributes) runs on a symbolic batch size without a guard on it and
     returns the sizes the model's graph returns."""
     import sympy

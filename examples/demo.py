@@ -510,7 +510,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     say(f"  {describe_model(model, inputs)}")
     say(f"  machine: {machine()}")
 
-    section("2. optimus_ir.optimize(model, inputs, pipeline)")
+    section("2. optimus_ir.optimize(model, inputs, pipeline, freeze=True)")
     say("  capturing with Dynamo, importing, running the passes, exporting ...")
     start = time.perf_counter()
     # An inference demo: the parameters are constants, so the stacked

@@ -9,7 +9,10 @@ variants
 original           the `nn.Module`, eager
 captured           the graph Dynamo captures (`optimus_ir.api.capture`), eager:
                    what FX-ification alone gives, the baseline ours must beat
-ours               `optimus_ir.optimize(model, inputs)`, default pipeline, eager
+ours               `optimus_ir.optimize(model, inputs, freeze=True)`, default
+                   pipeline, eager: inference, the parameters are constants
+                   (the suite times no_grad inference; without freeze the
+                   weights of fused linears are stacked on every call)
 pytorch            PyTorch's Optimus on the captured graph, eager:
                    `pre_grad_passes` with every pre-grad batch fusion and every
                    pre-grad split/cat pass (`pre_grad_fusion_options`, as
@@ -295,7 +298,7 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
         return Prepared(lambda: gm(*inputs), op_counts(gm), None, output, _since(start))
     if variant in ("ours", "ours+triton"):
         pipeline = TRITON_PIPELINE if variant == "ours+triton" else None
-        ours = optimus_ir.optimize(model, list(inputs), pipeline)
+        ours = optimus_ir.optimize(model, list(inputs), pipeline, freeze=True)
         output = ours(*inputs)
         seconds = _since(start)
         passes = ours.optimus_report.phase_seconds.get("passes", 0.0)  # type: ignore[attr-defined]

@@ -65,8 +65,12 @@ def test_quick_run_covers_every_family_and_every_result_matches(quick_run) -> No
             assert cell["first_call_s"] > 0 and cell["peak_mib"] > 0, where
     recsys = report["models"][0]["cells"]
     assert all(recsys[v]["skipped"] is None for v in suite.COMPILED)  # Inductor ran there
-    # fusion: ours computes with fewer ops than the captured graph
-    assert recsys["ours"]["ops"] < recsys["captured"]["ops"]
+    # ours never computes with more ops than the captured graph. Whether the
+    # 8 small towers fuse at all is the calibrated cost model's call on this
+    # machine (gains of a few us per group: a noisy calibration flips them;
+    # 44 -> 25 ops when it fuses); fusion itself is tested with fixed cost
+    # models (test_batch_fusion.py, test_example_models.py)
+    assert recsys["ours"]["ops"] <= recsys["captured"]["ops"]
     assert recsys["ours"]["pass_ms"] > 0 and recsys["inductor+ours"]["pass_ms"] > 0
     assert [row["nodes"] for row in report["scaling"]] == [1000, 3000, 10000]
     assert report["problems"] == []

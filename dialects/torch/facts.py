@@ -1,0 +1,203 @@
+"""What an op of the torch dialect *is*, declared once on its class.
+
+Every torch op class may carry `FACTS: ClassVar[OpFacts]`: the spellings of
+user code it is raised from, what it lowers to, how batch fusion groups it,
+the Triton program step that computes it, its cost class and its torch
+reference function. The passes, lowerings, kernels and the cost model read
+these facts (through `facts_of` and the indexes at the bottom); they keep no
+per-op tables of their own. Adding a unary pointwise op is one declaration::
+
+    @irdl_op_definition
+    class ErfOp(_PureUnaryOp):
+        \"\"\"`torch.erf(input)`.\"\"\"
+
+        name = "torch.erf"
+        traits = traits_def(_INEXACT_ELEMENTWISE)
+        FACTS = unary_facts(
+            "erf", functions=("torch.erf", "torch.special.erf"),
+            cost="transcendental", kernel="erf",
+        )
+
+Effects and aliasing stay xDSL traits (`Pure`, `MemoryEffect`, `ViewLike`):
+they are facts the generic passes (dce, cse, the alias analysis) already
+read through xDSL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
+
+FusionKind = Literal[
+    "unary-pointwise",   # one tensor in, same shape out: fused over stacked members
+    "binary-pointwise",  # lhs OP rhs (or a scalar), broadcasting
+    "reduction",         # sum/mean over dims
+    "linear",            # linear layers (grouped/batched GEMM)
+    "norm",              # normalization over the trailing dims (layer_norm)
+    "softmax",           # softmax-like over the last dim, one member at a time
+]
+"""How batch fusion treats an op (None: never fused horizontally)."""
+
+CostClass = Literal[
+    "free",            # no kernel: views, detach
+    "pointwise",       # a cheap elementwise kernel (relu, neg, abs, clamp...)
+    "transcendental",  # an elementwise kernel with exp/tanh/erf inside
+    "binary",          # an elementwise kernel reading two tensors
+    "reduction",       # sum/mean
+    "linear",          # a GEMM
+    "layer_norm",      # a normalization kernel
+    "softmax",         # a row-wise softmax kernel
+    "copy",            # a kernel that copies (cat, stack, a copying reshape)
+]
+"""The kernel a cost model measures for an op (see `optimus_ir.cost_model`)."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of the torch signature after the tensor operands, bound
+    to a property of the op (`prop`, by default the same name).
+
+    `default` is torch's default (None: the argument is required). An
+    argument named `inplace` is not a property: raising requires it false."""
+
+    name: str
+    default: Any = None
+    prop: str | None = None
+
+    @property
+    def property_name(self) -> str:
+        """The op property the argument sets."""
+        return self.prop or self.name
+
+
+INPLACE = Argument("inplace", False)
+"""The `inplace=False` flag of `F.relu`, `nn.ReLU`...: raised only when false."""
+
+
+@dataclass(frozen=True)
+class Spellings:
+    """Every way user code calls the op, as FX and Dynamo record it.
+
+    * `functions`: qualified `call_function` targets (`torch.sigmoid`,
+      `torch.nn.functional.sigmoid`, `operator.neg`, ...);
+    * `methods`: `Tensor` method names (`call_method`);
+    * `modules`: qualified `nn.Module` classes (`call_module`); their
+      arguments are read from the module's attributes of the same names;
+    * `aten`: aten overloads (`sigmoid.default`), as in exported graphs;
+    * `arguments`: the signature after the tensor operand(s), in torch's
+      positional order, binding each to a property.
+
+    Spellings whose binding differs (a module attribute under another name,
+    an argument computed from others) are raised by a hand-written binder in
+    `raise-fx` instead, and listed in `custom` for the record."""
+
+    functions: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    aten: tuple[str, ...] = ()
+    arguments: tuple[Argument, ...] = ()
+    custom: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """Every fact about a torch op that a pass, lowering, kernel or cost model
+    needs, declared once on the op class as `FACTS`."""
+
+    spellings: Spellings = field(default_factory=Spellings)
+    lowers_to: str | None = None
+    """The FX `call_function` target of the generic lowering: the op's
+    operands positionally, then each property that differs from its default
+    as a keyword argument (the torch name of `spellings.arguments`). None:
+    the op has a lowering of its own in `lower-to-fx`."""
+    fusion: FusionKind | None = None
+    kernel: str | Callable[[Operation], str | None] | None = None
+    """The `multi_pointwise` program step that computes one member
+    (`optimus_ir.kernels.programs`), or a function of the op choosing one
+    from its properties (None where no program computes that form)."""
+    cost: CostClass = "pointwise"
+    reference: Callable[..., Any] | None = None
+    """The torch function computing the op (dtype probes, kernel tests);
+    resolved lazily from `lowers_to` when not given."""
+
+    def kernel_step(self, op: Operation) -> str | None:
+        """The program step computing `op`, or None."""
+        if self.kernel is None or isinstance(self.kernel, str):
+            return self.kernel
+        return self.kernel(op)
+
+    def reference_function(self) -> Callable[..., Any] | None:
+        """The torch function computing the op (`reference`, else the
+        function `lowers_to` names)."""
+        if self.reference is not None:
+            return self.reference
+        if self.lowers_to is None:
+            return None
+        return resolve_target(self.lowers_to)
+
+
+def unary_facts(
+    torch_name: str,
+    *,
+    functions: Iterable[str] = (),
+    methods: Iterable[str] | None = None,
+    modules: Iterable[str] = (),
+    aten: Iterable[str] | None = None,
+    arguments: Iterable[Argument] = (),
+    lowers_to: str | None = None,
+    cost: CostClass = "pointwise",
+    kernel: str | Callable[[Operation], str | None] | None = None,
+    reference: Callable[..., Any] | None = None,
+    fusion: FusionKind | None = "unary-pointwise",
+) -> OpFacts:
+    """The facts of a unary pointwise op named `torch_name` in torch: by
+    default raised from `torch.<name>`, the `Tensor.<name>` method and aten
+    `<name>.default`, and lowered to the first function spelling."""
+    functions = tuple(functions) or (f"torch.{torch_name}",)
+    return OpFacts(
+        spellings=Spellings(
+            functions=functions,
+            methods=(torch_name,) if methods is None else tuple(methods),
+            modules=tuple(modules),
+            aten=(f"{torch_name}.default",) if aten is None else tuple(aten),
+            arguments=tuple(arguments),
+        ),
+        lowers_to=lowers_to or functions[0],
+        fusion=fusion,
+        kernel=kernel,
+        cost=cost,
+        reference=reference,
+    )
+
+
+def resolve_target(qualified: str) -> Callable[..., Any]:
+    """The Python object a qualified FX target names (`torch.nn.functional.silu`)."""
+    import importlib
+
+    module_name, _, attr = qualified.rpartition(".")
+    parts = module_name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in [*parts[cut:], attr]:
+            obj = getattr(obj, part)
+        return obj
+    raise LookupError(f"cannot resolve '{qualified}'")
+
+
+class HasFacts:
+    """Mixin marking op classes that declare `FACTS` (all torch ops do)."""
+
+    FACTS: ClassVar[OpFacts | None] = None
+
+
+def facts_of(op: Operation | type[Operation]) -> OpFacts | None:
+    """The declared facts of an op (or op class), None for ops of other dialects."""
+    cls = op if isinstance(op, type) else type(op)
+    return getattr(cls, "FACTS", None)

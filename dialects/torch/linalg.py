@@ -1,0 +1,237 @@
+"""Linear-algebra ops: linear, mm, addmm, bmm, baddbmm, matmul."""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    IntAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import (
+    Pure,
+)
+
+from optimus_ir.traits import (
+    ContiguousResult,
+)
+from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.base import (
+    Format,
+    NumberLike,
+    Value,
+    _NUMBER,
+    number_attr,
+)
+from optimus_ir.dialects.torch.assembly import (
+    TorchOp,
+    _tensor_of,
+    _tensor_types,
+)
+from optimus_ir.dialects.torch.inference import (
+    infer_addmm_type,
+    infer_baddbmm_type,
+    infer_bmm_type,
+    infer_linear_type,
+    infer_matmul_type,
+    infer_mm_type,
+)
+
+
+
+# ---------------------------------------------------------------------------
+# Linear algebra
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LinearOp(TorchOp):
+    """`torch.nn.functional.linear(input, weight, bias)`: `input @ weight.T + bias`."""
+
+    name = "torch.linear"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch._C._nn.linear", fusion="linear", cost="linear")
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+
+    def __init__(
+        self,
+        input: Value,
+        weight: Value,
+        bias: Value | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            t = _tensor_types(self.name, input=input, weight=weight, bias=bias)
+            result_type = infer_linear_type(t["input"], t["weight"], t["bias"])  # type: ignore[arg-type]
+        super().__init__(operands=[input, weight, bias], result_types=[result_type])
+
+    def expected_types(self) -> Sequence[TensorType]:
+        bias = None if self.bias is None else self.bias.type
+        return [infer_linear_type(self.input.type, self.weight.type, bias)]
+
+
+@irdl_op_definition
+class MmOp(TorchOp):
+    """`torch.mm(lhs, rhs)`: a 2-D matrix product."""
+
+    name = "torch.mm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.mm", cost="linear")
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+
+    def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
+        if result_type is None:
+            result_type = infer_mm_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_mm_type(self.lhs.type, self.rhs.type)]
+
+
+@irdl_op_definition
+class AddmmOp(TorchOp):
+    """`torch.addmm(input, mat1, mat2, beta=, alpha=)`: `beta * input + alpha * mat1 @ mat2`."""
+
+    name = "torch.addmm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.addmm", cost="linear")
+    input = operand_def(TensorType)
+    mat1 = operand_def(TensorType)
+    mat2 = operand_def(TensorType)
+    beta = prop_def(_NUMBER, default_value=IntAttr(1))
+    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        mat1: Value,
+        mat2: Value,
+        *,
+        beta: NumberLike = 1,
+        alpha: NumberLike = 1,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            types = [_tensor_of(self.name, v) for v in (input, mat1, mat2)]
+            result_type = infer_addmm_type(*types, beta, alpha)
+        super().__init__(
+            operands=[input, mat1, mat2],
+            result_types=[result_type],
+            properties={"beta": number_attr(beta), "alpha": number_attr(alpha)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [
+            infer_addmm_type(
+                self.input.type, self.mat1.type, self.mat2.type, self.beta, self.alpha
+            )
+        ]
+
+
+@irdl_op_definition
+class BmmOp(TorchOp):
+    """`torch.bmm(lhs, rhs)`: a batched 3-D matrix product."""
+
+    name = "torch.bmm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.bmm", cost="linear")
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+
+    def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
+        if result_type is None:
+            result_type = infer_bmm_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_bmm_type(self.lhs.type, self.rhs.type)]
+
+
+@irdl_op_definition
+class BaddbmmOp(TorchOp):
+    """`torch.baddbmm(input, batch1, batch2, beta=, alpha=)`:
+    `beta * input + alpha * bmm(batch1, batch2)`."""
+
+    name = "torch.baddbmm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.baddbmm", cost="linear")
+    input = operand_def(TensorType)
+    batch1 = operand_def(TensorType)
+    batch2 = operand_def(TensorType)
+    beta = prop_def(_NUMBER, default_value=IntAttr(1))
+    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        batch1: Value,
+        batch2: Value,
+        *,
+        beta: NumberLike = 1,
+        alpha: NumberLike = 1,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            types = [_tensor_of(self.name, v) for v in (input, batch1, batch2)]
+            result_type = infer_baddbmm_type(*types, beta, alpha)
+        super().__init__(
+            operands=[input, batch1, batch2],
+            result_types=[result_type],
+            properties={"beta": number_attr(beta), "alpha": number_attr(alpha)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [
+            infer_baddbmm_type(
+                self.input.type, self.batch1.type, self.batch2.type, self.beta, self.alpha
+            )
+        ]
+
+
+@irdl_op_definition
+class MatmulOp(TorchOp):
+    """`torch.matmul(lhs, rhs)` with torch's 1-D/batched broadcasting rules."""
+
+    name = "torch.matmul"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.matmul", cost="linear")
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+
+    def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
+        if result_type is None:
+            result_type = infer_matmul_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_matmul_type(self.lhs.type, self.rhs.type)]
+
+
+# ---------------------------------------------------------------------------
+# Normalization
+# ---------------------------------------------------------------------------
+
+

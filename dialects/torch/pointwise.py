@@ -1,0 +1,577 @@
+"""Pointwise ops: unary (activations, clamp, nan_to_num, dropout) and binary
+(add, sub, mul, div) with broadcasting and torch's type promotion."""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    FloatAttr,
+    IntAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import (
+    ConditionallySpeculatable,
+    EffectInstance,
+    MemoryEffect,
+    MemoryEffectKind,
+    Pure,
+)
+
+from optimus_ir.dialects.fx import (
+    FALSE,
+    bool_literal,
+    float_literal,
+)
+from optimus_ir.traits import (
+    Elementwise,
+    ViewLike,
+)
+from optimus_ir.dialects.torch.facts import (
+    INPLACE,
+    Argument,
+    OpFacts,
+    Spellings,
+    unary_facts,
+)
+from optimus_ir.dialects.torch.base import (
+    Format,
+    NumberLike,
+    Value,
+    _Check,
+    _NUMBER,
+    _operand,
+    _str_attr,
+    flag,
+    number_attr,
+    number_value,
+)
+from optimus_ir.dialects.torch.assembly import (
+    TorchOp,
+    _tensor_of,
+)
+from optimus_ir.dialects.torch.relations import (
+    _PLUMBING_CANONICALIZATION,
+    _identity_relation,
+)
+from optimus_ir.dialects.torch.inference import (
+    infer_binary_type,
+    infer_unary_type,
+)
+
+
+
+def _unit_alpha(op: Operation) -> bool:
+    """add/sub round exactly like a plain `+`/`-` only with `alpha == 1`: the
+    vectorized CPU kernel computes `lhs + alpha * rhs` as one fused
+    multiply-add, the strided (scalar) one in two roundings."""
+    alpha = op.properties.get("alpha")
+    return alpha is None or number_value(alpha) == 1
+
+
+_EXACT_ELEMENTWISE = Elementwise(layout_exact=True)
+_INEXACT_ELEMENTWISE = Elementwise(layout_exact=False)
+_ADD_SUB_ELEMENTWISE = Elementwise(layout_exact=_unit_alpha)
+
+class UnaryPointwiseOp(TorchOp):
+    """Base of the unary pointwise ops: `input -> result` of the same shape.
+
+    Subclasses without properties need nothing but a name and a docstring;
+    those with properties pass them to `__init__` as `properties`."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        input: Value,
+        *,
+        result_type: Attribute | None = None,
+        properties: dict[str, Attribute | None] | None = None,
+    ) -> None:
+        properties = properties or {}
+        if result_type is None:
+            ty = _tensor_of(self.name, input, _operand(0, "input"))
+            result_type = infer_unary_type(
+                self.name, ty, properties.get("min"), properties.get("max")
+            )
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
+
+    def verify_props(self) -> None:
+        """Extra property checks of a subclass."""
+
+    def expected_types(self) -> Sequence[TensorType]:
+        self.verify_props()
+        return [infer_unary_type(self.name, self.input.type)]
+
+
+class _PureUnaryOp(UnaryPointwiseOp):
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class TanhOp(_PureUnaryOp):
+    """`torch.tanh(input)`; integral inputs give a floating result."""
+
+    name = "torch.tanh"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "tanh", functions=("torch.tanh", "torch.nn.functional.tanh"),
+        modules=("torch.nn.modules.activation.Tanh",), cost="transcendental", kernel="tanh",
+    )
+
+
+@irdl_op_definition
+class SigmoidOp(_PureUnaryOp):
+    """`torch.sigmoid(input)`; integral inputs give a floating result."""
+
+    name = "torch.sigmoid"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "sigmoid",
+        functions=("torch.sigmoid", "torch.nn.functional.sigmoid",
+                   "torch._C._special.special_expit", "torch.special.expit"),
+        modules=("torch.nn.modules.activation.Sigmoid",), cost="transcendental", kernel="sigmoid",
+    )
+
+
+@irdl_op_definition
+class ReluOp(_PureUnaryOp):
+    """`torch.relu(input)`."""
+
+    name = "torch.relu"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "relu", functions=("torch.relu", "torch.nn.functional.relu"), arguments=(INPLACE,),
+        modules=("torch.nn.modules.activation.ReLU",), kernel="relu",
+    )
+
+
+@irdl_op_definition
+class SiluOp(_PureUnaryOp):
+    """`torch.nn.functional.silu(input)`: `input * sigmoid(input)` (floating only)."""
+
+    name = "torch.silu"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "silu", functions=("torch.nn.functional.silu", "torch._C._nn.silu"), methods=(),
+        arguments=(INPLACE,), modules=("torch.nn.modules.activation.SiLU",),
+        cost="transcendental", kernel="silu",
+    )
+
+
+@irdl_op_definition
+class ExpOp(_PureUnaryOp):
+    """`torch.exp(input)`; integral inputs give a floating result."""
+
+    name = "torch.exp"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("exp", cost="transcendental", kernel="exp")
+
+
+@irdl_op_definition
+class LogOp(_PureUnaryOp):
+    """`torch.log(input)`; integral inputs give a floating result."""
+
+    name = "torch.log"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("log", cost="transcendental")
+
+
+@irdl_op_definition
+class NegOp(_PureUnaryOp):
+    """`torch.neg(input)` (not defined for bool)."""
+
+    name = "torch.neg"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "neg", functions=("torch.neg", "torch.negative", "operator.neg"),
+        methods=("neg", "negative"), aten=("neg.default", "negative.default"), kernel="neg",
+    )
+
+
+@irdl_op_definition
+class AbsOp(_PureUnaryOp):
+    """`torch.abs(input)`."""
+
+    name = "torch.abs"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "abs", functions=("torch.abs", "torch.absolute", "operator.abs"),
+        methods=("abs", "absolute"), aten=("abs.default", "absolute.default"), kernel="abs",
+    )
+
+
+@irdl_op_definition
+class DetachOp(_PureUnaryOp):
+    """`torch.detach(input)`: the same values, cut from autograd."""
+
+    name = "torch.detach"
+    traits = traits_def(
+        _EXACT_ELEMENTWISE, ViewLike(_identity_relation), _PLUMBING_CANONICALIZATION
+    )
+    FACTS: ClassVar[OpFacts] = unary_facts("detach", fusion=None, cost="free")
+
+
+def _gelu_kernel(op: Operation) -> str | None:
+    """gelu's program step by its approximation."""
+    mode = op.properties.get("approximate")
+    approximate = mode.data if isinstance(mode, StringAttr) else "none"
+    return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+
+
+@irdl_op_definition
+class GeluOp(_PureUnaryOp):
+    """`torch.nn.functional.gelu(input, approximate=)`, approximate "none" | "tanh"."""
+
+    name = "torch.gelu"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "gelu", functions=("torch.nn.functional.gelu", "torch._C._nn.gelu"), methods=(),
+        arguments=(Argument("approximate", "none"),),
+        modules=("torch.nn.modules.activation.GELU",), cost="transcendental",
+        kernel=_gelu_kernel,
+    )
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    FORMAT: ClassVar[Format] = (("approximate", "value"),)
+
+    def __init__(
+        self, input: Value, approximate: str = "none", *, result_type: Attribute | None = None
+    ) -> None:
+        super().__init__(
+            input, result_type=result_type, properties={"approximate": _str_attr(approximate)}
+        )
+
+    def verify_props(self) -> None:
+        _Check(self.name).choice(self.approximate, "approximate", ("none", "tanh"))
+
+
+@irdl_op_definition
+class NanToNumOp(_PureUnaryOp):
+    """`torch.nan_to_num(input, nan=, posinf=, neginf=)`; an absent bound takes
+    torch's default (0, the dtype's max, the dtype's min)."""
+
+    name = "torch.nan_to_num"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        spellings=Spellings(custom=("torch.nan_to_num", "Tensor.nan_to_num", "nan_to_num.default")),
+        lowers_to="torch.nan_to_num", fusion="unary-pointwise",
+    )
+    nan = opt_prop_def(FloatAttr)
+    posinf = opt_prop_def(FloatAttr)
+    neginf = opt_prop_def(FloatAttr)
+    FORMAT: ClassVar[Format] = (("nan", "value"), ("posinf", "value"), ("neginf", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        nan: float | None = None,
+        posinf: float | None = None,
+        neginf: float | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        def opt(value: float | Attribute | None) -> Attribute | None:
+            if value is None or isinstance(value, Attribute):
+                return value
+            return float_literal(float(value))
+
+        super().__init__(
+            input,
+            result_type=result_type,
+            properties={"nan": opt(nan), "posinf": opt(posinf), "neginf": opt(neginf)},
+        )
+
+
+@irdl_op_definition
+class ClampOp(_PureUnaryOp):
+    """`torch.clamp(input, min=, max=)`; at least one bound. A float bound on an
+    integral input promotes the result, as in torch."""
+
+    name = "torch.clamp"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        spellings=Spellings(custom=(
+            "torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max",
+            "Tensor.clamp", "Tensor.clip", "Tensor.clamp_min", "Tensor.clamp_max",
+        )),
+        lowers_to="torch.clamp", fusion="unary-pointwise",
+    )
+    min = opt_prop_def(_NUMBER)
+    max = opt_prop_def(_NUMBER)
+    FORMAT: ClassVar[Format] = (("min", "value"), ("max", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        min: NumberLike | None = None,
+        max: NumberLike | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        super().__init__(
+            input,
+            result_type=result_type,
+            properties={
+                "min": None if min is None else number_attr(min),
+                "max": None if max is None else number_attr(max),
+            },
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        if self.min is None and self.max is None:
+            _Check(self.name).fail("needs at least one of min and max")
+        return [infer_unary_type(self.name, self.input.type, self.min, self.max)]
+
+
+class _DropoutEffects(MemoryEffect):
+    """Dropout in training draws random numbers: an effect that forbids CSE,
+    DCE-free reordering and fusion. In eval mode it has none."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
+        if flag(op.properties["train"]):
+            return frozenset((EffectInstance(MemoryEffectKind.WRITE),))
+        return frozenset()
+
+
+class _DropoutSpeculatable(ConditionallySpeculatable):
+    @classmethod
+    def is_speculatable(cls, op: Operation) -> bool:
+        return not flag(op.properties["train"])
+
+
+@irdl_op_definition
+class DropoutOp(UnaryPointwiseOp):
+    """`torch.nn.functional.dropout(input, p, train)`. Not `Pure`: with
+    `train = true` it is random and must never be CSE'd or fused."""
+
+    name = "torch.dropout"
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        spellings=Spellings(custom=(
+            "torch.nn.functional.dropout", "torch.dropout", "torch.nn.modules.dropout.Dropout",
+        )),
+        lowers_to="torch.nn.functional.dropout", fusion="unary-pointwise",
+    )
+    p = prop_def(FloatAttr)
+    train = prop_def(BoolAttr, default_value=FALSE)
+    traits = traits_def(
+        _DropoutEffects(), _DropoutSpeculatable(), _INEXACT_ELEMENTWISE
+    )
+    FORMAT: ClassVar[Format] = (("p", "value"), ("train", "flag"))
+
+    def __init__(
+        self,
+        input: Value,
+        p: float = 0.5,
+        train: bool = True,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        super().__init__(
+            input,
+            result_type=result_type,
+            properties={
+                "p": p if isinstance(p, FloatAttr) else float_literal(float(p)),
+                "train": bool_literal(bool(train)),
+            },
+        )
+
+    def verify_props(self) -> None:
+        p = self.p.value.data
+        if not 0.0 <= p <= 1.0:
+            _Check(self.name).fail(f"p must be in [0, 1], got {p}")
+
+
+# ---------------------------------------------------------------------------
+# Binary pointwise
+# ---------------------------------------------------------------------------
+
+
+class BinaryPointwiseOp(TorchOp):
+    """Base of the binary pointwise ops: `lhs OP rhs` with broadcasting and
+    torch's type promotion. When one side is a Python number, `rhs` is absent
+    and `scalar` holds it; `reverse` means the scalar is the left-hand side
+    (`scalar OP lhs`)."""
+
+    lhs = operand_def(TensorType)
+    rhs = opt_operand_def(TensorType)
+    scalar = opt_prop_def(_NUMBER)
+    reverse = prop_def(BoolAttr, default_value=FALSE)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        lhs: Value,
+        rhs: Value | NumberLike,
+        *,
+        reverse: bool = False,
+        result_type: Attribute | None = None,
+        properties: dict[str, Attribute] | None = None,
+    ) -> None:
+        properties = dict(properties or {})
+        is_value = isinstance(rhs, SSAValue | Operation)
+        properties["scalar"] = None if is_value else number_attr(rhs)  # type: ignore[arg-type]
+        properties["reverse"] = bool_literal(reverse)
+        if result_type is None:
+            lhs_type = _tensor_of(self.name, lhs, _operand(0, "lhs"))
+            other = (
+                _tensor_of(self.name, rhs, _operand(1, "rhs"))  # type: ignore[arg-type]
+                if is_value
+                else properties["scalar"]
+            )
+            result_type = infer_binary_type(
+                self.name,
+                lhs_type,
+                other,  # type: ignore[arg-type]
+                properties.get("alpha"),
+                _rounding_mode(properties.get("rounding_mode")),
+            )
+        super().__init__(
+            operands=[lhs, rhs if is_value else None],
+            result_types=[result_type],
+            properties=properties,
+        )
+
+    @property
+    def other(self) -> SSAValue | Attribute:
+        """The right-hand side: the `rhs` operand or the `scalar` attribute."""
+        return self.rhs if self.rhs is not None else self.scalar  # type: ignore[return-value]
+
+    def expected_types(self) -> Sequence[TensorType]:
+        check = _Check(self.name)
+        if (self.rhs is None) == (self.scalar is None):
+            check.fail("needs exactly one of an rhs operand and a scalar")
+        if flag(self.reverse) and self.scalar is None:
+            check.fail("reverse is only meaningful with a scalar")
+        rhs = self.rhs.type if self.rhs is not None else self.scalar
+        alpha = getattr(self, "alpha", None)
+        mode = getattr(self, "rounding_mode", None)
+        if mode is not None:
+            check.choice(mode, "rounding_mode", ("none", "trunc", "floor"))
+        return [
+            infer_binary_type(
+                self.name, self.lhs.type, rhs, alpha, _rounding_mode(mode)  # type: ignore[arg-type]
+            )
+        ]
+
+
+def _rounding_mode(attr: Attribute | None) -> str:
+    return attr.data if isinstance(attr, StringAttr) else "none"
+
+
+class _AddSubOp(BinaryPointwiseOp):
+    """add/sub: `lhs OP alpha * rhs` (`scalar OP alpha * lhs` when reversed)."""
+
+    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
+    FORMAT: ClassVar[Format] = (("scalar", "value"), ("alpha", "value"), ("reverse", "flag"))
+
+    def __init__(
+        self,
+        lhs: Value,
+        rhs: Value | NumberLike,
+        *,
+        alpha: NumberLike = 1,
+        reverse: bool = False,
+        result_type: Attribute | None = None,
+    ) -> None:
+        super().__init__(
+            lhs,
+            rhs,
+            reverse=reverse,
+            result_type=result_type,
+            properties={"alpha": number_attr(alpha)},
+        )
+
+
+@irdl_op_definition
+class AddOp(_AddSubOp):
+    """`torch.add(lhs, rhs, alpha=)`: `lhs + alpha * rhs`."""
+
+    name = "torch.add"
+    traits = traits_def(_ADD_SUB_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        lowers_to="torch.add", fusion="binary-pointwise", cost="binary",
+        spellings=Spellings(custom=("torch.add", "operator.add", "Tensor.add")),
+    )
+
+
+@irdl_op_definition
+class SubOp(_AddSubOp):
+    """`torch.sub(lhs, rhs, alpha=)`: `lhs - alpha * rhs`; reversed (rsub):
+    `scalar - alpha * lhs`."""
+
+    name = "torch.sub"
+    traits = traits_def(_ADD_SUB_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        lowers_to="torch.sub", fusion="binary-pointwise", cost="binary",
+        spellings=Spellings(custom=("torch.sub", "torch.rsub", "operator.sub")),
+    )
+
+
+@irdl_op_definition
+class MulOp(BinaryPointwiseOp):
+    """`torch.mul(lhs, rhs)`."""
+
+    name = "torch.mul"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        lowers_to="torch.mul", fusion="binary-pointwise", cost="binary",
+        spellings=Spellings(custom=("torch.mul", "operator.mul", "Tensor.mul")),
+    )
+    FORMAT: ClassVar[Format] = (("scalar", "value"), ("reverse", "flag"))
+
+
+@irdl_op_definition
+class DivOp(BinaryPointwiseOp):
+    """`torch.div(lhs, rhs, rounding_mode=)`, rounding_mode "none" (true
+    division: integral inputs give a floating result) | "trunc" | "floor"."""
+
+    name = "torch.div"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        lowers_to="torch.div", fusion="binary-pointwise", cost="binary",
+        spellings=Spellings(custom=(
+            "torch.div", "operator.truediv", "operator.floordiv", "Tensor.div",
+        )),
+    )
+    rounding_mode = prop_def(StringAttr, default_value=StringAttr("none"))
+    FORMAT: ClassVar[Format] = (
+        ("scalar", "value"),
+        ("rounding_mode", "value"),
+        ("reverse", "flag"),
+    )
+
+    def __init__(
+        self,
+        lhs: Value,
+        rhs: Value | NumberLike,
+        *,
+        rounding_mode: str | None = "none",
+        reverse: bool = False,
+        result_type: Attribute | None = None,
+    ) -> None:
+        super().__init__(
+            lhs,
+            rhs,
+            reverse=reverse,
+            result_type=result_type,
+            properties={"rounding_mode": _str_attr(rounding_mode or "none")},
+        )
+
+

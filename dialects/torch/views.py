@@ -1,0 +1,536 @@
+"""Views and plumbing: split, unbind, cat, stack and the view ops."""
+
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import (
+    Pure,
+)
+
+from optimus_ir.traits import (
+    ViewLike,
+)
+from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.base import (
+    Format,
+    Value,
+    _INTS,
+    _int_attr,
+    _operand,
+    _shape,
+    ints,
+    ints_attr,
+)
+from optimus_ir.dialects.torch.assembly import (
+    TorchOp,
+    _tensor_of,
+)
+from optimus_ir.dialects.torch.relations import (
+    _JOIN_CANONICALIZATION,
+    _PLUMBING_CANONICALIZATION,
+    _SPLIT_CANONICALIZATION,
+    _VIEW_CHAIN_CANONICALIZATION,
+    _copying_reshape,
+    _movedim_relation,
+    _permute_relation,
+    _reshape,
+    _select_relation,
+    _slice_relation,
+    _split_relation,
+    _squeeze_relation,
+    _transpose_relation,
+    _unbind_relation,
+    _unfold_relation,
+    _unsqueeze_relation,
+)
+from optimus_ir.dialects.torch.inference import (
+    infer_cat_type,
+    infer_flatten_type,
+    infer_movedim_type,
+    infer_permute_type,
+    infer_reshape_type,
+    infer_select_type,
+    infer_slice_type,
+    infer_split_types,
+    infer_squeeze_type,
+    infer_stack_type,
+    infer_transpose_type,
+    infer_unbind_types,
+    infer_unflatten_type,
+    infer_unfold_type,
+    infer_unsqueeze_type,
+)
+
+
+
+class _ViewLikeOp(TorchOp):
+    """Shared shape of the single-input, single-result plumbing ops."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class SplitOp(TorchOp):
+    """`torch.split(input, sections, dim)` with explicit sections; one result
+    per section (no tuple, no getitem)."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
+
+    name = "torch.split"
+    traits = traits_def(Pure(), ViewLike(_split_relation), _SPLIT_CANONICALIZATION)
+    input = operand_def(TensorType)
+    sections = prop_def(_INTS)
+    dim = prop_def(IntAttr)
+    outputs = var_result_def(TensorType)
+    FORMAT: ClassVar[Format] = (("sections", "value"), ("dim", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        sections: Sequence[int],
+        dim: int,
+        *,
+        result_types: Sequence[Attribute] | None = None,
+    ) -> None:
+        sections_attr = ints_attr(sections)
+        if result_types is None:
+            input_type = _tensor_of(self.name, input, _operand(0, "input"))
+            result_types = infer_split_types(input_type, ints(sections_attr), int(dim))
+        super().__init__(
+            operands=[input],
+            result_types=[list(result_types)],
+            properties={"sections": sections_attr, "dim": _int_attr(dim)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return infer_split_types(self.input.type, ints(self.sections), self.dim.data)
+
+
+@irdl_op_definition
+class UnbindOp(TorchOp):
+    """`torch.unbind(input, dim)`: one result per index of `dim`."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
+
+    name = "torch.unbind"
+    traits = traits_def(Pure(), ViewLike(_unbind_relation), _PLUMBING_CANONICALIZATION)
+    input = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    outputs = var_result_def(TensorType)
+    FORMAT: ClassVar[Format] = (("dim", "value"),)
+
+    def __init__(
+        self,
+        input: Value,
+        dim: int,
+        *,
+        result_types: Sequence[Attribute] | None = None,
+    ) -> None:
+        if result_types is None:
+            input_type = _tensor_of(self.name, input, _operand(0, "input"))
+            result_types = infer_unbind_types(input_type, int(dim))
+        super().__init__(
+            operands=[input],
+            result_types=[list(result_types)],
+            properties={"dim": _int_attr(dim)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return infer_unbind_types(self.input.type, self.dim.data, len(self.results))
+
+
+class _JoinOp(TorchOp):
+    """Shared shape of cat and stack: variadic inputs, a dim."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="copy")
+
+    inputs = var_operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    FORMAT: ClassVar[Format] = (("dim", "value"),)
+    INFER: ClassVar[Callable[[Sequence[TensorType], int], TensorType]]
+
+    def __init__(
+        self, inputs: Sequence[Value], dim: int, *, result_type: Attribute | None = None
+    ) -> None:
+        if result_type is None:
+            types = [_tensor_of(self.name, v, _operand(i)) for i, v in enumerate(inputs)]
+            result_type = type(self).INFER(types, int(dim))
+        super().__init__(
+            operands=[list(inputs)], result_types=[result_type], properties={"dim": _int_attr(dim)}
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [type(self).INFER([v.type for v in self.inputs], self.dim.data)]
+
+
+@irdl_op_definition
+class CatOp(_JoinOp):
+    """`torch.cat(inputs, dim)`: concatenation along an existing dim."""
+
+    name = "torch.cat"
+    traits = traits_def(_JOIN_CANONICALIZATION)
+    INFER = staticmethod(infer_cat_type)
+
+
+@irdl_op_definition
+class StackOp(_JoinOp):
+    """`torch.stack(inputs, dim)`: stacking along a new dim (0 <= dim <= rank)."""
+
+    name = "torch.stack"
+    traits = traits_def(_JOIN_CANONICALIZATION)
+    INFER = staticmethod(infer_stack_type)
+
+
+@irdl_op_definition
+class SqueezeOp(_ViewLikeOp):
+    """`torch.squeeze(input, dims)`: `dims` lists exactly the dims removed."""
+
+    name = "torch.squeeze"
+    traits = traits_def(ViewLike(_squeeze_relation), _VIEW_CHAIN_CANONICALIZATION)
+    dims = prop_def(_INTS)
+    FORMAT: ClassVar[Format] = (("dims", "value"),)
+
+    def __init__(
+        self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
+    ) -> None:
+        dims_attr = ints_attr(sorted(dims) if not isinstance(dims, ArrayAttr) else dims)
+        if result_type is None:
+            result_type = infer_squeeze_type(_tensor_of(self.name, input), ints(dims_attr))
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"dims": dims_attr}
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_squeeze_type(self.input.type, ints(self.dims))]
+
+
+@irdl_op_definition
+class UnsqueezeOp(_ViewLikeOp):
+    """`torch.unsqueeze(input, dim)`: a new size-1 dim (0 <= dim <= rank)."""
+
+    name = "torch.unsqueeze"
+    traits = traits_def(ViewLike(_unsqueeze_relation), _VIEW_CHAIN_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("dim", "value"),)
+
+    def __init__(self, input: Value, dim: int, *, result_type: Attribute | None = None) -> None:
+        if result_type is None:
+            result_type = infer_unsqueeze_type(_tensor_of(self.name, input), int(dim))
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"dim": _int_attr(dim)}
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_unsqueeze_type(self.input.type, self.dim.data)]
+
+
+class _ReshapeLikeOp(_ViewLikeOp):
+    """Shared shape of reshape and view: a target shape with at most one -1."""
+
+    shape = prop_def(_INTS)
+    FORMAT: ClassVar[Format] = (("shape", "value"),)
+
+    def __init__(
+        self, input: Value, shape: Sequence[int], *, result_type: Attribute | None = None
+    ) -> None:
+        shape_attr = ints_attr(shape)
+        if result_type is None:
+            input_type = _tensor_of(self.name, input)
+            result_type = infer_reshape_type(input_type, ints(shape_attr), self.name)
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"shape": shape_attr}
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_reshape_type(self.input.type, ints(self.shape), self.name)]
+
+
+@irdl_op_definition
+class ReshapeOp(_ReshapeLikeOp):
+    """`torch.reshape(input, shape)`: a view when possible, else a copy."""
+
+    name = "torch.reshape"
+    traits = traits_def(ViewLike(_copying_reshape), _VIEW_CHAIN_CANONICALIZATION)
+
+
+@irdl_op_definition
+class ViewOp(_ReshapeLikeOp):
+    """`Tensor.view(shape)`: a guaranteed view (kept apart from reshape for aliasing)."""
+
+    name = "torch.view"
+    traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
+
+
+@irdl_op_definition
+class FlattenOp(_ViewLikeOp):
+    """`torch.flatten(input, start_dim, end_dim)` with canonical dims."""
+
+    name = "torch.flatten"
+    traits = traits_def(ViewLike(_copying_reshape), _VIEW_CHAIN_CANONICALIZATION)
+    start_dim = prop_def(IntAttr)
+    end_dim = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("start_dim", "value"), ("end_dim", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        start_dim: int = 0,
+        end_dim: int | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if end_dim is None:
+            end_dim = max(len(_shape(_tensor_of(self.name, input))) - 1, 0)
+        if result_type is None:
+            input_type = _tensor_of(self.name, input)
+            result_type = infer_flatten_type(input_type, int(start_dim), int(end_dim))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"start_dim": _int_attr(start_dim), "end_dim": _int_attr(end_dim)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_flatten_type(self.input.type, self.start_dim.data, self.end_dim.data)]
+
+
+@irdl_op_definition
+class UnflattenOp(_ViewLikeOp):
+    """`torch.unflatten(input, dim, sizes)`: one dim becomes `sizes` (one -1 allowed)."""
+
+    name = "torch.unflatten"
+    traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    sizes = prop_def(_INTS)
+    FORMAT: ClassVar[Format] = (("dim", "value"), ("sizes", "value"))
+
+    def __init__(
+        self, input: Value, dim: int, sizes: Sequence[int], *, result_type: Attribute | None = None
+    ) -> None:
+        sizes_attr = ints_attr(sizes)
+        if result_type is None:
+            input_type = _tensor_of(self.name, input)
+            result_type = infer_unflatten_type(input_type, int(dim), ints(sizes_attr))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim": _int_attr(dim), "sizes": sizes_attr},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_unflatten_type(self.input.type, self.dim.data, ints(self.sizes))]
+
+
+@irdl_op_definition
+class PermuteOp(_ViewLikeOp):
+    """`torch.permute(input, dims)`: `dims` is a permutation of the input's dims."""
+
+    name = "torch.permute"
+    traits = traits_def(ViewLike(_permute_relation), _VIEW_CHAIN_CANONICALIZATION)
+    dims = prop_def(_INTS)
+    FORMAT: ClassVar[Format] = (("dims", "value"),)
+
+    def __init__(
+        self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
+    ) -> None:
+        dims_attr = ints_attr(dims)
+        if result_type is None:
+            result_type = infer_permute_type(_tensor_of(self.name, input), ints(dims_attr))
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"dims": dims_attr}
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_permute_type(self.input.type, ints(self.dims))]
+
+
+@irdl_op_definition
+class TransposeOp(_ViewLikeOp):
+    """`torch.transpose(input, dim0, dim1)`: swaps two dims."""
+
+    name = "torch.transpose"
+    traits = traits_def(ViewLike(_transpose_relation), _VIEW_CHAIN_CANONICALIZATION)
+    dim0 = prop_def(IntAttr)
+    dim1 = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("dim0", "value"), ("dim1", "value"))
+
+    def __init__(
+        self, input: Value, dim0: int, dim1: int, *, result_type: Attribute | None = None
+    ) -> None:
+        if result_type is None:
+            result_type = infer_transpose_type(_tensor_of(self.name, input), int(dim0), int(dim1))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim0": _int_attr(dim0), "dim1": _int_attr(dim1)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_transpose_type(self.input.type, self.dim0.data, self.dim1.data)]
+
+
+@irdl_op_definition
+class MovedimOp(_ViewLikeOp):
+    """`torch.movedim(input, source, destination)` with canonical dim lists."""
+
+    name = "torch.movedim"
+    traits = traits_def(ViewLike(_movedim_relation), _VIEW_CHAIN_CANONICALIZATION)
+    source = prop_def(_INTS)
+    destination = prop_def(_INTS)
+    FORMAT: ClassVar[Format] = (("source", "value"), ("destination", "value"))
+
+    def __init__(
+        self,
+        input: Value,
+        source: Sequence[int],
+        destination: Sequence[int],
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        source_attr, destination_attr = ints_attr(source), ints_attr(destination)
+        if result_type is None:
+            input_type = _tensor_of(self.name, input)
+            result_type = infer_movedim_type(input_type, ints(source_attr), ints(destination_attr))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"source": source_attr, "destination": destination_attr},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_movedim_type(self.input.type, ints(self.source), ints(self.destination))]
+
+
+@irdl_op_definition
+class SliceOp(_ViewLikeOp):
+    """`input[..., start:end:step, ...]` on `dim` (aten.slice); canonical bounds
+    on a static dim. `narrow(x, d, s, l)` is `slice(d, s, s + l, 1)`."""
+
+    name = "torch.slice"
+    traits = traits_def(ViewLike(_slice_relation), _PLUMBING_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    start = prop_def(IntAttr)
+    end = prop_def(IntAttr)
+    step = prop_def(IntAttr, default_value=IntAttr(1))
+    FORMAT: ClassVar[Format] = (
+        ("dim", "value"),
+        ("start", "value"),
+        ("end", "value"),
+        ("step", "value"),
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        dim: int,
+        start: int,
+        end: int,
+        step: int = 1,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            input_type = _tensor_of(self.name, input)
+            result_type = infer_slice_type(input_type, int(dim), int(start), int(end), int(step))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                "dim": _int_attr(dim),
+                "start": _int_attr(start),
+                "end": _int_attr(end),
+                "step": _int_attr(step),
+            },
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [
+            infer_slice_type(
+                self.input.type, self.dim.data, self.start.data, self.end.data, self.step.data
+            )
+        ]
+
+
+@irdl_op_definition
+class UnfoldOp(_ViewLikeOp):
+    """`input.unfold(dim, size, step)`: a view of the windows of `size`
+    elements every `step` along `dim` (batch fusion reads regularly spaced
+    pieces of one tensor through it when they do not fill whole periods)."""
+
+    name = "torch.unfold"
+    traits = traits_def(ViewLike(_unfold_relation), _PLUMBING_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    size = prop_def(IntAttr)
+    step = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("dim", "value"), ("size", "value"), ("step", "value"))
+
+    def __init__(
+        self, input: Value, dim: int, size: int, step: int, *, result_type: Attribute | None = None
+    ) -> None:
+        if result_type is None:
+            result_type = infer_unfold_type(_tensor_of(self.name, input), int(dim), int(size), int(step))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim": _int_attr(dim), "size": _int_attr(size), "step": _int_attr(step)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_unfold_type(self.input.type, self.dim.data, self.size.data, self.step.data)]
+
+
+@irdl_op_definition
+class SelectOp(_ViewLikeOp):
+    """`torch.select(input, dim, index)`: drops `dim` (index non-negative when
+    the size is static)."""
+
+    name = "torch.select"
+    traits = traits_def(ViewLike(_select_relation), _PLUMBING_CANONICALIZATION)
+    dim = prop_def(IntAttr)
+    index = prop_def(IntAttr)
+    FORMAT: ClassVar[Format] = (("dim", "value"), ("index", "value"))
+
+    def __init__(
+        self, input: Value, dim: int, index: int, *, result_type: Attribute | None = None
+    ) -> None:
+        if result_type is None:
+            result_type = infer_select_type(_tensor_of(self.name, input), int(dim), int(index))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim": _int_attr(dim), "index": _int_attr(index)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_select_type(self.input.type, self.dim.data, self.index.data)]
+
+
+# ---------------------------------------------------------------------------
+# Unary pointwise
+# ---------------------------------------------------------------------------
+
+

@@ -4,7 +4,7 @@ captured graph returns.
 The passes may change a value's layout (a member of a fused group is a
 slice of a stack, a pointwise op over a stack allocates its result in the
 stack's layout, a kernel returns contiguous members), and a layout change
-can reach the graph's output: `sigmoid(tanh(piece).t())` is `(1, 4)`-strided
+can reach the graph's output: `f(g(piece).t())`, f and g pointwise, is `(1, 4)`-strided
 in eager but a row of a contiguous stack once the members are fused. The
 README promises eager's strides, so after the pipeline every output whose
 layout is not provably the captured one gets a restore:

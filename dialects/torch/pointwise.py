@@ -123,8 +123,17 @@ class _PureUnaryOp(UnaryPointwiseOp):
     traits = traits_def(Pure())
 
 
+class _PlainUnaryOp(_PureUnaryOp):
+    """A pure unary op without properties, printed by xDSL's declarative
+    assembly format: `torch.tanh %x : tensor<4xf32> -> tensor<4xf32>`."""
+
+    print = Operation.print  # the declarative format replaces TorchOp's
+    parse = classmethod(Operation.parse.__func__)  # type: ignore[assignment]
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+
 @irdl_op_definition
-class TanhOp(_PureUnaryOp):
+class TanhOp(_PlainUnaryOp):
     """`torch.tanh(input)`; integral inputs give a floating result."""
 
     name = "torch.tanh"
@@ -136,7 +145,7 @@ class TanhOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class SigmoidOp(_PureUnaryOp):
+class SigmoidOp(_PlainUnaryOp):
     """`torch.sigmoid(input)`; integral inputs give a floating result."""
 
     name = "torch.sigmoid"
@@ -150,7 +159,7 @@ class SigmoidOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class ReluOp(_PureUnaryOp):
+class ReluOp(_PlainUnaryOp):
     """`torch.relu(input)`."""
 
     name = "torch.relu"
@@ -162,7 +171,7 @@ class ReluOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class SiluOp(_PureUnaryOp):
+class SiluOp(_PlainUnaryOp):
     """`torch.nn.functional.silu(input)`: `input * sigmoid(input)` (floating only)."""
 
     name = "torch.silu"
@@ -175,7 +184,7 @@ class SiluOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class ExpOp(_PureUnaryOp):
+class ExpOp(_PlainUnaryOp):
     """`torch.exp(input)`; integral inputs give a floating result."""
 
     name = "torch.exp"
@@ -184,7 +193,7 @@ class ExpOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class LogOp(_PureUnaryOp):
+class LogOp(_PlainUnaryOp):
     """`torch.log(input)`; integral inputs give a floating result."""
 
     name = "torch.log"
@@ -193,7 +202,7 @@ class LogOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class NegOp(_PureUnaryOp):
+class NegOp(_PlainUnaryOp):
     """`torch.neg(input)` (not defined for bool)."""
 
     name = "torch.neg"
@@ -205,7 +214,7 @@ class NegOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class AbsOp(_PureUnaryOp):
+class AbsOp(_PlainUnaryOp):
     """`torch.abs(input)`."""
 
     name = "torch.abs"
@@ -217,7 +226,7 @@ class AbsOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class DetachOp(_PureUnaryOp):
+class DetachOp(_PlainUnaryOp):
     """`torch.detach(input)`: the same values, cut from autograd."""
 
     name = "torch.detach"
@@ -235,7 +244,7 @@ def _gelu_kernel(op: Operation) -> str | None:
 
 
 @irdl_op_definition
-class GeluOp(_PureUnaryOp):
+class GeluOp(_PlainUnaryOp):
     """`torch.nn.functional.gelu(input, approximate=)`, approximate "none" | "tanh"."""
 
     name = "torch.gelu"
@@ -247,7 +256,9 @@ class GeluOp(_PureUnaryOp):
         kernel=_gelu_kernel,
     )
     approximate = prop_def(StringAttr, default_value=StringAttr("none"))
-    FORMAT: ClassVar[Format] = (("approximate", "value"),)
+    assembly_format = (
+        "$input (`approximate` $approximate^)? attr-dict `:` type($input) `->` type($result)"
+    )
 
     def __init__(
         self, input: Value, approximate: str = "none", *, result_type: Attribute | None = None

@@ -25,12 +25,16 @@ read through xDSL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from xdsl.ir import Operation
+    from xdsl.ir import Attribute, Operation
+
+KernelChoice = Callable[["Mapping[str, Attribute]"], "str | None"]
+"""A function of an op's properties choosing its program (None: no program
+computes that form)."""
 
 FusionKind = Literal[
     "unary-pointwise",   # one tensor in, same shape out: fused over stacked members
@@ -115,20 +119,24 @@ class OpFacts:
     as a keyword argument (the torch name of `spellings.arguments`). None:
     the op has a lowering of its own in `lower-to-fx`."""
     fusion: FusionKind | None = None
-    kernel: str | Callable[[Operation], str | None] | None = None
-    """The `multi_pointwise` program step that computes one member
-    (`optimus_ir.kernels.programs`), or a function of the op choosing one
-    from its properties (None where no program computes that form)."""
+    kernel: str | KernelChoice | None = None
+    """What `multi_pointwise` computes one member with
+    (`optimus_ir.kernels.programs`): for a unary op its program (a step
+    name, or steps joined by `;`), for a binary op the binary step applied to
+    its other operand (a tensor or the scalar); or a function of the op's
+    properties choosing one (None where no program computes that form)."""
     cost: CostClass = "pointwise"
     reference: Callable[..., Any] | None = None
     """The torch function computing the op (dtype probes, kernel tests);
     resolved lazily from `lowers_to` when not given."""
 
-    def kernel_step(self, op: Operation) -> str | None:
-        """The program step computing `op`, or None."""
+    def kernel_step(self, properties: Mapping[str, Attribute]) -> str | None:
+        """The program (binary op: the step) computing an op with these
+        properties (`op.properties`, or a `batch.pointwise`'s member
+        properties), or None."""
         if self.kernel is None or isinstance(self.kernel, str):
             return self.kernel
-        return self.kernel(op)
+        return self.kernel(properties)
 
     def reference_function(self) -> Callable[..., Any] | None:
         """The torch function computing the op (`reference`, else the
@@ -150,7 +158,7 @@ def unary_facts(
     arguments: Iterable[Argument] = (),
     lowers_to: str | None = None,
     cost: CostClass = "pointwise",
-    kernel: str | Callable[[Operation], str | None] | None = None,
+    kernel: str | KernelChoice | None = None,
     reference: Callable[..., Any] | None = None,
     fusion: FusionKind | None = "unary-pointwise",
 ) -> OpFacts:

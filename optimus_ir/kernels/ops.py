@@ -489,7 +489,7 @@ def multi_pointwise_strides(
 ) -> list[tuple[int, ...] | None]:
     """The strides eager torch gives each member's result of `program`, None
     where that is contiguous (torch's pointwise ops keep a permuted input's
-    layout: `tanh(x.t())` has the strides of `x.t()`); the Triton kernel's
+    layout: `f(x.t())` has the strides of `x.t()`); the Triton kernel's
     results have them too.
 
     A member whose input and others are all contiguous is contiguous (no

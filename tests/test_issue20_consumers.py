@@ -134,3 +134,21 @@ def test_kernel_lowering_programs_come_from_the_facts(op_name: str, program: str
 
 def test_epilogue_activations_are_the_table_s() -> None:
     assert set(ACTIVATIONS) == {"none"} | {s.name for s in STEPS if s.epilogue}
+
+
+def test_declared_kernel_functions_choose_by_properties() -> None:
+    from xdsl.dialects.builtin import FloatAttr, IntAttr, StringAttr, f64
+
+    def step(cls, **props):
+        return facts_of(cls).kernel_step(props)
+
+    assert step(T.GeluOp) == "gelu"
+    assert step(T.GeluOp, approximate=StringAttr("tanh")) == "gelu_tanh"
+    assert step(T.AddOp, alpha=IntAttr(1)) == "add"
+    assert step(T.SubOp, alpha=IntAttr(2)) is None
+    assert step(T.MulOp) == "mul"
+    assert step(T.DivOp, rounding_mode=StringAttr("none")) == "div"
+    assert step(T.DivOp, rounding_mode=StringAttr("floor")) is None
+    assert step(T.ClampOp, min=IntAttr(-1)) == "maximum(-1.0)"
+    assert step(T.ClampOp, max=FloatAttr(float("inf"), f64)) is None
+    assert step(T.NanToNumOp) is None

@@ -8,15 +8,17 @@ these facts (through `facts_of` and the indexes at the bottom); they keep no
 per-op tables of their own. Adding a unary pointwise op is one declaration::
 
     @irdl_op_definition
-    class ErfOp(_PureUnaryOp):
-        \"\"\"`torch.erf(input)`.\"\"\"
+    class I0Op(_PureUnaryOp):
+        \"\"\"`torch.i0(input)`.\"\"\"
 
-        name = "torch.erf"
+        name = "torch.i0"
         traits = traits_def(_INEXACT_ELEMENTWISE)
         FACTS = unary_facts(
-            "erf", functions=("torch.erf", "torch.special.erf"),
-            cost="transcendental", kernel="erf",
+            "i0", functions=("torch.i0", "torch.special.i0"), cost="transcendental",
         )
+
+(with `kernel=` naming its `multi_pointwise` program step where
+`optimus_ir.kernels.programs.STEPS` has one).
 
 Effects and aliasing stay xDSL traits (`Pure`, `MemoryEffect`, `ViewLike`):
 they are facts the generic passes (dce, cse, the alias analysis) already
@@ -86,12 +88,12 @@ INPLACE = Argument("inplace", False)
 class Spellings:
     """Every way user code calls the op, as FX and Dynamo record it.
 
-    * `functions`: qualified `call_function` targets (`torch.sigmoid`,
-      `torch.nn.functional.sigmoid`, `operator.neg`, ...);
+    * `functions`: qualified `call_function` targets (`torch.add`,
+      `operator.add`, ...);
     * `methods`: `Tensor` method names (`call_method`);
     * `modules`: qualified `nn.Module` classes (`call_module`); their
       arguments are read from the module's attributes of the same names;
-    * `aten`: aten overloads (`sigmoid.default`), as in exported graphs;
+    * `aten`: aten overloads (`add.Tensor`), as in exported graphs;
     * `arguments`: the signature after the tensor operand(s), in torch's
       positional order, binding each to a property.
 

@@ -22,8 +22,8 @@ Values with a layout
 
 Members keep every argument
     `batch.pointwise` holds the member op's name and *all* its properties
-    (`fn_properties`), so nan_to_num's replacements, clamp's bounds, gelu's
-    approximation or add's alpha are those of every member (the grouping key
+    (`fn_properties`), so the bounds, modes, scalars and coefficients the
+    member op declares are those of every member (the grouping key
     of `batch-fusion` requires them equal). Each operand is either stacked
     (one member value per member) or shared (the same value for every member,
     broadcast): `stacked` says which.
@@ -66,6 +66,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import torch as T
+from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.dialects.fx import DictValueAttr, bool_literal, float_literal
 from optimus_ir.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
 from optimus_ir.types import device_of, tensor_type
@@ -434,14 +435,40 @@ class PointwiseOp(BatchOp):
         ]
 
 
+POINTWISE_FUSION_KINDS = frozenset({"unary-pointwise", "binary-pointwise"})
+"""The fusion kinds (`OpFacts.fusion`) whose ops a `batch.pointwise` applies."""
+
+
 @lru_cache(maxsize=None)
 def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
-    return {cls.name: cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS)}
+    """Every torch op class whose facts declare a pointwise fusion kind."""
+    classes = {}
+    for cls in T.TORCH.operations:
+        facts = facts_of(cls)
+        if facts is not None and facts.fusion in POINTWISE_FUSION_KINDS:
+            classes[cls.name] = cls
+    return classes
+
+
+def _declared_pointwise_class(name: str) -> type[T.TorchOp] | None:
+    """A pointwise op class called `name` declared outside the torch dialect's
+    list (a subclass of `TorchOp` defined by an extension or a test)."""
+    pending = list(T.TorchOp.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        facts = facts_of(cls)
+        if getattr(cls, "name", None) == name and facts is not None and (
+            facts.fusion in POINTWISE_FUSION_KINDS
+        ):
+            return cls
+    return None
 
 
 def pointwise_op_class(name: str) -> type[T.TorchOp]:
-    """The unary or binary pointwise torch op class called `name`."""
-    cls = _pointwise_classes().get(name)
+    """The pointwise torch op class called `name`: one whose facts declare a
+    pointwise fusion kind."""
+    cls = _pointwise_classes().get(name) or _declared_pointwise_class(name)
     if cls is None:
         raise VerifyException(f"'batch.pointwise': '{name}' is not a pointwise torch op")
     return cls

@@ -8,7 +8,7 @@ one `operator.getitem` per member result:
 
     batch.linear / linear_shared_input / grouped_linear -> optimus::grouped_linear
     batch.layer_norm (over the last dim)                -> optimus::batched_layer_norm
-    batch.pointwise (ops the program grammar knows)     -> optimus::multi_pointwise
+    batch.pointwise (ops whose facts name a program)    -> optimus::multi_pointwise
 
 Operands: a stacked operand made by a `batch.pack` (or a dim-0 slice of
 one) is passed as the packed member values themselves, no stack; any other
@@ -21,12 +21,16 @@ value); where the member is now a kernel result read by nothing else, the
 copy goes (`KernelResultNeedsNoCopy`): it has storage of its own, and the
 copy would lose `multi_pointwise`'s eager layout.
 
+Which member ops a kernel computes, and with which program, is the op's
+declaration (`OpFacts.kernel` in `dialects/torch`): no op is named here.
+
 Vertical fusion: where every use of a linear's or layer norm's stacked
-result is an activation (`batch.pointwise` of relu, gelu, gelu(tanh), silu,
-sigmoid, tanh; directly or through a dim-0 slice read by nothing else) and
-the uses take disjoint members, each use becomes one kernel over its members
-with that activation in its epilogue (the recsys towers' alternating
-tanh/relu: two layer-norm launches, no pointwise launch).
+result is an activation (a `batch.pointwise` of a unary op whose program is
+one of the kernels' epilogue activations, `programs.ACTIVATIONS`; directly
+or through a dim-0 slice read by nothing else) and the uses take disjoint
+members, each use becomes one kernel over its members with that activation
+in its epilogue (the recsys towers' alternating activations: two layer-norm
+launches, no pointwise launch).
 
 Which ops qualify: member dtypes the kernels take (fp32, bf16, fp16); for
 `auto` only tensors typed on a CUDA device (`tensor<..., "cuda:0">`);
@@ -44,7 +48,6 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
-    StringAttr,
     TensorType,
     TupleType,
 )
@@ -56,6 +59,9 @@ from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.dialects.torch.facts import facts_of
+from optimus_ir.dialects.torch.pointwise import program_float
+from optimus_ir.kernels.programs import ACTIVATIONS, STEP_BY_NAME
 from optimus_ir.lowering.lower_to_fx import call
 from optimus_ir.types import device_of
 
@@ -69,16 +75,6 @@ _GETITEM = "_operator.getitem"
 
 _KERNEL_ELEMENT_TYPES = (Float32Type, BFloat16Type, Float16Type)
 
-_ACTIVATION_OF_FN = {
-    "torch.relu": "relu",
-    "torch.silu": "silu",
-    "torch.sigmoid": "sigmoid",
-    "torch.tanh": "tanh",
-}
-_UNARY_STEP_OF_FN = {**_ACTIVATION_OF_FN, "torch.neg": "neg", "torch.exp": "exp", "torch.abs": "abs"}
-_BINARY_STEP_OF_FN = {"torch.add": "add", "torch.sub": "sub", "torch.mul": "mul", "torch.div": "div"}
-
-
 def _kernel_type(ty: Attribute, kernels: str) -> bool:
     """A tensor type the kernels take under `kernels` (auto: on CUDA only)."""
     if not isinstance(ty, TensorType) or not isinstance(ty.element_type, _KERNEL_ELEMENT_TYPES):
@@ -89,80 +85,55 @@ def _kernel_type(ty: Attribute, kernels: str) -> bool:
     return device is not None and device.startswith("cuda")
 
 
-def _gelu_name(properties: dict[str, Attribute]) -> str | None:
-    mode = properties.get("approximate")
-    value = mode.data if isinstance(mode, StringAttr) else "none"
-    return {"none": "gelu", "tanh": "gelu_tanh"}.get(value)
+def _member_program(op: B.PointwiseOp) -> str | None:
+    """What the member op's facts say computes it (`OpFacts.kernel`): a
+    unary op's program, a binary op's step; None where none does."""
+    facts = facts_of(op.fn_class())
+    return None if facts is None else facts.kernel_step(op.member_properties())
 
 
 def activation_of(op: Operation) -> str | None:
     """The epilogue activation a `batch.pointwise` applies (one stacked
-    operand, a dtype-preserving activation), or None."""
+    operand, a dtype-preserving unary member op whose program is one of the
+    kernels' epilogue activations), or None."""
     if not isinstance(op, B.PointwiseOp) or op.stacked_flags != [True] or len(op.inputs) != 1:
         return None
     if op.inputs[0].type != op.result.type:
         return None
-    fn = op.fn.data
-    if fn == "torch.gelu":
-        return _gelu_name(op.member_properties())
-    name = _ACTIVATION_OF_FN.get(fn)
-    return name if name is not None and not op.member_properties() else None
-
-
-def _float_text(value: object) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not issubclass(op.fn_class(), T.UnaryPointwiseOp):
         return None
-    number = float(value)
-    if number != number or number in (float("inf"), float("-inf")):
-        return None
-    return repr(number)
+    program = _member_program(op)
+    return program if program is not None and program in ACTIVATIONS and program != "none" else None
 
 
 def pointwise_program(op: B.PointwiseOp) -> tuple[str, SSAValue | None] | None:
     """`(program, other operand or None)` of multi_pointwise computing the
-    member op of `op`, or None where the grammar cannot say it bit for bit
-    (add/sub with alpha != 1, rounding division, a reversed sub/div, log,
-    nan_to_num, dropout, clamp with one-sided bounds are fine, ...)."""
-    fn = op.fn.data
+    member op of `op`, or None where its facts name no program (add/sub with
+    alpha != 1, rounding division, nan_to_num, dropout, clamp with a
+    non-finite bound, ...) or the operands do not fit (a reversed sub/div of
+    a tensor, a scalar the program text cannot say)."""
+    program = _member_program(op)
+    if program is None:
+        return None
+    if issubclass(op.fn_class(), T.UnaryPointwiseOp):
+        return program, None
     props = op.member_properties()
-    if fn == "torch.gelu":
-        name = _gelu_name(props)
-        return None if name is None else (name, None)
-    if fn in _UNARY_STEP_OF_FN:
-        return None if props else (_UNARY_STEP_OF_FN[fn], None)
-    if fn == "torch.clamp":
-        steps = []
-        for key, step in (("min", "maximum"), ("max", "minimum")):
-            if key in props:
-                text = _float_text(T.number_value(props[key]))
-                if text is None:
-                    return None
-                steps.append(f"{step}({text})")
-        return (";".join(steps), None) if steps else None
-    name = _BINARY_STEP_OF_FN.get(fn)
-    if name is None:
-        return None
-    alpha = props.get("alpha")
-    if alpha is not None and T.number_value(alpha) != 1:
-        return None
-    mode = props.get("rounding_mode")
-    if isinstance(mode, StringAttr) and mode.data != "none":
-        return None
     reverse = props.get("reverse")
     reversed_ = reverse is not None and bool(T.number_value(reverse))
     if len(op.inputs) == 2:
-        return None if reversed_ else (f"{name}(other)", op.inputs[1])
+        return None if reversed_ else (f"{program}(other)", op.inputs[1])
     scalar = props.get("scalar")
-    text = None if scalar is None else _float_text(T.number_value(scalar))
+    text = None if scalar is None else program_float(T.number_value(scalar))
     if text is None:
         return None
     if reversed_:
-        if name in ("add", "mul"):  # s + x == x + s, s * x == x * s exactly
-            return f"{name}({text})", None
-        if name == "sub":  # s - x == -x + s exactly (IEEE subtraction)
+        step = STEP_BY_NAME.get(program)
+        if step is not None and step.commutative:  # s + x == x + s, s * x == x * s exactly
+            return f"{program}({text})", None
+        if program == "sub":  # s - x == -x + s exactly (IEEE subtraction)
             return f"neg;add({text})", None
         return None
-    return f"{name}({text})", None
+    return f"{program}({text})", None
 
 
 # ---------------------------------------------------------------------------
@@ -420,8 +391,8 @@ class KernelResultNeedsNoCopy(RewritePattern):
     `cat`), so outputs do not share the stack's storage. A kernel's member
     results have storage of their own, so the copy only costs a pass over
     the data, and it loses the result's layout: a cat is contiguous, while
-    `multi_pointwise` returns eager's strides (`sigmoid(tanh(p).t())` is
-    transposed in eager, issue 19)."""
+    `multi_pointwise` returns eager's strides (`f(g(p).t())` is transposed
+    in eager, issue 19)."""
 
     name = "kernel-result-needs-no-copy"
     roots = (T.CatOp,)

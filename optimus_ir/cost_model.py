@@ -510,12 +510,38 @@ KERNEL_KINDS: dict[str, str] = {
     "linear": "F.linear of [R, 32] by [32, 32] (+bias); size = FLOPs",
     "bmm": "torch.baddbmm of 16 members [R/16, 32] by [32, 32]; size = FLOPs",
     "layer_norm": "F.layer_norm over the last 32 of [R, 32] with affine; size = rows normalized (R)",
-    "pointwise": "torch.relu (cheap unary pointwise: relu, clamp, neg, ...); size = elements",
-    "binary": "torch.mul of [16, R/16, 32] by a broadcast [16, 1, 32] (add, sub, mul, div); size = elements",
-    "transcendental": "torch.tanh (tanh, sigmoid, exp, log, gelu, silu); size = elements",
+    "pointwise": "torch.relu (the ops of cost class pointwise); size = elements",
+    "binary": "torch.mul of [16, R/16, 32] by a broadcast [16, 1, 32] (cost class binary); size = elements",
+    "transcendental": "torch.tanh (cost class transcendental); size = elements",
     "stack": "torch.stack of 16 pieces; size = bytes written",
 }
 """The op kinds whose call time `measure_kernels` records, and how."""
+
+MEASURED_KIND_OF_COST_CLASS: dict[str, str] = {
+    "free": "pointwise",
+    "pointwise": "pointwise",
+    "transcendental": "transcendental",
+    "binary": "binary",
+    "reduction": "pointwise",
+    "linear": "linear",
+    "layer_norm": "layer_norm",
+    "softmax": "transcendental",
+    "copy": "stack",
+}
+"""The measured kernel (`KERNEL_KINDS`) that prices an op of each cost class
+its declaration names (`OpFacts.cost` in `dialects/torch/facts.py`): a
+reduction reads its input once like a cheap pointwise op, a row-wise softmax
+computes an exponential per element."""
+
+
+def measured_kind(cost_class: str, tensor_operands: int = 1) -> str:
+    """The measured kernel kind of an op of `cost_class` with that many
+    tensor operands: a binary op with a scalar operand reads one tensor, and
+    is priced as a cheap unary pointwise op."""
+    kind = MEASURED_KIND_OF_COST_CLASS.get(cost_class, "pointwise")
+    if kind == "binary" and tensor_operands < 2:
+        return "pointwise"
+    return kind
 
 _KERNEL_ROWS = (64, 512, 4096, 32768, 131072)
 """Rows of width 32: from a few KB (cache-resident, overhead-bound) to 16 MB

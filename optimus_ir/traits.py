@@ -22,14 +22,14 @@ the op definitions in `dialects/torch.py` and `dialects/fx.py`:
     The result is computed element by element from the operands at the same
     (broadcast) index. `layout_exact` says whether the values are
     bit-identical whatever the layout (strides) of the operands: measured on
-    CPU (tests/test_traits.py), true for relu, abs, neg, clamp, nan_to_num,
-    detach, mul, div and add/sub with `alpha == 1`; false for sigmoid, silu
-    and gelu (vectorized and scalar kernels round differently, so a strided
-    input gives other bits than a contiguous one), for add/sub with
-    `alpha != 1` (the vectorized kernel fuses the multiply-add), for dropout
-    (random) and, conservatively, for tanh, exp and log (transcendentals with
-    separate vectorized and scalar implementations; they agree on torch 2.13's
-    CPU kernels, which nothing guarantees).
+    CPU (tests/test_traits.py) and declared on each op class
+    (`dialects/torch/pointwise.py`). It is false where vectorized and
+    scalar kernels round differently (a strided input gives other bits than
+    a contiguous one), for add/sub with `alpha != 1` (the vectorized kernel
+    fuses the multiply-add; `layout_exact` may be a function of the op), for
+    random ops and, conservatively, for transcendentals with separate
+    vectorized and scalar implementations even where they agree on torch
+    2.13's CPU kernels, which nothing guarantees.
 
 `ContiguousResult()`
     The result is always a fresh contiguous tensor, whatever the operand

@@ -1,11 +1,12 @@
 """`batch-fusion`: N independent same-kind ops become one `batch` op.
 
-The horizontal fusion of Optimus. For every candidate op (linear,
-layer_norm, unary and binary pointwise of the `torch` dialect) the pass
+The horizontal fusion of Optimus. For every candidate op (a `torch` dialect
+op whose declaration names a fusion kind, `OpFacts.fusion`: linear, norm,
+unary and binary pointwise; no op is named here but where its rewrite is
+its own, the linear and the layer norm) the pass
 computes a *grouping key* -- everything that changes what the op computes:
 its kind, the shape, dtype and device of every operand, every property
-(eps, alpha, clamp bounds, nan_to_num replacements, gelu's approximation,
-...; scalars by Python type and exact bits, `ScalarKey`: `2`, `2.0` and
+(eps, alpha, bounds, replacement values, approximation modes, ...; scalars by Python type and exact bits, `ScalarKey`: `2`, `2.0` and
 `True` differ, so do `0.0` and `-0.0`, and NaN equals NaN), the result's
 dtype, and the barrier-free segment of the block it lies in. The search
 (`optimus_ir.analysis.independent_sets`) picks, per key, sets of members no
@@ -53,11 +54,18 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from optimus_ir.analysis import AliasAnalysis, all_static, shape
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
-from optimus_ir.cost_model import CostModel, GroupEstimate, calibrated_cost_model, default_cost_model
+from optimus_ir.cost_model import (
+    CostModel,
+    GroupEstimate,
+    calibrated_cost_model,
+    default_cost_model,
+    measured_kind,
+)
 from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalize import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig, patch_operands
@@ -69,10 +77,22 @@ from optimus_ir.types import DYNAMIC, device_of
 # Grouping keys
 # ---------------------------------------------------------------------------
 
-_POINTWISE = tuple(
-    cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS) if cls is not T.DetachOp
-)
-_KIND_OF_POINTWISE = {cls: "pointwise" for cls in _POINTWISE}
+_GROUP_KIND_OF_FUSION: dict[str, str] = {
+    "linear": "linear",
+    "norm": "layer_norm",
+    **{kind: "pointwise" for kind in B.POINTWISE_FUSION_KINDS},
+}
+"""The group kind of each fusion kind an op declares (`OpFacts.fusion`);
+linear further splits into its shared-input and grouped forms."""
+
+
+def fusion_kind(op: Operation) -> str | None:
+    """The group kind (`linear`, `layer_norm`, `pointwise`) of `op` by its
+    declared fusion kind, or None (not a candidate)."""
+    facts = facts_of(op)
+    if facts is None or facts.fusion is None:
+        return None
+    return _GROUP_KIND_OF_FUSION.get(facts.fusion)
 
 
 @dataclass(frozen=True)
@@ -178,7 +198,8 @@ def candidate_key(
     linears of different shapes share a key (dtype, device, bias, rank).
     `dims` names the symbols of `?` dims in the shape fields."""
     fields: list[tuple[str, Hashable]]
-    if isinstance(op, T.LinearOp):
+    group_kind = fusion_kind(op)
+    if group_kind == "linear":
         bias = op.bias.type if op.bias is not None else None
         shared = (op.input, op.weight.type, bias)
         fields = [*_tensor_fields("weight", op.weight.type), *_tensor_fields("bias", bias)]
@@ -198,7 +219,7 @@ def candidate_key(
         else:
             kind = "linear"
             fields = [*_tensor_fields("input", op.input.type, op.input, dims), *fields]
-    elif isinstance(op, T.LayerNormOp):
+    elif group_kind == "layer_norm":
         kind = "layer_norm"
         fields = [
             *_tensor_fields("input", op.input.type, op.input, dims),
@@ -207,7 +228,7 @@ def candidate_key(
             *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
             *_tensor_fields("bias", op.bias.type if op.bias is not None else None),
         ]
-    elif type(op) in _KIND_OF_POINTWISE:
+    elif group_kind == "pointwise":
         kind = "pointwise"
         fields = []
         for i, operand in enumerate(op.operands):
@@ -400,7 +421,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
     # Linears sharing one input (and weight/bias types) fuse on the shared input.
     shared_count: dict[tuple, int] = {}
     for op in ops:
-        if isinstance(op, T.LinearOp):
+        if fusion_kind(op) == "linear":
             k = (op.input, op.weight.type, op.bias.type if op.bias is not None else None)
             shared_count[k] = shared_count.get(k, 0) + 1
     shared = {k for k, n in shared_count.items() if n >= options.min_size}
@@ -712,11 +733,6 @@ def _explain_rejections(
 # ---------------------------------------------------------------------------
 
 
-_TRANSCENDENTAL = frozenset(
-    {"torch.tanh", "torch.sigmoid", "torch.exp", "torch.log", "torch.gelu", "torch.silu"}
-)
-
-
 DEFAULT_SYMBOLIC_SIZE = 64
 """The size the cost model assumes for a symbolic dim without an example
 size (hand-written IR; Dynamo's graphs record the SymInt's hint on the
@@ -757,12 +773,9 @@ def _member_kernel(kind: str, op: Operation, dims: SymbolicDims | None = None) -
         for d in T.ints(op.normalized_shape):  # type: ignore[attr-defined]
             normalized *= max(d, 1)
         return "layer_norm", float(_elements(op.operands[0], dims) // normalized)
-    if op.name in _TRANSCENDENTAL:
-        name = "transcendental"
-    elif isinstance(op, T.BinaryPointwiseOp) and op.rhs is not None:  # type: ignore[attr-defined]
-        name = "binary"
-    else:
-        name = "pointwise"
+    facts = facts_of(op)
+    tensors = sum(isinstance(v.type, TensorType) for v in op.operands)
+    name = measured_kind(facts.cost if facts is not None else "pointwise", tensors)
     return name, float(_elements(op.results[0], dims))
 
 

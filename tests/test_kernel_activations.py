@@ -86,3 +86,50 @@ def test_special_values_match_torch(name: str) -> None:
     zeros = expected.detach() == 0
     if name != "gelu":  # torch's fp32 gelu gives +0.0 for -0.0 in vector lanes
         assert torch.equal(y[zeros].signbit(), expected.detach()[zeros].signbit()), (name, y)
+
+
+# ---------------------------------------------------------------------------
+# Issue 20: every unary program step (programs.STEPS), one table
+
+
+from optimus_ir.kernels.programs import STEPS, UNARY, unary_reference  # noqa: E402
+
+_DEFAULT_ONLY = {"softplus", "elu"}
+"""Steps that compute torch's defaults only (beta 1 / threshold 20, alpha 1)."""
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_every_unary_step_and_its_derivative_match_torch_at_special_values(name: str) -> None:
+    # The steps added for issue 20 (log, erf, softplus, hardswish, ...) keep
+    # torch's CPU values at NaN, +-inf, signed zeros, denormals and where
+    # they bend (hardswish at +-3, softplus at its threshold 20), and their
+    # derivatives are torch's (hardswish passes the gradient at NaN, mish
+    # gives NaN at +-inf, elu 1 at NaN...).
+    device = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+    values = SPECIALS + [-3.0, 3.0, -1.0, 1.0, 20.0, 20.5, -20.0, 88.0, 2.5, -2.5]
+    x = torch.tensor(values, device=device)
+    y, grad = torch.empty_like(x), torch.empty_like(x)
+    _activation_kernel[(1,)](x, y, grad, x.numel(), ACTIVATION=UNARY[name], BLOCK=32)
+    leaf = x.clone().requires_grad_()
+    expected = unary_reference(name)(leaf)
+    expected.backward(torch.ones_like(expected))
+    for what, got, want in (("value", y, expected.detach()), ("derivative", grad, leaf.grad)):
+        assert torch.equal(got.isnan(), want.isnan()), (name, what, x, got, want)
+        special = want.isinf() | (want == 0)
+        assert torch.equal(got[special], want[special]), (name, what, x, got, want)
+        tiny = (x.abs() < 1e-20) & (x != 0)
+        torch.testing.assert_close(got[tiny], want[tiny], rtol=2e-6, atol=0, equal_nan=True)
+        torch.testing.assert_close(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
+    zeros = expected.detach() == 0
+    if name != "gelu":  # torch's fp32 gelu gives +0.0 for -0.0 in vector lanes
+        assert torch.equal(y[zeros].signbit(), expected.detach()[zeros].signbit()), (name, y)
+
+
+def test_one_table_names_every_step_once() -> None:
+    names = [s.name for s in STEPS]
+    codes = [s.code for s in STEPS]
+    assert len(set(names)) == len(names) and len(set(codes)) == len(codes)
+    assert set(ACTIVATIONS) - {"none"} <= set(UNARY)
+    for name in ("log", "erf", "softplus", "hardswish", "hardsigmoid", "mish", "elu", "sqrt",
+                 "rsqrt", "reciprocal", "sin", "cos", "log1p", "expm1"):
+        assert name in UNARY and name not in ACTIVATIONS  # program steps, not epilogues

@@ -27,6 +27,11 @@ _UNARY = {
     "relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "neg": torch.neg,
     "exp": torch.exp, "abs": torch.abs,
+    # issue 20's steps, spelled out here independently of programs.STEPS
+    "log": torch.log, "erf": torch.erf, "softplus": F.softplus, "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid, "mish": F.mish, "elu": F.elu, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos,
+    "log1p": torch.log1p, "expm1": torch.expm1,
 }
 _BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
@@ -124,6 +129,22 @@ def _check(xs, others, program, dtype):
 def test_unary_chains(program: str) -> None:
     xs = _members(torch.float32)
     _check(xs, [], program, torch.float32)
+
+
+@pytest.mark.parametrize("program", [
+    # issue 20's steps; abs;add(0.5) keeps log/sqrt/rsqrt/reciprocal in their domain
+    "erf;softplus;hardswish;hardsigmoid", "mish;elu;sin;cos", "tanh;log1p;expm1",
+    "abs;add(0.5);log;abs;add(0.5);sqrt;rsqrt;reciprocal",
+])
+def test_issue20_unary_chains(program: str) -> None:
+    xs = _members(torch.float32)
+    _check(xs, [], program, torch.float32)
+
+
+def test_issue20_steps_in_half_precision() -> None:
+    program = "mul(other);softplus;mish;elu;hardswish"
+    xs = _members(torch.float16)
+    _check(xs, _others(xs, program, broadcast=lambda j, i: i == 1), program, torch.float16)
 
 
 def test_binary_with_tensors_and_broadcast_others() -> None:

@@ -8,15 +8,17 @@ these facts (through `facts_of` and the indexes at the bottom); they keep no
 per-op tables of their own. Adding a unary pointwise op is one declaration::
 
     @irdl_op_definition
-    class ErfOp(_PureUnaryOp):
-        \"\"\"`torch.erf(input)`.\"\"\"
+    class I0Op(_PureUnaryOp):
+        \"\"\"`torch.i0(input)`.\"\"\"
 
-        name = "torch.erf"
+        name = "torch.i0"
         traits = traits_def(_INEXACT_ELEMENTWISE)
         FACTS = unary_facts(
-            "erf", functions=("torch.erf", "torch.special.erf"),
-            cost="transcendental", kernel="erf",
+            "i0", functions=("torch.i0", "torch.special.i0"), cost="transcendental",
         )
+
+(with `kernel=` naming its `multi_pointwise` program step where
+`optimus_ir.kernels.programs.STEPS` has one).
 
 Effects and aliasing stay xDSL traits (`Pure`, `MemoryEffect`, `ViewLike`):
 they are facts the generic passes (dce, cse, the alias analysis) already
@@ -25,12 +27,16 @@ read through xDSL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from xdsl.ir import Operation
+    from xdsl.ir import Attribute, Operation
+
+KernelChoice = Callable[["Mapping[str, Attribute]"], "str | None"]
+"""A function of an op's properties choosing its program (None: no program
+computes that form)."""
 
 FusionKind = Literal[
     "unary-pointwise",   # one tensor in, same shape out: fused over stacked members
@@ -82,12 +88,12 @@ INPLACE = Argument("inplace", False)
 class Spellings:
     """Every way user code calls the op, as FX and Dynamo record it.
 
-    * `functions`: qualified `call_function` targets (`torch.sigmoid`,
-      `torch.nn.functional.sigmoid`, `operator.neg`, ...);
+    * `functions`: qualified `call_function` targets (`torch.add`,
+      `operator.add`, ...);
     * `methods`: `Tensor` method names (`call_method`);
     * `modules`: qualified `nn.Module` classes (`call_module`); their
       arguments are read from the module's attributes of the same names;
-    * `aten`: aten overloads (`sigmoid.default`), as in exported graphs;
+    * `aten`: aten overloads (`add.Tensor`), as in exported graphs;
     * `arguments`: the signature after the tensor operand(s), in torch's
       positional order, binding each to a property.
 
@@ -115,20 +121,24 @@ class OpFacts:
     as a keyword argument (the torch name of `spellings.arguments`). None:
     the op has a lowering of its own in `lower-to-fx`."""
     fusion: FusionKind | None = None
-    kernel: str | Callable[[Operation], str | None] | None = None
-    """The `multi_pointwise` program step that computes one member
-    (`optimus_ir.kernels.programs`), or a function of the op choosing one
-    from its properties (None where no program computes that form)."""
+    kernel: str | KernelChoice | None = None
+    """What `multi_pointwise` computes one member with
+    (`optimus_ir.kernels.programs`): for a unary op its program (a step
+    name, or steps joined by `;`), for a binary op the binary step applied to
+    its other operand (a tensor or the scalar); or a function of the op's
+    properties choosing one (None where no program computes that form)."""
     cost: CostClass = "pointwise"
     reference: Callable[..., Any] | None = None
     """The torch function computing the op (dtype probes, kernel tests);
     resolved lazily from `lowers_to` when not given."""
 
-    def kernel_step(self, op: Operation) -> str | None:
-        """The program step computing `op`, or None."""
+    def kernel_step(self, properties: Mapping[str, Attribute]) -> str | None:
+        """The program (binary op: the step) computing an op with these
+        properties (`op.properties`, or a `batch.pointwise`'s member
+        properties), or None."""
         if self.kernel is None or isinstance(self.kernel, str):
             return self.kernel
-        return self.kernel(op)
+        return self.kernel(properties)
 
     def reference_function(self) -> Callable[..., Any] | None:
         """The torch function computing the op (`reference`, else the
@@ -150,7 +160,7 @@ def unary_facts(
     arguments: Iterable[Argument] = (),
     lowers_to: str | None = None,
     cost: CostClass = "pointwise",
-    kernel: str | Callable[[Operation], str | None] | None = None,
+    kernel: str | KernelChoice | None = None,
     reference: Callable[..., Any] | None = None,
     fusion: FusionKind | None = "unary-pointwise",
 ) -> OpFacts:

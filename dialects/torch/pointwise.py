@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -198,7 +198,7 @@ class LogOp(_PlainUnaryOp):
 
     name = "torch.log"
     traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("log", cost="transcendental")
+    FACTS: ClassVar[OpFacts] = unary_facts("log", cost="transcendental", kernel="log")
 
 
 @irdl_op_definition
@@ -236,9 +236,9 @@ class DetachOp(_PlainUnaryOp):
     FACTS: ClassVar[OpFacts] = unary_facts("detach", fusion=None, cost="free")
 
 
-def _gelu_kernel(op: Operation) -> str | None:
+def _gelu_kernel(properties: Mapping[str, Attribute]) -> str | None:
     """gelu's program step by its approximation."""
-    mode = op.properties.get("approximate")
+    mode = properties.get("approximate")
     approximate = mode.data if isinstance(mode, StringAttr) else "none"
     return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
 
@@ -308,6 +308,31 @@ class NanToNumOp(_PureUnaryOp):
         )
 
 
+def program_float(value: object) -> str | None:
+    """`value` as a program's float literal (`1.0`), None for what the
+    program text cannot say (bools, NaN, infinities)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return repr(number)
+
+
+def _clamp_kernel(properties: Mapping[str, Attribute]) -> str | None:
+    """clamp as `maximum(min);minimum(max)` (torch's clamp_min then
+    clamp_max, bit for bit); None for bounds the program cannot say."""
+    steps = []
+    for key, step in (("min", "maximum"), ("max", "minimum")):
+        bound = properties.get(key)
+        if bound is not None:
+            text = program_float(number_value(bound))
+            if text is None:
+                return None
+            steps.append(f"{step}({text})")
+    return ";".join(steps) or None
+
+
 @irdl_op_definition
 class ClampOp(_PureUnaryOp):
     """`torch.clamp(input, min=, max=)`; at least one bound. A float bound on an
@@ -320,7 +345,7 @@ class ClampOp(_PureUnaryOp):
             "torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max",
             "Tensor.clamp", "Tensor.clip", "Tensor.clamp_min", "Tensor.clamp_max",
         )),
-        lowers_to="torch.clamp", fusion="unary-pointwise",
+        lowers_to="torch.clamp", fusion="unary-pointwise", kernel=_clamp_kernel,
     )
     min = opt_prop_def(_NUMBER)
     max = opt_prop_def(_NUMBER)
@@ -486,6 +511,22 @@ def _rounding_mode(attr: Attribute | None) -> str:
     return attr.data if isinstance(attr, StringAttr) else "none"
 
 
+def _unit_alpha_step(step: str) -> Callable[[Mapping[str, Attribute]], str | None]:
+    """add/sub's program step: `step` where alpha is 1 (a program step adds
+    or subtracts the operand itself)."""
+
+    def choose(properties: Mapping[str, Attribute]) -> str | None:
+        alpha = properties.get("alpha")
+        return step if alpha is None or number_value(alpha) == 1 else None
+
+    return choose
+
+
+def _true_div_step(properties: Mapping[str, Attribute]) -> str | None:
+    """div's program step: true division only (no rounding mode)."""
+    return "div" if _rounding_mode(properties.get("rounding_mode")) == "none" else None
+
+
 class _AddSubOp(BinaryPointwiseOp):
     """add/sub: `lhs OP alpha * rhs` (`scalar OP alpha * lhs` when reversed)."""
 
@@ -518,6 +559,7 @@ class AddOp(_AddSubOp):
     traits = traits_def(_ADD_SUB_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = OpFacts(
         lowers_to="torch.add", fusion="binary-pointwise", cost="binary",
+        kernel=_unit_alpha_step("add"),
         spellings=Spellings(custom=("torch.add", "operator.add", "Tensor.add")),
     )
 
@@ -531,6 +573,7 @@ class SubOp(_AddSubOp):
     traits = traits_def(_ADD_SUB_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = OpFacts(
         lowers_to="torch.sub", fusion="binary-pointwise", cost="binary",
+        kernel=_unit_alpha_step("sub"),
         spellings=Spellings(custom=("torch.sub", "torch.rsub", "operator.sub")),
     )
 
@@ -542,7 +585,7 @@ class MulOp(BinaryPointwiseOp):
     name = "torch.mul"
     traits = traits_def(_EXACT_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.mul", fusion="binary-pointwise", cost="binary",
+        lowers_to="torch.mul", fusion="binary-pointwise", cost="binary", kernel="mul",
         spellings=Spellings(custom=("torch.mul", "operator.mul", "Tensor.mul")),
     )
     FORMAT: ClassVar[Format] = (("scalar", "value"), ("reverse", "flag"))
@@ -556,7 +599,7 @@ class DivOp(BinaryPointwiseOp):
     name = "torch.div"
     traits = traits_def(_EXACT_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.div", fusion="binary-pointwise", cost="binary",
+        lowers_to="torch.div", fusion="binary-pointwise", cost="binary", kernel=_true_div_step,
         spellings=Spellings(custom=(
             "torch.div", "operator.truediv", "operator.floordiv", "Tensor.div",
         )),

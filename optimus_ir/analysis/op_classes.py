@@ -117,9 +117,8 @@ def is_elementwise_op(op: Operation) -> bool:
 
 def is_layout_exact_elementwise(op: Operation) -> bool:
     """An elementwise op whose values do not depend on the operand strides
-    (`Elementwise(layout_exact=True)`: measured per op, see
-    `optimus_ir.traits`; sigmoid, silu, gelu, add/sub with alpha != 1,
-    transcendentals and dropout are not)."""
+    (`Elementwise(layout_exact=True)`: measured per op and declared on its
+    class, see `optimus_ir.traits`)."""
     return traits.is_layout_exact(op)
 
 

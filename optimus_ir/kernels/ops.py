@@ -56,9 +56,11 @@ from optimus_ir.kernels.programs import (
     BINARY,
     PROGRAM_GRAMMAR,
     UNARY,
+    binary_reference,
     parse_program,
     tensor_step_count,
     torch_activation,
+    unary_reference,
 )
 
 NAMESPACE = "optimus"
@@ -80,28 +82,6 @@ ACTIVATION_NAMES: tuple[str, ...] = tuple(ACTIVATIONS)
 
 UNARY_STEPS: tuple[str, ...] = tuple(UNARY)
 BINARY_STEPS: tuple[str, ...] = tuple(BINARY)
-
-_UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    **{name: torch_activation(name) for name in ACTIVATIONS if name != "none"},
-    "neg": torch.neg,
-    "exp": torch.exp,
-    "abs": torch.abs,
-}
-
-_BINARY: dict[str, Callable[[torch.Tensor, Any], torch.Tensor]] = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.div,
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
-}
-_BINARY_SCALAR: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
-    **{name: fn for name, fn in _BINARY.items() if name not in ("maximum", "minimum")},
-    "maximum": lambda x, s: torch.clamp_min(x, s),
-    "minimum": lambda x, s: torch.clamp_max(x, s),
-}
-
 
 reference_activation = torch_activation
 """The torch function of epilogue activation `name` (ValueError if unknown)."""
@@ -478,11 +458,11 @@ def multi_pointwise_reference(
         y = x
         for name, kind, scalar in steps:
             if kind == "none":
-                y = _UNARY[name](y)
+                y = unary_reference(name)(y)
             elif kind == "scalar":
-                y = _BINARY_SCALAR[name](y, scalar)  # type: ignore[arg-type]
+                y = binary_reference(name, scalar)(y, scalar)
             else:
-                y = _BINARY[name](y, others[j * n + i])
+                y = binary_reference(name, others[j * n + i])(y, others[j * n + i])
                 j += 1
         out.append(y)
     return out
@@ -509,7 +489,7 @@ def multi_pointwise_strides(
 ) -> list[tuple[int, ...] | None]:
     """The strides eager torch gives each member's result of `program`, None
     where that is contiguous (torch's pointwise ops keep a permuted input's
-    layout: `tanh(x.t())` has the strides of `x.t()`); the Triton kernel's
+    layout: `f(x.t())` has the strides of `x.t()`); the Triton kernel's
     results have them too.
 
     A member whose input and others are all contiguous is contiguous (no

@@ -1,5 +1,7 @@
 """Multi-tensor pointwise: one Triton launch applies a chain of unary/binary
-steps to every member, in registers, and its backward.
+steps (`programs.STEPS`; the binary ones computed here, the unary ones by
+`activations.apply_activation`) to every member, in registers, and its
+backward.
 
 Design
 ------
@@ -20,7 +22,7 @@ Design
   `[rows, D]` view describes are copied (the launcher keeps the copies alive
   until the kernel is queued: only their addresses are in the metadata).
 * Results have eager's strides (`ops.multi_pointwise_strides`): a member
-  whose eager result is a permuted layout (`tanh(x.t())`) runs on permuted
+  whose eager result is a permuted layout (`f(x.t())`) runs on permuted
   views of its operands and writes the contiguous permuted view of its
   result; the gradients are contiguous.
 * Backward in Triton too: the kernel recomputes the forward intermediates of
@@ -41,9 +43,16 @@ import triton.language as tl
 from optimus_ir.kernels.activations import activation_grad, apply_activation
 from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
 from optimus_ir.kernels.ops import multi_pointwise_strides
-from optimus_ir.kernels.programs import Step, parse_program
+from optimus_ir.kernels.programs import STEP_CODES, Step, parse_program
 
 _NONE, _TENSOR, _SCALAR = 0, 1, 2
+
+_ADD = tl.constexpr(STEP_CODES["add"])
+_SUB = tl.constexpr(STEP_CODES["sub"])
+_MUL = tl.constexpr(STEP_CODES["mul"])
+_DIV = tl.constexpr(STEP_CODES["div"])
+_MAXIMUM = tl.constexpr(STEP_CODES["maximum"])
+_MINIMUM = tl.constexpr(STEP_CODES["minimum"])
 
 MAX_STEPS = 8
 """Steps one launch applies; longer programs run in chunks."""
@@ -88,30 +97,25 @@ def _operand(meta, N, m, e, row, col, mask, s, x_ref, SRC: tl.constexpr, J: tl.c
 
 @triton.jit
 def _forward_step(v, o, OP: tl.constexpr):
-    """`v` through step code `OP` with operand `o` (0: no step)."""
-    if OP <= 6:
-        v = apply_activation(v, OP)
-    elif OP == 7:
-        v = -v
-    elif OP == 8:
-        v = tl.exp(v)
-    elif OP == 9:
-        v = tl.abs(v)
-    elif OP == 10:
+    """`v` through step code `OP` with operand `o` (0: no step; the unary
+    steps are `activations.apply_activation`'s)."""
+    if OP == _ADD:
         v = v + o
-    elif OP == 11:
+    elif OP == _SUB:
         v = v - o
-    elif OP == 12:
+    elif OP == _MUL:
         v = v * o
-    elif OP == 13:
+    elif OP == _DIV:
         v = v / o
-    elif OP == 14:
+    elif OP == _MAXIMUM:
         # torch.maximum / clamp_min bit for bit: NaN from either side, and
         # `v` itself at ties (maximum(-0.0, 0.0) is -0.0), which
         # tl.maximum does not promise.
         v = tl.where(v != v, v, tl.where(o != o, o, tl.where(v < o, o, v)))
-    else:
+    elif OP == _MINIMUM:
         v = tl.where(v != v, v, tl.where(o != o, o, tl.where(o < v, o, v)))
+    else:
+        v = apply_activation(v, OP)
     return v
 
 
@@ -125,38 +129,32 @@ def _backward_step(v, o, g, OP: tl.constexpr, SRC: tl.constexpr):
     go = g * 0.0
     if OP == 0:
         gv = g
-    elif OP <= 6:
-        gv = g * activation_grad(v, OP)
-    elif OP == 7:
-        gv = -g
-    elif OP == 8:
-        gv = g * tl.exp(v)
-    elif OP == 9:
-        gv = tl.where(v > 0.0, g, tl.where(v < 0.0, -g, 0.0))
-    elif OP == 10:
+    elif OP == _ADD:
         gv = g
         go = g
-    elif OP == 11:
+    elif OP == _SUB:
         gv = g
         go = -g
-    elif OP == 12:
+    elif OP == _MUL:
         gv = g * o
         go = g * v
-    elif OP == 13:
+    elif OP == _DIV:
         gv = g / o
         go = -g * v / (o * o)
-    elif OP == 14:
+    elif OP == _MAXIMUM:
         if SRC == 2:
             gv = tl.where(v >= o, g, 0.0)
         else:
             gv = tl.where(v == o, 0.5 * g, tl.where(v < o, 0.0, g))
             go = tl.where(v == o, 0.5 * g, tl.where(v > o, 0.0, g))
-    else:
+    elif OP == _MINIMUM:
         if SRC == 2:
             gv = tl.where(v <= o, g, 0.0)
         else:
             gv = tl.where(v == o, 0.5 * g, tl.where(v > o, 0.0, g))
             go = tl.where(v == o, 0.5 * g, tl.where(v < o, 0.0, g))
+    else:
+        gv = g * activation_grad(v, OP)
     return gv, go
 
 

@@ -1,43 +1,111 @@
-"""The vocabulary the batch kernels share, without Triton: epilogue
-activation names and their torch functions, and `multi_pointwise`'s program
-text (`PROGRAM_GRAMMAR`, `parse_program`).
+"""The vocabulary the batch kernels share, without Triton: one table of the
+program steps (`STEPS`: name, kernel code, arity, torch reference), from
+which the epilogue activations (`ACTIVATIONS`), the program grammar
+(`PROGRAM_GRAMMAR`, `parse_program`) and the references derive.
 
 The custom ops (`ops.py`) and the lowering must import without Triton (it is
-an optional dependency); the Triton modules (`activations.py`,
-`pointwise.py`) take their names from here, so the reference and the kernels
-cannot disagree on what a name or a program means.
+an optional dependency); the Triton modules (`activations.py` computes the
+unary steps, `pointwise.py` the binary ones) take their codes from here, so
+the reference and the kernels cannot disagree on what a name or a program
+means. The dialect's ops name the step computing them in their facts
+(`OpFacts.kernel`); adding a step is one row here and one branch in the
+Triton module of its arity.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-ACTIVATIONS: dict[str, int] = {
-    "none": 0,
-    "relu": 1,
-    "gelu": 2,
-    "gelu_tanh": 3,
-    "silu": 4,
-    "sigmoid": 5,
-    "tanh": 6,
-}
+
+@dataclass(frozen=True)
+class ProgramStep:
+    """One step of `multi_pointwise`'s programs."""
+
+    name: str
+    code: int
+    """The `tl.constexpr` code the Triton kernels branch on (0 is no step)."""
+    arity: int
+    """1: `x -> f(x)`; 2: `x -> f(x, operand)`, the operand a tensor or a float."""
+    reference: Callable[..., torch.Tensor]
+    """The torch function computing the step on a member (`f(x)` or
+    `f(x, other)`): the reference implementation and the tests' oracle."""
+    scalar_reference: Callable[[torch.Tensor, float], torch.Tensor] | None = None
+    """For a binary step with a float operand, where it differs from `reference`."""
+    epilogue: bool = False
+    """Usable as the activation epilogue of the grouped GEMM and the layer
+    norm kernels (`ACTIVATIONS`)."""
+    commutative: bool = False
+    """`f(x, s) == f(s, x)` bit for bit (a reversed scalar step is the step)."""
+
+    def apply_scalar(self, x: torch.Tensor, scalar: float) -> torch.Tensor:
+        """The binary step with the float operand `scalar`."""
+        return (self.scalar_reference or self.reference)(x, scalar)
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+STEPS: tuple[ProgramStep, ...] = (
+    # Unary (activations.py). Codes 1-6 are also the epilogue activations'.
+    ProgramStep("relu", 1, 1, torch.relu, epilogue=True),
+    ProgramStep("gelu", 2, 1, F.gelu, epilogue=True),
+    ProgramStep("gelu_tanh", 3, 1, _gelu_tanh, epilogue=True),
+    ProgramStep("silu", 4, 1, F.silu, epilogue=True),
+    ProgramStep("sigmoid", 5, 1, torch.sigmoid, epilogue=True),
+    ProgramStep("tanh", 6, 1, torch.tanh, epilogue=True),
+    ProgramStep("neg", 7, 1, torch.neg),
+    ProgramStep("exp", 8, 1, torch.exp),
+    ProgramStep("abs", 9, 1, torch.abs),
+    # Binary (pointwise.py).
+    ProgramStep("add", 10, 2, torch.add, commutative=True),
+    ProgramStep("sub", 11, 2, torch.sub),
+    ProgramStep("mul", 12, 2, torch.mul, commutative=True),
+    ProgramStep("div", 13, 2, torch.div),
+    ProgramStep("maximum", 14, 2, torch.maximum, scalar_reference=torch.clamp_min),
+    ProgramStep("minimum", 15, 2, torch.minimum, scalar_reference=torch.clamp_max),
+    # Unary (activations.py), torch's default parameters only.
+    ProgramStep("log", 16, 1, torch.log),
+    ProgramStep("erf", 17, 1, torch.erf),
+    ProgramStep("softplus", 18, 1, F.softplus),
+    ProgramStep("hardswish", 19, 1, F.hardswish),
+    ProgramStep("hardsigmoid", 20, 1, F.hardsigmoid),
+    ProgramStep("mish", 21, 1, F.mish),
+    ProgramStep("elu", 22, 1, F.elu),
+    ProgramStep("sqrt", 23, 1, torch.sqrt),
+    ProgramStep("rsqrt", 24, 1, torch.rsqrt),
+    ProgramStep("reciprocal", 25, 1, torch.reciprocal),
+    ProgramStep("sin", 26, 1, torch.sin),
+    ProgramStep("cos", 27, 1, torch.cos),
+    ProgramStep("log1p", 28, 1, torch.log1p),
+    ProgramStep("expm1", 29, 1, torch.expm1),
+)
+"""Every program step, once."""
+
+STEP_BY_NAME: dict[str, ProgramStep] = {step.name: step for step in STEPS}
+STEP_CODES: dict[str, int] = {step.name: step.code for step in STEPS}
+"""Step name -> kernel code (the Triton modules' `tl.constexpr`s)."""
+
+ACTIVATIONS: dict[str, int] = {"none": 0, **{s.name: s.code for s in STEPS if s.epilogue}}
 """Epilogue activation name -> the `tl.constexpr` code the kernels take."""
 
-_TORCH_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "none": lambda x: x,
-    "relu": torch.relu,
-    "gelu": F.gelu,
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "silu": F.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-}
+UNARY: dict[str, int] = {s.name: s.code for s in STEPS if s.arity == 1}
+"""Unary step name -> kernel code."""
+BINARY: dict[str, int] = {s.name: s.code for s in STEPS if s.arity == 2}
+"""Binary step name -> kernel code."""
+
+assert len(set(STEP_CODES.values())) == len(STEPS) and 0 not in STEP_CODES.values()
+
+
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
 
 
 def activation_code(name: str) -> int:
@@ -53,25 +121,27 @@ def activation_code(name: str) -> int:
 def torch_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     """The torch function computing activation `name` (the reference)."""
     activation_code(name)
-    return _TORCH_ACTIVATIONS[name]
+    return _identity if name == "none" else STEP_BY_NAME[name].reference
 
 
-PROGRAM_GRAMMAR = """\
+def unary_reference(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The torch function computing unary step `name`."""
+    return STEP_BY_NAME[name].reference
+
+
+def binary_reference(name: str, operand: Any) -> Callable[..., torch.Tensor]:
+    """The torch function computing binary step `name` with a tensor
+    operand, or (`operand` a float) with that scalar."""
+    step = STEP_BY_NAME[name]
+    return step.reference if isinstance(operand, torch.Tensor) else step.apply_scalar
+
+
+PROGRAM_GRAMMAR = f"""\
 program := step (';' step)*
 step    := unary | binary '(' 'other' ')' | binary '(' float ')'
-unary   := relu | gelu | gelu_tanh | silu | sigmoid | tanh | neg | exp | abs
-binary  := add | sub | mul | div | maximum | minimum"""
+unary   := {' | '.join(UNARY)}
+binary  := {' | '.join(BINARY)}"""
 """multi_pointwise's program text."""
-
-UNARY: dict[str, int] = {
-    "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6,
-    "neg": 7, "exp": 8, "abs": 9,
-}
-"""Unary step name -> kernel code (1..6 are `activations.ACTIVATIONS` codes)."""
-BINARY: dict[str, int] = {
-    "add": 10, "sub": 11, "mul": 12, "div": 13, "maximum": 14, "minimum": 15,
-}
-"""Binary step name -> kernel code."""
 
 _STEP_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?$")
 _FLOAT_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")

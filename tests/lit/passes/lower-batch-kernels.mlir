@@ -127,3 +127,26 @@ fx.graph @returned_members {
   %n1 = torch.neg %b : tensor<4x5xf32> -> tensor<4x5xf32>
   fx.output [%r0, %r1, %n1]
 }
+
+// -----
+
+// Issue 20: the program is the member op's declaration (`OpFacts.kernel`):
+// log has a program step now; clamp is maximum/minimum of its bounds; a
+// rounding division and nan_to_num declare none and stay torch.
+// CHECK-LABEL: fx.graph @declared_programs
+// CHECK:         %l_kernel = fx.call_function "torch.ops.optimus.multi_pointwise.default"({{.*}}, [], "log")
+// CHECK:         %c_kernel = fx.call_function "torch.ops.optimus.multi_pointwise.default"({{.*}}, [], "maximum(-1.0);minimum(2.0)")
+// CHECK:         torch.div %{{.*}}, %o rounding_mode "floor"
+// CHECK:         torch.nan_to_num
+// CHECK-NOT:     torch.log
+// TORCH-LABEL: fx.graph @declared_programs
+// TORCH:         torch.log
+fx.graph @declared_programs {
+  %x = fx.placeholder "x" : tensor<3x4x8xf32>
+  %o = fx.placeholder "o" : tensor<8xf32>
+  %l = batch.pointwise %x fn "torch.log" stacked [true] fn_properties {} : tensor<3x4x8xf32> -> tensor<3x4x8xf32>
+  %c = batch.pointwise %l fn "torch.clamp" stacked [true] fn_properties {"min": -1, "max": 2.0} : tensor<3x4x8xf32> -> tensor<3x4x8xf32>
+  %f = batch.pointwise %c, %o fn "torch.div" stacked [true, false] fn_properties {"rounding_mode": "floor"} : tensor<3x4x8xf32>, tensor<8xf32> -> tensor<3x4x8xf32>
+  %n = batch.pointwise %f fn "torch.nan_to_num" stacked [true] fn_properties {} : tensor<3x4x8xf32> -> tensor<3x4x8xf32>
+  fx.output %n
+}

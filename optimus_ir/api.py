@@ -55,10 +55,8 @@ from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_dia
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
-
-
-class CaptureError(RuntimeError):
-    """Dynamo could not capture the model as one whole graph."""
+from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
+from optimus_ir.model_state import CaptureError, ModuleState
 
 
 @dataclass(frozen=True)
@@ -155,59 +153,8 @@ def op_kind(node: torch.fx.Node) -> str:
     return node.op
 
 
-class _ModuleState:
-    """A shallow snapshot of every submodule's attributes (parameters,
-    buffers, submodules, plain attributes), to undo what capture did.
-
-    `torch._dynamo.export` replays the model's attribute assignments with
-    the fake tensors of its tracing: `self.count += 1` on a registered
-    buffer left the user's model holding a FakeTensor in place of the
-    buffer."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.entries = [
-            (m, dict(m.__dict__), dict(m._parameters), dict(m._buffers), dict(m._modules))  # noqa: SLF001
-            for m in model.modules()
-        ]
-
-    def changes(self) -> list[tuple[str, Any, Any]]:
-        """(attribute name, value before, value now) of every rebinding of a
-        parameter, buffer, submodule or public attribute."""
-        found = []
-        for module, attrs, params, buffers, modules in self.entries:
-            for before, now in (
-                (params, module._parameters),  # noqa: SLF001
-                (buffers, module._buffers),  # noqa: SLF001
-                (modules, module._modules),  # noqa: SLF001
-                (attrs, module.__dict__),
-            ):
-                for key in before.keys() | now.keys():
-                    if now is module.__dict__ and key.startswith("_"):
-                        continue  # torch's own bookkeeping (`_is_torch_compile`)
-                    old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
-                    if old is not new:
-                        found.append((f"{type(module).__name__}.{key}", old, new))
-        return found
-
-    def restore(self) -> None:
-        for module, attrs, params, buffers, modules in self.entries:
-            for saved, live in (
-                (params, module._parameters),  # noqa: SLF001
-                (buffers, module._buffers),  # noqa: SLF001
-                (modules, module._modules),  # noqa: SLF001
-            ):
-                live.clear()
-                live.update(saved)
-            for key in [k for k in module.__dict__ if k not in attrs]:
-                del module.__dict__[key]
-            module.__dict__.update(attrs)
-
-
-_ABSENT = object()
-
-
 def _check_assignments(
-    model: torch.nn.Module, state: _ModuleState, gm: torch.fx.GraphModule
+    model: torch.nn.Module, state: ModuleState, gm: torch.fx.GraphModule
 ) -> None:
     """Raise CaptureError for an attribute assignment the captured graph does
     not perform. `self.buf += 1` on a tensor is fine: it writes the buffer in
@@ -264,7 +211,7 @@ def capture(
         ) from None
     except ValueError:  # no signature (a builtin): Dynamo will say
         pass
-    state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
+    state = ModuleState(model) if isinstance(model, torch.nn.Module) else None
     try:
         gm, _guards = torch._dynamo.export(  # noqa: SLF001
             model, assume_static_by_default=True

@@ -770,7 +770,9 @@ def _run_passes(
     # without either, the module needs no stride check and runs as lean as
     # the captured graph.
     layout_specialized = stats.budget.used > rewrites_before
-    layout_specialized |= _match_output_strides(program, rewritten=layout_specialized) > 0
+    layout_specialized |= (
+        _match_output_strides(program, stats, hook, verify_each, rewritten=layout_specialized) > 0
+    )
     if lower_last or _has_non_fx_ops(program.module):
         run_pipeline(
             program.module,
@@ -793,13 +795,30 @@ def _run_passes(
 # ---------------------------------------------------------------------------
 
 
-def _match_output_strides(program: ImportedGraph, *, rewritten: bool) -> int:
+def _match_output_strides(
+    program: ImportedGraph, statistics: Any, hook: Any, verify_each: bool, *, rewritten: bool
+) -> int:
     """Make every returned tensor have the strides the captured graph
-    returns, whatever the layout (`passes/output_layout.py`; `rewritten`:
-    some rewrite ran); the number of restores added."""
-    from optimus_ir.passes.output_layout import restore_output_strides
+    returns, whatever the layout: the `match-output-strides` pass
+    (`passes/output_layout.py`), run by the pass manager with the strides the
+    importer recorded (`rewritten`: some rewrite ran); the number of
+    restores it added."""
+    from optimus_ir.passes.registry import get_pass_class
+    from optimus_ir.pipeline import run_pipeline
 
-    return restore_output_strides(program.module, program.output_strides, rewritten=rewritten)
+    if not any(want is not None for want in program.output_strides):
+        return 0  # nothing known to match
+    match = get_pass_class("match-output-strides").expecting(  # type: ignore[attr-defined]
+        program.output_strides, rewritten=rewritten
+    )
+    run_pipeline(
+        program.module,
+        [match],
+        statistics=statistics,
+        validate_each=hook,
+        verify_each=True if verify_each else False,
+    )
+    return statistics.by_pass(match.name)[-1].counters.get("restores added", 0)
 
 
 __all__ = [

@@ -76,6 +76,9 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),
     "lower-batch": lazy("optimus_ir.lowering.lower_batch"),
+    # the boundary: outputs keep the captured graph's strides (optimize runs
+    # it after the pipeline with the strides it recorded at import)
+    "match-output-strides": lazy("optimus_ir.passes.output_layout"),
 }
 """Every pass of the project, by its kebab-case name."""
 

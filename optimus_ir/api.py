@@ -335,8 +335,9 @@ def optimize(
     with `check_speed` (default: on, unless `OPTIMUS_CHECK_SPEED=0`), when
     batch fusion fused anything in a graph without side effects, both are
     timed on the example inputs (interleaved, the fastest of repeats, about
-    a tenth of a second) and, if the fused module is slower, the pipeline
-    runs again without batch fusion; `optimus_report.speed_check` says what
+    a tenth of a second) and, if the fused module is slower, the named
+    pipeline `unfused` (the default one without batch fusion) runs instead;
+    `optimus_report.speed_check` says what
     was measured and decided. The cost model makes that rare; the check
     catches what it mispredicts on the machine at hand.
     """
@@ -533,10 +534,7 @@ def _optimize_captured(
     if fused_ms <= captured_ms * (1 + SPEED_MARGIN):
         report.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=False)
         return result
-    without = ",".join(
-        p for p in report.pipeline.split(",") if not p.strip().startswith(("batch-fusion", "lower-batch"))
-    )
-    plain = _optimize(captured, example_inputs, without, **options)
+    plain = _optimize(captured, example_inputs, SPEED_CHECK_FALLBACK, **options)
     again: OptimizeReport = plain.optimus_report  # type: ignore[assignment]
     again.remarks = report.remarks + again.remarks
     again.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=True)
@@ -551,6 +549,11 @@ def _optimize_captured(
 CHECK_SPEED_ENV = "OPTIMUS_CHECK_SPEED"
 """`0`: `optimize` does not time its result against the captured graph (tests
 set it, so that results do not depend on the machine's load)."""
+
+SPEED_CHECK_FALLBACK = "unfused"
+"""The named pipeline (`passes/registry.py` PIPELINES) the speed check runs
+instead when the fused module measures slower: the default pipeline without
+batch fusion."""
 
 SPEED_MARGIN = 0.02
 """How much slower than the captured graph the fused module may measure

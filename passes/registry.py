@@ -96,8 +96,16 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
 DEFAULT_PIPELINE: str = ",".join(DEFAULT_PIPELINE_STAGES)
 """The pipeline `optimize` runs by default (the `-p` text form)."""
 
+BATCH_FUSION_STAGES: tuple[str, ...] = ("batch-fusion", "lower-batch")
+"""The stages of the default pipeline that fuse (and lower what they fused)."""
+
+UNFUSED_PIPELINE: str = ",".join(s for s in DEFAULT_PIPELINE_STAGES if s not in BATCH_FUSION_STAGES)
+"""The default pipeline without batch fusion: what `optimize`'s speed check
+falls back to when the fused module measures slower than the captured graph."""
+
 PIPELINES: dict[str, str] = {
     "default": DEFAULT_PIPELINE,
+    "unfused": UNFUSED_PIPELINE,
     "cleanup": "dce,cse",
 }
 """Named pipelines, usable inside `-p` as if they were passes."""

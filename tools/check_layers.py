@@ -35,9 +35,12 @@ A module may import its own layer, any layer of a lower rank, and the
 registry. Every import counts: module-level, inside functions, under
 `TYPE_CHECKING`, `importlib.import_module("...")` / `__import__("...")` with a
 literal name, and any string literal that names a project module (a lazy
-reference such as a pass's module path): such strings are allowed in the
-registry only. Besides the layers, the project's module import graph
-(including all of the above) must have no cycle.
+reference, such as the package's own table of lazily imported names).
+Strings naming a pattern, pass or lowering module are allowed in the
+registry only (where they are the late binding of passes and pattern sets,
+and count neither for the layers nor for cycles). Besides the layers, the
+project's module import graph (including all of the above) must have no
+cycle. (This module's own strings are layer patterns, not references.)
 
 Each violation is printed as `file:line: <module> imports <module> (<why>)`;
 the exit status is 1 when there is one. `--root DIR` checks another tree laid
@@ -127,7 +130,7 @@ LAYERS: tuple[Layer, ...] = (
 )
 
 
-LAZILY_NAMED_ONLY_BY_REGISTRY = frozenset({"passes", "lowering"})
+LAZILY_NAMED_ONLY_BY_REGISTRY = frozenset({"patterns", "passes", "lowering"})
 """Layers whose modules only the registry may name by a string (a lazy
 reference elsewhere would hide an upward or cyclic import)."""
 

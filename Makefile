@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,9 +22,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) check-layers
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(VENV)/bin/lit -sv tests/lit
+
+# The layer contract (docs/architecture.md, "Layers"): layers import downward
+# only (module-level, lazy and string imports), no import cycle; prints each
+# violation as file:line and fails. Seconds; imports nothing of the project.
+check-layers: $(STAMP)
+	$(PY) tools/check_layers.py
 
 # The generated-graph fuzzer at length: FUZZ_EXAMPLES random graphs (not the
 # CI profile's fixed 60), three in four fusion-rich, through optimize() with

@@ -73,9 +73,8 @@ from optimus_ir.types import device_of, tensor_type
 
 Value = SSAValue | Operation
 
-_CANONICALIZATION = LazyCanonicalizationPatterns(
-    "optimus_ir.passes.canonicalization_patterns.batch", "BATCH_PATTERNS"
-)
+# By its name in `passes/registry.py` CANONICALIZATION_PATTERNS.
+_CANONICALIZATION = LazyCanonicalizationPatterns("batch")
 _STRING_NAME_CACHE: dict[str, StringAttr] = {}
 
 

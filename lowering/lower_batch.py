@@ -52,13 +52,13 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, shape
+from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.diagnostics import OptimusError
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
 from optimus_ir.lowering.lower_batch_kernels import KERNEL_CHOICES, kernel_patterns
-from optimus_ir.passes.batch_fusion import regular_pieces
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
-from optimus_ir.passes.canonicalize import bind_aliases
+from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
 
 

@@ -55,10 +55,8 @@ from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_dia
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
-
-
-class CaptureError(RuntimeError):
-    """Dynamo could not capture the model as one whole graph."""
+from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
+from optimus_ir.model_state import CaptureError, ModuleState
 
 
 @dataclass(frozen=True)
@@ -155,59 +153,8 @@ def op_kind(node: torch.fx.Node) -> str:
     return node.op
 
 
-class _ModuleState:
-    """A shallow snapshot of every submodule's attributes (parameters,
-    buffers, submodules, plain attributes), to undo what capture did.
-
-    `torch._dynamo.export` replays the model's attribute assignments with
-    the fake tensors of its tracing: `self.count += 1` on a registered
-    buffer left the user's model holding a FakeTensor in place of the
-    buffer."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.entries = [
-            (m, dict(m.__dict__), dict(m._parameters), dict(m._buffers), dict(m._modules))  # noqa: SLF001
-            for m in model.modules()
-        ]
-
-    def changes(self) -> list[tuple[str, Any, Any]]:
-        """(attribute name, value before, value now) of every rebinding of a
-        parameter, buffer, submodule or public attribute."""
-        found = []
-        for module, attrs, params, buffers, modules in self.entries:
-            for before, now in (
-                (params, module._parameters),  # noqa: SLF001
-                (buffers, module._buffers),  # noqa: SLF001
-                (modules, module._modules),  # noqa: SLF001
-                (attrs, module.__dict__),
-            ):
-                for key in before.keys() | now.keys():
-                    if now is module.__dict__ and key.startswith("_"):
-                        continue  # torch's own bookkeeping (`_is_torch_compile`)
-                    old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
-                    if old is not new:
-                        found.append((f"{type(module).__name__}.{key}", old, new))
-        return found
-
-    def restore(self) -> None:
-        for module, attrs, params, buffers, modules in self.entries:
-            for saved, live in (
-                (params, module._parameters),  # noqa: SLF001
-                (buffers, module._buffers),  # noqa: SLF001
-                (modules, module._modules),  # noqa: SLF001
-            ):
-                live.clear()
-                live.update(saved)
-            for key in [k for k in module.__dict__ if k not in attrs]:
-                del module.__dict__[key]
-            module.__dict__.update(attrs)
-
-
-_ABSENT = object()
-
-
 def _check_assignments(
-    model: torch.nn.Module, state: _ModuleState, gm: torch.fx.GraphModule
+    model: torch.nn.Module, state: ModuleState, gm: torch.fx.GraphModule
 ) -> None:
     """Raise CaptureError for an attribute assignment the captured graph does
     not perform. `self.buf += 1` on a tensor is fine: it writes the buffer in
@@ -264,7 +211,7 @@ def capture(
         ) from None
     except ValueError:  # no signature (a builtin): Dynamo will say
         pass
-    state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
+    state = ModuleState(model) if isinstance(model, torch.nn.Module) else None
     try:
         gm, _guards = torch._dynamo.export(  # noqa: SLF001
             model, assume_static_by_default=True
@@ -388,8 +335,9 @@ def optimize(
     with `check_speed` (default: on, unless `OPTIMUS_CHECK_SPEED=0`), when
     batch fusion fused anything in a graph without side effects, both are
     timed on the example inputs (interleaved, the fastest of repeats, about
-    a tenth of a second) and, if the fused module is slower, the pipeline
-    runs again without batch fusion; `optimus_report.speed_check` says what
+    a tenth of a second) and, if the fused module is slower, the named
+    pipeline `unfused` (the default one without batch fusion) runs instead;
+    `optimus_report.speed_check` says what
     was measured and decided. The cost model makes that rare; the check
     catches what it mispredicts on the machine at hand.
     """
@@ -586,10 +534,7 @@ def _optimize_captured(
     if fused_ms <= captured_ms * (1 + SPEED_MARGIN):
         report.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=False)
         return result
-    without = ",".join(
-        p for p in report.pipeline.split(",") if not p.strip().startswith(("batch-fusion", "lower-batch"))
-    )
-    plain = _optimize(captured, example_inputs, without, **options)
+    plain = _optimize(captured, example_inputs, SPEED_CHECK_FALLBACK, **options)
     again: OptimizeReport = plain.optimus_report  # type: ignore[assignment]
     again.remarks = report.remarks + again.remarks
     again.speed_check = SpeedCheck(fused_ms, captured_ms, fell_back=True)
@@ -604,6 +549,11 @@ def _optimize_captured(
 CHECK_SPEED_ENV = "OPTIMUS_CHECK_SPEED"
 """`0`: `optimize` does not time its result against the captured graph (tests
 set it, so that results do not depend on the machine's load)."""
+
+SPEED_CHECK_FALLBACK = "unfused"
+"""The named pipeline (`passes/registry.py` PIPELINES) the speed check runs
+instead when the fused module measures slower: the default pipeline without
+batch fusion."""
 
 SPEED_MARGIN = 0.02
 """How much slower than the captured graph the fused module may measure
@@ -823,7 +773,9 @@ def _run_passes(
     # without either, the module needs no stride check and runs as lean as
     # the captured graph.
     layout_specialized = stats.budget.used > rewrites_before
-    layout_specialized |= _match_output_strides(program, rewritten=layout_specialized) > 0
+    layout_specialized |= (
+        _match_output_strides(program, stats, hook, verify_each, rewritten=layout_specialized) > 0
+    )
     if lower_last or _has_non_fx_ops(program.module):
         run_pipeline(
             program.module,
@@ -846,13 +798,30 @@ def _run_passes(
 # ---------------------------------------------------------------------------
 
 
-def _match_output_strides(program: ImportedGraph, *, rewritten: bool) -> int:
+def _match_output_strides(
+    program: ImportedGraph, statistics: Any, hook: Any, verify_each: bool, *, rewritten: bool
+) -> int:
     """Make every returned tensor have the strides the captured graph
-    returns, whatever the layout (`passes/output_layout.py`; `rewritten`:
-    some rewrite ran); the number of restores added."""
-    from optimus_ir.passes.output_layout import restore_output_strides
+    returns, whatever the layout: the `match-output-strides` pass
+    (`passes/output_layout.py`), run by the pass manager with the strides the
+    importer recorded (`rewritten`: some rewrite ran); the number of
+    restores it added."""
+    from optimus_ir.passes.registry import get_pass_class
+    from optimus_ir.pipeline import run_pipeline
 
-    return restore_output_strides(program.module, program.output_strides, rewritten=rewritten)
+    if not any(want is not None for want in program.output_strides):
+        return 0  # nothing known to match
+    match = get_pass_class("match-output-strides").expecting(  # type: ignore[attr-defined]
+        program.output_strides, rewritten=rewritten
+    )
+    run_pipeline(
+        program.module,
+        [match],
+        statistics=statistics,
+        validate_each=hook,
+        verify_each=True if verify_each else False,
+    )
+    return statistics.by_pass(match.name)[-1].counters.get("restores added", 0)
 
 
 __all__ = [

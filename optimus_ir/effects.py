@@ -34,8 +34,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Set as AbstractSet
 
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Operation
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, get_effects
+
+_I1 = IntegerType(1)
 
 # Exact fx targets known to be pure (beyond the torch rule below).
 PURE_FUNCTIONS: set[str] = {
@@ -261,10 +264,12 @@ def _kwargs_make_impure(op: Operation) -> bool:
     return "inplace" in kwargs and _is_true(kwargs["inplace"])
 
 
-def _is_true(attr) -> bool:
-    from optimus_ir.dialects.fx import is_bool_literal
-
-    return is_bool_literal(attr) and bool(attr.value.data)
+def _is_true(attr: Attribute) -> bool:
+    """Whether an fx argument literal is `True`: the fx dialect spells a bool
+    as an `i1` IntegerAttr (`fx.bool_literal`). Checked here on the builtin
+    attribute, so that this module, which the dialects import for their
+    effect traits, does not import a dialect back."""
+    return isinstance(attr, IntegerAttr) and attr.type == _I1 and bool(attr.value.data)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -341,12 +346,12 @@ def call_kind(op: Operation) -> str:
     """The classification of an fx call op (`fx.call_function`,
     `fx.call_method`, `fx.call_module`) from its target and arguments:
     'pure', 'alloc' (removable if unused, never merged) or 'impure'."""
-    from optimus_ir.dialects import fx
-
-    if isinstance(op, fx.CallFunctionOp):
-        return _function_kind(op, op.target.data)
-    if isinstance(op, fx.CallMethodOp):
-        return _method_kind(op, op.target.data)
+    # By op name, not class: the fx dialect imports this module for the
+    # trait, so this module may not import the dialect (no import cycle).
+    if op.name == "fx.call_function":
+        return _function_kind(op, op.target.data)  # type: ignore[attr-defined]
+    if op.name == "fx.call_method":
+        return _method_kind(op, op.target.data)  # type: ignore[attr-defined]
     return "impure"  # call_module: arbitrary Python
 
 

@@ -77,6 +77,8 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
+from optimus_ir.model_state import CaptureError, ModuleState
+
 log = logging.getLogger("optimus_ir.guards")
 
 GUARD_ATTRIBUTE = "optimus_guard"
@@ -286,8 +288,6 @@ class InputGuard:
         elif len(self.specializations) >= MAX_SPECIALIZATIONS:
             why = f"it was optimized for {MAX_SPECIALIZATIONS} other input signatures already"
         else:
-            from optimus_ir.api import CaptureError
-
             args, kwargs = self._call(arguments)
             try:
                 runner = self.reoptimize(args, kwargs)
@@ -443,10 +443,8 @@ def _batch_generic(
         name: pytree.tree_map(lambda leaf: {0: dim} if id(leaf) in batch_ids else None, value)
         for name, value in bound.arguments.items()
     }
-    from optimus_ir.api import _ModuleState
-
     # as `api.capture` does: undo the attribute rebindings Dynamo replays
-    state = _ModuleState(model) if isinstance(model, torch.nn.Module) else None
+    state = ModuleState(model) if isinstance(model, torch.nn.Module) else None
     with _quiet("torch._guards", "torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
         try:
             captured, _ = torch._dynamo.export(  # noqa: SLF001

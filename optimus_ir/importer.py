@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TupleType
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TupleType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from optimus_ir.dialects import fx
-from optimus_ir.literals import encode_literal
+from optimus_ir.literals import describe_module, encode_literal
 from optimus_ir.objects import ObjectTable
 from optimus_ir.types import (
     DYNAMIC,
@@ -337,50 +337,6 @@ def value_name(node_name: str) -> str:
     if not node_name[-1:].isdigit():
         return node_name
     return _NUMBER_SUFFIX.sub(r".\1", node_name)
-
-
-def _describe_literal(value: Any) -> Attribute | None:
-    scalar = fx.scalar_literal(value)
-    if scalar is not None:
-        return scalar
-    kind = type(value)
-    if kind in (list, tuple) or type(value).__name__ == "Size":
-        items = [_describe_literal(v) for v in value]
-        if all(i is not None for i in items):
-            return ArrayAttr(items)  # type: ignore[arg-type]
-    return None
-
-
-def describe_module(mod: Any) -> DictionaryAttr | None:
-    """The `module_attrs` description of a submodule for its fx.call_module op.
-
-    Operator-agnostic: every public attribute of the module that is a literal
-    (int, float, bool, str, None, list/tuple of those), and the type of each of
-    its own parameters (`#fx.none` for a None parameter). None (no
-    description, the call stays opaque) for a module with hooks."""
-    if (
-        getattr(mod, "_forward_hooks", None)
-        or getattr(mod, "_forward_pre_hooks", None)
-        or getattr(mod, "_backward_hooks", None)
-        or getattr(mod, "_backward_pre_hooks", None)
-    ):
-        return None
-    entries: dict[str, Attribute] = {}
-    for key, value in vars(mod).items():
-        if key.startswith("_"):
-            continue
-        attr = _describe_literal(value)
-        if attr is not None:
-            entries[key] = attr
-    for key, param in getattr(mod, "_parameters", {}).items():
-        if param is None:
-            entries[key] = fx.NONE
-        else:
-            try:
-                entries[key] = tensor_type_of(param)
-            except UnsupportedDTypeError:
-                continue
-    return DictionaryAttr(entries)
 
 
 def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:

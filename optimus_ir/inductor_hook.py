@@ -171,9 +171,7 @@ def _copy_attribute(source: torch.nn.Module, target: torch.nn.Module, qualified_
 def _source_hash() -> str:
     """A hash of every Python source file of the installed optimus_ir
     package (its passes, lowering and dialects included)."""
-    import optimus_ir
-
-    root = Path(optimus_ir.__file__).resolve().parent
+    root = Path(__file__).resolve().parent  # the optimus_ir package (not imported: no cycle)
     roots = {root}
     for package in ("dialects", "passes", "lowering"):
         module = __import__(f"optimus_ir.{package}", fromlist=["__file__"])

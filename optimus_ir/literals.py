@@ -27,11 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntAttr, IntegerAttr, StringAttr
 from xdsl.ir import Attribute
 
 from optimus_ir.dialects import fx
-from optimus_ir.types import UnsupportedDTypeError, dtype_of, element_type_of
+from optimus_ir.types import UnsupportedDTypeError, dtype_of, element_type_of, tensor_type_of
 
 
 class LiteralError(ValueError):
@@ -139,10 +139,60 @@ def decode_literal(attr: Attribute, resolve_object: Callable[[str], Any]) -> Any
     raise LiteralError(f"attribute {attr} is not a literal FX can hold")
 
 
+# ---------------------------------------------------------------------------
+# Submodule descriptions (the `module_attrs` of fx.call_module)
+# ---------------------------------------------------------------------------
+
+
+def _describe_literal(value: Any) -> Attribute | None:
+    scalar = fx.scalar_literal(value)
+    if scalar is not None:
+        return scalar
+    kind = type(value)
+    if kind in (list, tuple) or type(value).__name__ == "Size":
+        items = [_describe_literal(v) for v in value]
+        if all(i is not None for i in items):
+            return ArrayAttr(items)  # type: ignore[arg-type]
+    return None
+
+
+def describe_module(mod: Any) -> DictionaryAttr | None:
+    """The `module_attrs` description of a submodule for its fx.call_module op.
+
+    Operator-agnostic: every public attribute of the module that is a literal
+    (int, float, bool, str, None, list/tuple of those), and the type of each of
+    its own parameters (`#fx.none` for a None parameter). None (no
+    description, the call stays opaque) for a module with hooks."""
+    if (
+        getattr(mod, "_forward_hooks", None)
+        or getattr(mod, "_forward_pre_hooks", None)
+        or getattr(mod, "_backward_hooks", None)
+        or getattr(mod, "_backward_pre_hooks", None)
+    ):
+        return None
+    entries: dict[str, Attribute] = {}
+    for key, value in vars(mod).items():
+        if key.startswith("_"):
+            continue
+        attr = _describe_literal(value)
+        if attr is not None:
+            entries[key] = attr
+    for key, param in getattr(mod, "_parameters", {}).items():
+        if param is None:
+            entries[key] = fx.NONE
+        else:
+            try:
+                entries[key] = tensor_type_of(param)
+            except UnsupportedDTypeError:
+                continue
+    return DictionaryAttr(entries)
+
+
 __all__ = [
     "NOT_SCALAR",
     "LiteralError",
     "decode_literal",
+    "describe_module",
     "decode_scalar",
     "encode_literal",
 ]

@@ -47,24 +47,25 @@ Memory effects
 
 Canonicalization
     Ops with local folds carry a `HasCanonicalizationPatternsTrait` whose
-    patterns are imported lazily from `optimus_ir.passes.canonicalization_patterns`
-    (see the `canonicalize` pass).
+    patterns are registered by name in the pass registry
+    (`optimus_ir.passes.registry.CANONICALIZATION_PATTERNS`) and imported at
+    first use from `optimus_ir.passes.canonicalization_patterns` (see the
+    `canonicalize` pass).
 
 The queries cache per op class where the answer depends on the class only.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation
 from xdsl.traits import HasCanonicalizationPatternsTrait, OpTrait
 
 from optimus_ir.effects import FxCallEffects, effect_kind
+from optimus_ir.passes.registry import load_canonicalization_patterns
 
 if TYPE_CHECKING:
     from xdsl.pattern_rewriter import RewritePattern
@@ -203,25 +204,21 @@ class ContiguousResult(OpTrait):
 
 @dataclass(frozen=True)
 class LazyCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """The op's canonicalization patterns are the tuple `name` of module
-    `module`, imported at first use (pattern modules import the dialects, so
-    a dialect cannot import them when it is defined). The batch dialect
-    attaches its own the same way."""
+    """The op's canonicalization patterns are the set registered as
+    `patterns` in the pass registry (`optimus_ir.passes.registry.
+    CANONICALIZATION_PATTERNS`), imported at first use: pattern modules
+    import the dialects, so a dialect neither imports them nor names their
+    module; the registry is the one place that binds names to modules. The
+    batch dialect attaches its own the same way."""
 
-    module: str
-    name: str
+    patterns: str
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        return _load_patterns(self.module, self.name)
+        return load_canonicalization_patterns(self.patterns)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
         raise NotImplementedError("the patterns depend on the trait instance: use get_patterns")
-
-
-@cache
-def _load_patterns(module: str, name: str) -> tuple[RewritePattern, ...]:
-    return tuple(getattr(importlib.import_module(module), name))
 
 
 def canonicalization_patterns(op: Operation | type[Operation]) -> tuple[RewritePattern, ...]:

@@ -52,6 +52,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import AliasAnalysis, all_static, shape
+from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
 from optimus_ir.cost_model import (
@@ -67,7 +68,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
-from optimus_ir.passes.canonicalize import bind_aliases
+from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig, patch_operands
 from optimus_ir.statistics import current_pass_context
 from optimus_ir.traits import is_removable
@@ -274,60 +275,6 @@ def _is_parameter(value: SSAValue) -> bool:
     stacked once at optimize time (`optimus_ir.param_cache`)."""
     owner = value.owner
     return isinstance(owner, fx.GetAttrOp)
-
-
-def _piece_of(
-    value: SSAValue, offsets: dict[Operation, list[int]]
-) -> tuple[SSAValue, int, int, int] | None:
-    """(base, dim, offset, size) when `value` is a step-1 piece of `base`
-    (a split result or a slice); `offsets` caches each split's section
-    offsets (a split into K pieces is read once, not once per piece)."""
-    owner = value.owner
-    if isinstance(owner, T.SplitOp) and isinstance(value.type, TensorType):
-        starts = offsets.get(owner)
-        if starts is None:
-            starts, total = [], 0
-            for section in T.ints(owner.sections):
-                starts.append(total)
-                total += section
-            offsets[owner] = starts
-        index = value.index  # type: ignore[attr-defined]
-        size = value.type.get_shape()[owner.dim.data]
-        if size < 0 or shape(owner.input)[owner.dim.data] < 0:  # type: ignore[index]
-            return None  # a split along a symbolic dim: its view is not proven
-        return owner.input, owner.dim.data, starts[index], size
-    if isinstance(owner, T.SliceOp) and owner.step.data == 1:
-        ty = owner.input.type
-        if not isinstance(ty, TensorType):
-            return None
-        dim = owner.dim.data
-        size = ty.get_shape()[dim]
-        start = owner.start.data
-        result_size = value.type.get_shape()[dim]  # type: ignore[union-attr]
-        if start < 0 or size < 0 or result_size < 0:
-            return None
-        return owner.input, dim, start, result_size
-    return None
-
-
-def regular_pieces(values: Sequence[SSAValue]) -> tuple[SSAValue, int, int, int, int] | None:
-    """(base, dim, first offset, stride, size) when `values` are equal-sized
-    step-1 pieces of one base along one dim at offsets in arithmetic
-    progression with a stride of at least their size: one strided view."""
-    if len(values) < 2:
-        return None
-    offsets: dict[Operation, list[int]] = {}
-    pieces = [_piece_of(v, offsets) for v in values]
-    if any(p is None for p in pieces):
-        return None
-    base, dim, first, size = pieces[0]  # type: ignore[misc]
-    stride = pieces[1][2] - first  # type: ignore[index]
-    if stride < size:
-        return None
-    for k, (b, d, offset, s) in enumerate(pieces):  # type: ignore[misc]
-        if b is not base or d != dim or s != size or offset != first + k * stride:
-            return None
-    return base, dim, first, stride, size
 
 
 # ---------------------------------------------------------------------------
@@ -1112,7 +1059,6 @@ __all__ = [
     "ScalarKey",
     "candidate_key",
     "fuse_block",
-    "regular_pieces",
     "restore_dominance",
     "scalar_key",
 ]

@@ -19,6 +19,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis
+from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
 from optimus_ir.traits import canonicalization_patterns
 
@@ -41,12 +42,6 @@ def collect_canonicalization_patterns(root: Operation) -> list[RewritePattern]:
                 seen_patterns.add(id(pattern))
                 patterns.append(pattern)
     return patterns
-
-
-def bind_aliases(patterns: Sequence[RewritePattern], aliases: AliasAnalysis) -> list[RewritePattern]:
-    """`patterns` with those that ask alias facts (an `aliases` attribute)
-    made anew on `aliases`, the one analysis of the pass run."""
-    return [type(p)(aliases) if hasattr(p, "aliases") else p for p in patterns]  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True)
@@ -82,4 +77,4 @@ class Canonicalize(PatternPass):
         ).rewrite(op)
 
 
-__all__ = ["Canonicalize", "bind_aliases", "collect_canonicalization_patterns"]
+__all__ = ["Canonicalize", "collect_canonicalization_patterns"]

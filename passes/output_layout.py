@@ -1,4 +1,4 @@
-"""`restore-output-layout`: every returned tensor has the strides the
+"""`match-output-strides`: every returned tensor has the strides the
 captured graph returns.
 
 The passes may change a value's layout (a member of a fused group is a
@@ -23,9 +23,16 @@ a size-1 dim does not matter. A layout whose non-broadcast dims overlap
 (windows of `unfold`, a hand-made `as_strided`) cannot be made by a copy;
 such an output keeps its computed strides (its values are right).
 
-The expected strides come from the captured graph, not from the IR, so the
-pass is built by `optimize()` with them (`expected`), after the pipeline; it
-is not part of any pipeline text.
+The expected strides come from the captured graph, not from the IR:
+`optimize()` runs the pass after the pipeline (through the pass manager,
+like every pass) with the strides the importer recorded, as typed options
+that a `-p` pipeline can spell too: `ranks` (each output's rank, -1 where
+the strides are unknown: that output is left alone) and `strides` (the
+strides of every output with a known rank, concatenated), e.g.
+`match-output-strides{ranks=2,-1 strides=1,4}`. `rewritten=false` says no
+rewrite ran (raising and lowering keep every layout): outputs computed by fx
+ops alone are then left alone. The pass counts the restores it adds
+(`restores added`).
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import is_row_major, provably_row_major, strides_of
 from optimus_ir.dialects import fx
+from optimus_ir.diagnostics import OptimusError
 from optimus_ir.effects import register_allocating_function
+from optimus_ir.statistics import current_pass_context
 
 MATCH_STRIDES = "optimus_ir.passes.output_layout.match_strides"
 """The qualified name the generated code calls `match_strides` by."""
@@ -188,22 +197,62 @@ def _downstream_of_operator_ops(output: Operation) -> set[Operation]:
 
 
 @dataclass(frozen=True)
-class RestoreOutputLayout(ModulePass):
+class MatchOutputStrides(ModulePass):
     """Give every output the strides the captured graph returns (see the
-    module docstring). `expected`: those strides, output by output (None
-    where unknown); `optimize()` builds the pass with them."""
+    module docstring): `.contiguous()` or `match_strides` before `fx.output`
+    where the layout is not provably the expected one.
 
-    name = "restore-output-layout"
+    Options: `ranks` (per output; -1: unknown strides, left alone),
+    `strides` (those of the outputs of known rank, concatenated),
+    `rewritten` (false: no rewrite ran, fx-only outputs are left alone).
+    `optimize()` builds it with `expecting(...)`."""
 
-    expected: tuple[tuple[int, ...] | None, ...] = ()
+    name = "match-output-strides"
+
+    ranks: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+    rewritten: bool = True
+
+    @classmethod
+    def expecting(
+        cls, expected: Sequence[tuple[int, ...] | None], *, rewritten: bool = True
+    ) -> MatchOutputStrides:
+        """The pass for outputs expected with `expected[i]` strides (None:
+        unknown)."""
+        ranks = tuple(-1 if want is None else len(want) for want in expected)
+        strides = tuple(s for want in expected if want is not None for s in want)
+        return cls(ranks=ranks, strides=strides, rewritten=rewritten)
+
+    def expected(self) -> tuple[tuple[int, ...] | None, ...]:
+        """The expected strides per output (None: unknown), from the options."""
+        if sum(r for r in self.ranks if r > 0) != len(self.strides):
+            raise OptimusError(
+                f"{self.name}: {len(self.strides)} strides given for outputs of ranks "
+                f"{list(self.ranks)} (want the sum of the known ranks)"
+            )
+        found: list[tuple[int, ...] | None] = []
+        start = 0
+        for rank in self.ranks:
+            if rank < 0:
+                found.append(None)
+                continue
+            found.append(tuple(self.strides[start : start + rank]))
+            start += rank
+        return tuple(found)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        restore_output_strides(op, self.expected)
+        added = restore_output_strides(op, self.expected(), rewritten=self.rewritten)
+        current_pass_context(self.name).record.bump(RESTORES_ADDED, added)
+
+
+RESTORES_ADDED = "restores added"
+"""The counter of `match-output-strides`: the restores it inserted."""
 
 
 __all__ = [
     "MATCH_STRIDES",
-    "RestoreOutputLayout",
+    "MatchOutputStrides",
+    "RESTORES_ADDED",
     "match_strides",
     "restore_output_strides",
     "same_strides",

@@ -1094,7 +1094,7 @@ def _mean(r: Raiser, input, dim=None, keepdim=False, *, dtype=None):
 # ---------------------------------------------------------------------------
 
 
-from optimus_ir.importer import describe_module  # noqa: E402
+from optimus_ir.literals import describe_module  # noqa: E402
 
 
 def annotate_modules(module_op: ModuleOp, owner: Any) -> None:

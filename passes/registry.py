@@ -7,14 +7,25 @@ passes). Nothing is imported until a pipeline names the pass.
 
 Named pipelines (`PIPELINES`) may be used in a `-p` pipeline like a pass
 (without options); `DEFAULT_PIPELINE` is the one `optimize` runs.
+
+The ops' canonicalization pattern sets are registered here too
+(`CANONICALIZATION_PATTERNS`, named by the ops' `LazyCanonicalizationPatterns`
+traits): this module is the only one that names project modules by string,
+so that no lower layer imports a pass module, even lazily
+(`python -m optimus_ir.tools.check_layers` checks it).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
 
 from xdsl.passes import ModulePass
+
+if TYPE_CHECKING:
+    from xdsl.pattern_rewriter import RewritePattern
 
 PassFactory = Callable[[], type[ModulePass]]
 
@@ -65,6 +76,9 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),
     "lower-batch": lazy("optimus_ir.lowering.lower_batch"),
+    # the boundary: outputs keep the captured graph's strides (optimize runs
+    # it after the pipeline with the strides it recorded at import)
+    "match-output-strides": lazy("optimus_ir.passes.output_layout"),
 }
 """Every pass of the project, by its kebab-case name."""
 
@@ -82,11 +96,40 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
 DEFAULT_PIPELINE: str = ",".join(DEFAULT_PIPELINE_STAGES)
 """The pipeline `optimize` runs by default (the `-p` text form)."""
 
+BATCH_FUSION_STAGES: tuple[str, ...] = ("batch-fusion", "lower-batch")
+"""The stages of the default pipeline that fuse (and lower what they fused)."""
+
+UNFUSED_PIPELINE: str = ",".join(s for s in DEFAULT_PIPELINE_STAGES if s not in BATCH_FUSION_STAGES)
+"""The default pipeline without batch fusion: what `optimize`'s speed check
+falls back to when the fused module measures slower than the captured graph."""
+
 PIPELINES: dict[str, str] = {
     "default": DEFAULT_PIPELINE,
+    "unfused": UNFUSED_PIPELINE,
     "cleanup": "dce,cse",
 }
 """Named pipelines, usable inside `-p` as if they were passes."""
+
+
+_TORCH_PATTERNS = "optimus_ir.passes.canonicalization_patterns.torch"
+
+CANONICALIZATION_PATTERNS: dict[str, tuple[str, str]] = {
+    "torch.split": (_TORCH_PATTERNS, "SPLIT_PATTERNS"),
+    "torch.join": (_TORCH_PATTERNS, "JOIN_PATTERNS"),
+    "torch.view-chain": (_TORCH_PATTERNS, "VIEW_CHAIN_PATTERNS"),
+    "torch.plumbing": (_TORCH_PATTERNS, "PLUMBING_PATTERNS"),
+    "batch": ("optimus_ir.passes.canonicalization_patterns.batch", "BATCH_PATTERNS"),
+}
+"""Canonicalization pattern sets by name -> (module, tuple name); an op's
+`LazyCanonicalizationPatterns` trait names its set."""
+
+
+@cache
+def load_canonicalization_patterns(name: str) -> tuple[RewritePattern, ...]:
+    """The canonicalization pattern set registered as `name`, imported at
+    first use (KeyError if unknown)."""
+    module, attribute = CANONICALIZATION_PATTERNS[name]
+    return tuple(getattr(importlib.import_module(module), attribute))
 
 
 def available_passes() -> dict[str, PassFactory]:

@@ -32,7 +32,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects.torch import SigmoidOp, TanhOp
-from optimus_ir.importer import graph_of
 from optimus_ir.rewriting import PatternPass, RewriteConfig
 
 _REWRITTEN = "test_miscompile_done"
@@ -133,7 +132,7 @@ class TestAliasMiscompilePass(ModulePass):
             raise ValueError(
                 f"test-alias-miscompile: mode '{self.mode}' is not one of {', '.join(ALIAS_MISCOMPILE_MODES)}"
             )
-        graph = graph_of(op)
+        graph = next(o for o in op.ops if isinstance(o, fx.GraphOp))  # the module's fx.graph
         output = graph.output()
         if self.mode == "copy-output" and output.operands:
             value = output.operands[0]

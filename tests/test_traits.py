@@ -27,7 +27,7 @@ from optimus_ir import traits as tr
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir import analysis as common
-from optimus_ir.passes import split_cat_views as views
+from optimus_ir.passes import view_programs as views
 from optimus_ir.types import tensor_type
 
 F32 = Float32Type()

@@ -113,10 +113,11 @@ def _movedim_relation(op: Operation) -> ViewRelation:
     return Permutation(tuple(movedim_permutation(rank, source, destination)))
 
 
-_PATTERNS = "optimus_ir.passes.canonicalization_patterns.torch"
-_SPLIT_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "SPLIT_PATTERNS")
-_JOIN_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "JOIN_PATTERNS")
-_VIEW_CHAIN_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "VIEW_CHAIN_PATTERNS")
-_PLUMBING_CANONICALIZATION = LazyCanonicalizationPatterns(_PATTERNS, "PLUMBING_PATTERNS")
+# Pattern sets by their name in `passes/registry.py` CANONICALIZATION_PATTERNS
+# (the dialect names no pass module: the registry binds them lazily).
+_SPLIT_CANONICALIZATION = LazyCanonicalizationPatterns("torch.split")
+_JOIN_CANONICALIZATION = LazyCanonicalizationPatterns("torch.join")
+_VIEW_CHAIN_CANONICALIZATION = LazyCanonicalizationPatterns("torch.view-chain")
+_PLUMBING_CANONICALIZATION = LazyCanonicalizationPatterns("torch.plumbing")
 
 

@@ -46,6 +46,15 @@ from optimus_ir.passes.split_cat_common import (
     slice_like,
     tensor_type,
 )
+from optimus_ir.passes.view_programs import (
+    ALWAYS_VIEW_OPS,
+    VIEW_LIKE_OPS,
+    emit,
+    one_use,
+    reshape_chain_may_change,
+    simplify,
+    view_step,
+)
 from optimus_ir.traits import is_view_like
 
 # ---------------------------------------------------------------------------
@@ -235,27 +244,27 @@ class FoldViewChain(RewritePattern):
         self.aliases = aliases
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, _views.VIEW_LIKE_OPS):
+        if not isinstance(op, VIEW_LIKE_OPS):
             return
-        outer = _views.view_step(op)
+        outer = view_step(op)
         source = op.operands[0]
         start = shape(source)
         if outer is None or not all_static(start):
             return
         inner_op = source.owner
         if (
-            isinstance(inner_op, _views.VIEW_LIKE_OPS)
+            isinstance(inner_op, VIEW_LIKE_OPS)
             and isinstance(source, OpResult)
-            and (inner := _views.view_step(inner_op)) is not None
+            and (inner := view_step(inner_op)) is not None
             and all_static(shape(inner_op.operands[0]))
         ):
             base = inner_op.operands[0]
             base_shape = shape(base)
-            steps = _views.simplify(base_shape, [inner, outer])
-            budget = 2 if _views._one_use(source) else 1
+            steps = simplify(base_shape, [inner, outer])
+            budget = 2 if one_use(source) else 1
             if len(steps) < budget and self._fold(op, [inner_op, op], base, base_shape, steps, rewriter):
                 return
-        if not _views.simplify(start, [outer]) and not forwarding_returns_another_object(
+        if not simplify(start, [outer]) and not forwarding_returns_another_object(
             op.results[0], source
         ):
             rewriter.replace(op, [], [source])
@@ -269,10 +278,10 @@ class FoldViewChain(RewritePattern):
         steps: Sequence[tuple[str, tuple[int, ...]]],
         rewriter: PatternRewriter,
     ) -> bool:
-        always_view = all(isinstance(o, _views.ALWAYS_VIEW_OPS) for o in chain)
-        if not always_view and _views._reshape_chain_may_change(op.results[0], base, self.aliases):
+        always_view = all(isinstance(o, ALWAYS_VIEW_OPS) for o in chain)
+        if not always_view and reshape_chain_may_change(op.results[0], base, self.aliases):
             return False
-        new_ops = _views.emit(base, base_shape, steps, always_view)
+        new_ops = emit(base, base_shape, steps, always_view)
         result = new_ops[-1].results[0] if new_ops else base
         if result.type != op.results[0].type:
             return False
@@ -302,10 +311,6 @@ VIEW_CHAIN_PATTERNS: tuple[RewritePattern, ...] = (_ERASE_DEAD_PLUMBING, FoldVie
 
 PLUMBING_PATTERNS: tuple[RewritePattern, ...] = (_ERASE_DEAD_PLUMBING,)
 """The canonicalization patterns of unbind, slice, select and detach."""
-
-# Imported last: split_cat_views imports FoldViewChain from here, and
-# FoldViewChain reads split_cat_views' view programs only when it runs.
-from optimus_ir.passes import split_cat_views as _views  # noqa: E402
 
 __all__ = [
     "JOIN_PATTERNS",

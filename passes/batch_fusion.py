@@ -1,7 +1,8 @@
 """`batch-fusion`: N independent same-kind ops become one `batch` op.
 
 The horizontal fusion of Optimus. For every candidate op (linear,
-layer_norm, unary and binary pointwise of the `torch` dialect) the pass
+layer_norm, unary and binary pointwise, where/masked_fill, and softmax /
+log_softmax over the last dim, of the `torch` dialect) the pass
 computes a *grouping key* -- everything that changes what the op computes:
 its kind, the shape, dtype and device of every operand, every property
 (eps, alpha, clamp bounds, nan_to_num replacements, gelu's approximation,
@@ -70,7 +71,8 @@ from optimus_ir.types import DYNAMIC, device_of
 # ---------------------------------------------------------------------------
 
 _POINTWISE = tuple(
-    cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS) if cls is not T.DetachOp
+    cls for cls in (*T.UNARY_POINTWISE_OPS, *T.BINARY_POINTWISE_OPS, *T.SELECTION_OPS)
+    if cls is not T.DetachOp
 )
 _KIND_OF_POINTWISE = {cls: "pointwise" for cls in _POINTWISE}
 
@@ -207,8 +209,10 @@ def candidate_key(
             *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
             *_tensor_fields("bias", op.bias.type if op.bias is not None else None),
         ]
-    elif type(op) in _KIND_OF_POINTWISE:
-        kind = "pointwise"
+    elif type(op) in _KIND_OF_POINTWISE or _is_last_dim_softmax(op):
+        # softmax-like ops over the last dim stack like pointwise ones: one op
+        # over the last dim of the stack computes every member's rows
+        kind = "pointwise" if type(op) in _KIND_OF_POINTWISE else "softmax"
         fields = []
         for i, operand in enumerate(op.operands):
             fields.extend(_tensor_fields(f"operand {i}", operand.type, operand, dims))
@@ -223,6 +227,29 @@ def candidate_key(
     fields.append(("result dtype", result.element_type if isinstance(result, TensorType) else None))
     fields.append(("segment", segment))
     return GroupKey(kind, op.name, tuple(fields))
+
+
+def _softmax_like(op: Operation) -> bool:
+    """A row-wise softmax-like op (fusion kind "softmax" in its facts)."""
+    facts = T.facts_of(op)
+    return facts is not None and facts.fusion == "softmax"
+
+
+def _is_last_dim_softmax(op: Operation) -> bool:
+    """A softmax-like op over its input's last dim: N members of equal
+    shapes stacked along a new dim 0 are one op over the stack's last dim,
+    row for row the same computation. Over another dim it is left alone."""
+    return _softmax_like(op) and op.over_last_dim()  # type: ignore[attr-defined]
+
+
+def _remark_softmax_dim(op: Operation) -> None:
+    """Why a softmax-like op over a dim other than the last is no candidate."""
+    if _softmax_like(op) and not op.over_last_dim():  # type: ignore[attr-defined]
+        emit_remark(
+            op,
+            f"batch-fusion: {_name(op)} not fused: it normalizes dim {op.dim.data}, not the "  # type: ignore[attr-defined]
+            "last dim (only softmax over the last dim is fused)",
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -326,7 +353,7 @@ class BatchFusion(ModulePass):
             search finds). The environment variable OPTIMUS_COST_MODEL
             overrides "calibrated".
         kinds: comma-separated fusion kinds to consider ("all", or some of
-            linear, layer_norm, pointwise).
+            linear, layer_norm, pointwise, softmax).
         grouped_linear: group linears of different shapes too
             (`batch.grouped_linear`), for a lowering with a grouped GEMM;
             groups whose members turn out equal become `batch.linear`.
@@ -417,6 +444,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
             key = candidate_key(op, segment, shared, options.grouped_linear, dims)
             if key is None:
                 _remark_runtime_eps(op)
+                _remark_softmax_dim(op)
             if key is not None and not options.enabled(key.kind):
                 key = None
             if key is not None:
@@ -559,7 +587,7 @@ def _choose_parts(
     return best
 
 
-_KINDS = ("linear", "layer_norm", "pointwise")
+_KINDS = ("linear", "layer_norm", "pointwise", "softmax")
 """The kind names the `kinds` option takes (linear covers the shared-input
 and grouped forms)."""
 
@@ -569,6 +597,7 @@ _BATCH_OP = {
     "linear-shared-input": "batch.linear_shared_input",
     "layer_norm": "batch.layer_norm",
     "pointwise": "batch.pointwise",
+    "softmax": "batch.pointwise",
 }
 
 
@@ -757,9 +786,11 @@ def _member_kernel(kind: str, op: Operation, dims: SymbolicDims | None = None) -
         for d in T.ints(op.normalized_shape):  # type: ignore[attr-defined]
             normalized *= max(d, 1)
         return "layer_norm", float(_elements(op.operands[0], dims) // normalized)
-    if op.name in _TRANSCENDENTAL:
+    if op.name in _TRANSCENDENTAL or kind == "softmax":  # softmax: an exp per element
         name = "transcendental"
-    elif isinstance(op, T.BinaryPointwiseOp) and op.rhs is not None:  # type: ignore[attr-defined]
+    elif isinstance(op, T.SELECTION_OPS) or (
+        isinstance(op, T.BinaryPointwiseOp) and op.rhs is not None  # type: ignore[attr-defined]
+    ):  # reads two tensors or more per element
         name = "binary"
     else:
         name = "pointwise"

@@ -899,7 +899,7 @@ def _masked_fill_element(element: Attribute, value: Attribute) -> Attribute | st
         )
         return element_type_of(out.dtype)
     except (RuntimeError, TypeError, UnsupportedDTypeError, NotImplementedError) as error:
-        return f"cannot fill element type {element} with {value}: {_torch_error(error)}"
+        return f"cannot fill element type {element} with {number_value(value)!r}: {_torch_error(error)}"
 
 
 def infer_masked_fill_type(input: TensorType, mask: TensorType, value: NumberLike) -> TensorType:

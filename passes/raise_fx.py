@@ -1075,7 +1075,7 @@ def _softmax_op(r: Raiser, cls: type, input, dim, dtype):
 
 
 @function("torch.softmax", "torch.special.softmax", "torch._C._special.special_softmax",
-          *aten("softmax.int"))
+          *aten("softmax.int", "special_softmax.default"))
 @method("softmax")
 def _softmax(r: Raiser, input, dim, dtype=None):
     return _softmax_op(r, T.SoftmaxOp, input, dim, dtype)
@@ -1092,7 +1092,8 @@ def _softmax_module(r: Raiser, path, m, input):
 
 
 @function("torch.log_softmax", "torch.special.log_softmax",
-          "torch._C._special.special_log_softmax", *aten("log_softmax.int"))
+          "torch._C._special.special_log_softmax",
+          *aten("log_softmax.int", "special_log_softmax.default"))
 @method("log_softmax")
 def _log_softmax(r: Raiser, input, dim, dtype=None):
     return _softmax_op(r, T.LogSoftmaxOp, input, dim, dtype)

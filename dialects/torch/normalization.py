@@ -187,7 +187,7 @@ class SoftmaxOp(SoftmaxLikeOp):
         spellings=Spellings(custom=(
             "torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax",
             "Tensor.softmax", "torch.nn.modules.activation.Softmax",
-            "softmax.int", "_softmax.default",
+            "softmax.int", "_softmax.default", "special_softmax.default",
         )),
         lowers_to="torch.softmax", fusion="softmax", cost="softmax",
     )
@@ -203,7 +203,7 @@ class LogSoftmaxOp(SoftmaxLikeOp):
             "torch.log_softmax", "torch.nn.functional.log_softmax",
             "torch.special.log_softmax", "Tensor.log_softmax",
             "torch.nn.modules.activation.LogSoftmax", "log_softmax.int",
-            "_log_softmax.default",
+            "_log_softmax.default", "special_log_softmax.default",
         )),
         lowers_to="torch.log_softmax", fusion="softmax", cost="softmax",
     )

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     IntAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -1134,11 +1135,20 @@ def lit_scalar(value: Any) -> int | float | bool:
     raise _SKIP
 
 
+def bool_tensor(value: Any) -> SSAValue:
+    """A boolean tensor operand (torch.where still takes a deprecated uint8
+    condition, which the dialect does not represent: left alone)."""
+    t = tensor(value)
+    element = t.type.element_type  # type: ignore[attr-defined]
+    skip_unless(isinstance(element, IntegerType) and element.width.data == 1)
+    return t
+
+
 @function("torch.where", *aten("where.self", "where.ScalarOther"))
 def _where(r: Raiser, condition, input, other):
     # where(cond, scalar, x) (aten where.ScalarSelf) is left alone: the op
     # holds a tensor input and a tensor or scalar other
-    cond, x = tensor(condition), tensor(input)
+    cond, x = bool_tensor(condition), tensor(input)
     rhs = other if isinstance(other, SSAValue) else lit_scalar(other)
     if isinstance(rhs, SSAValue):
         rhs = tensor(rhs)
@@ -1154,7 +1164,7 @@ def _where_method(r: Raiser, self, condition, other):
 @method("masked_fill")
 def _masked_fill(r: Raiser, input, mask, value):
     # a 0-d tensor value (aten masked_fill.Tensor) is left alone
-    return T.MaskedFillOp(tensor(input), tensor(mask), lit_scalar(value),
+    return T.MaskedFillOp(tensor(input), bool_tensor(mask), lit_scalar(value),
                           result_type=r.out_tensor())
 
 

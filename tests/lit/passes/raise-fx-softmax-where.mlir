@@ -1,4 +1,4 @@
-// RUN: optimus-opt %s -p raise-fx | filecheck %s
+// RUN: optimus-opt %s -p raise-fx --split-input-file | filecheck %s
 
 // Every spelling of softmax/log_softmax that torch.fx.symbolic_trace, Dynamo
 // and torch.export record becomes torch.softmax / torch.log_softmax with a
@@ -70,4 +70,19 @@ fx.graph @spellings {
   %k2 = fx.call_function "torch.ops.aten.where.ScalarSelf"(%m, 1.0, %x) : tensor<2x8xf32>
   %k3 = fx.call_method "masked_fill"(%x, %m, %v) : tensor<2x8xf32>
   fx.output (%s0, %s1, %s2, %s3, %s4, %s5, %s6, %s7, %s8, %l0, %l1, %l2, %l3, %l4, %l5, %w0, %w1, %w2, %w3, %w4, %f0, %f1, %f2, %k0, %k1, %k2, %k3)
+}
+
+// -----
+
+// A deprecated uint8 condition (torch.where still takes it) is left alone:
+// the dialect's where takes a boolean condition.
+// CHECK-LABEL: fx.graph @uint8_condition
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %m = fx.placeholder "m"
+// CHECK-NEXT:    %w = fx.call_function "torch.where"(%m, %x, 0.0)
+fx.graph @uint8_condition {
+  %x = fx.placeholder "x" : tensor<2x8xf32>
+  %m = fx.placeholder "m" : tensor<2x8xui8>
+  %w = fx.call_function "torch.where"(%m, %x, 0.0) : tensor<2x8xf32>
+  fx.output %w
 }

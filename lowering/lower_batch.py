@@ -22,7 +22,7 @@ here, where it is known which members already lie together:
                      then `* weight[:, None]` and `+ bias[:, None]`
     batch.pointwise  the member op itself on the stacked operands (stacked
                      operands of lower rank get unit dims after dim 0);
-                     softmax/log_softmax over the dim after the member's
+                     a softmax/log_softmax normalizes the member's dim + 1
 
 A `torch.cat` of members taken from stacks in member order (all of one
 stack, or m stacks interleaved periodically) becomes one `stack` of the

@@ -323,6 +323,19 @@ def test_two_softmaxes_of_different_sizes_stay_apart() -> None:
             torch.testing.assert_close(got, want, **EXACT)
 
 
+def test_kinds_option_selects_softmax() -> None:
+    """`kinds=pointwise` leaves softmax alone (its kind is "softmax"), and
+    `kinds=softmax` fuses it."""
+    model = SplitApply(FUSED["softmax"][0])
+    x, m = _inputs()
+    rest = "lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
+    for kinds, fused in (("pointwise", False), ("softmax", True)):
+        gm = optimize(model, (x, m), pipeline=f"raise-fx,split-cat-simplify,batch-fusion{{kinds={kinds}}},{rest}")
+        assert any("fused 16 torch.softmax" in r for r in _fused_remarks(gm)) == fused, kinds
+        with torch.no_grad():
+            torch.testing.assert_close(gm(x, m), model(x, m), **EXACT)
+
+
 def test_batch_pointwise_softmax_verifies_member_types() -> None:
     """batch.pointwise of softmax infers the member type from the op's own
     rules (an integral member without a dtype is refused)."""

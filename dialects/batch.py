@@ -382,7 +382,12 @@ class PointwiseOp(BatchOp):
     """N applications of one pointwise torch op (`fn`, with all its
     properties `fn_properties`): member i is `fn(operand_0[i] or operand_0,
     ...)`, where an operand is indexed when `stacked` says so and shared
-    (broadcast to every member) otherwise. At least one operand is stacked."""
+    (broadcast to every member) otherwise. At least one operand is stacked.
+
+    `fn` may also be a row-wise op (softmax, log_softmax: each row along
+    `dim` computed on its own), whose members stack exactly like pointwise
+    ones; its lowering moves `dim` past the stacking dim
+    (`stacked_properties` of the op class)."""
 
     name = "batch.pointwise"
     inputs = var_operand_def(TensorType)
@@ -434,8 +439,10 @@ class PointwiseOp(BatchOp):
         ]
 
 
-POINTWISE_FUSION_KINDS = frozenset({"unary-pointwise", "binary-pointwise"})
-"""The fusion kinds (`OpFacts.fusion`) whose ops a `batch.pointwise` applies."""
+POINTWISE_FUSION_KINDS = frozenset({"unary-pointwise", "binary-pointwise", "softmax"})
+"""The fusion kinds (`OpFacts.fusion`) whose ops a `batch.pointwise` applies
+(a softmax-like op over its member's last dim: the stacked op normalizes the
+same rows)."""
 
 
 @lru_cache(maxsize=None)
@@ -504,8 +511,11 @@ def _pointwise_type(
             op,
             f"'{fn}' has no properties {unknown} (it has: {', '.join(sorted(known)) or 'none'})",
         )
+    member_result_type = getattr(cls, "member_result_type", None)
     try:
-        if issubclass(cls, T.UnaryPointwiseOp):
+        if member_result_type is not None:  # softmax-like and selection ops
+            out = member_result_type(members, fields)
+        elif issubclass(cls, T.UnaryPointwiseOp):
             if len(members) != 1:
                 raise VerifyException(f"'{fn}' takes one operand, got {len(members)}")
             out = T.infer_unary_type(fn, members[0], fields.get("min"), fields.get("max"))  # type: ignore[arg-type]

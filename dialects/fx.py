@@ -27,14 +27,18 @@ from typing import Any
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    BFloat16Type,
     BoolAttr,
     DictionaryAttr,
+    Float16Type,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IntAttr,
     IntegerAttr,
     IntegerType,
     NoneAttr,
+    Signedness,
     StringAttr,
     TensorType,
     TupleType,
@@ -527,10 +531,26 @@ def parse_literal(
         step = parse_literal(parser, collector)
         parser.parse_punctuation(")")
         return SliceAttr(start, stop, step)
+    element = _ELEMENT_TYPE_WORDS.get(word)
+    if element is not None:  # an element type, as print_literal prints one (`f64`)
+        return element
     parser.raise_error(
         f"expected a literal (operand, number, string, list, tuple, none, true, "
         f"false, slice(...) or attribute), got '{word}'"
     )
+
+
+_ELEMENT_TYPE_WORDS: dict[str, Attribute] = {
+    str(t): t
+    for t in (
+        Float16Type(), BFloat16Type(), Float32Type(), Float64Type(),
+        IntegerType(1), IntegerType(8), IntegerType(16), IntegerType(32), IntegerType(64),
+        IntegerType(8, Signedness.UNSIGNED),
+    )
+}
+"""The element types a literal may hold (a softmax member's `dtype` in
+`batch.pointwise`'s `fn_properties`), by the word they print as: the lexer
+reads `f64` as an identifier, so `parser.parse_attribute` never sees it."""
 
 
 def _refs_in(attr: Attribute, out: set[int]) -> None:

@@ -21,7 +21,8 @@ here, where it is known which members already lie together:
     batch.layer_norm one torch.layer_norm without affine over all members,
                      then `* weight[:, None]` and `+ bias[:, None]`
     batch.pointwise  the member op itself on the stacked operands (stacked
-                     operands of lower rank get unit dims after dim 0)
+                     operands of lower rank get unit dims after dim 0);
+                     a softmax/log_softmax normalizes the member's dim + 1
 
 A `torch.cat` of members taken from stacks in member order (all of one
 stack, or m stacks interleaved periodically) becomes one `stack` of the
@@ -439,6 +440,10 @@ class LowerPointwise(RewritePattern):
         for value, stacked in zip(op.inputs, op.stacked_flags):
             operands.append(_broadcast_member(value, rank, ops) if stacked else value)
         cls = op.fn_class()
+        properties = op.member_properties()
+        stacked_properties = getattr(cls, "stacked_properties", None)
+        if stacked_properties is not None:  # a row-wise op: its dim moves past the stacking dim
+            properties = stacked_properties(properties)
         groups: list = list(operands)
         definition = cls.get_irdl_definition()
         while len(groups) < len(definition.operands):
@@ -447,7 +452,7 @@ class LowerPointwise(RewritePattern):
             cls.build(
                 operands=groups,
                 result_types=[op.result.type],
-                properties=op.member_properties(),
+                properties=properties,
             )
         )
         rewriter.replace(op, ops, [ops[-1].results[0]])

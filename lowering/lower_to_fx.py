@@ -328,6 +328,24 @@ def _reduce(op):
     return [call(target, [op.input, dims, keepdim], kwargs, op.result.type)]
 
 
+@lowers(T.SoftmaxOp, T.LogSoftmaxOp)
+def _softmax(op):
+    target = "torch.softmax" if isinstance(op, T.SoftmaxOp) else "torch.log_softmax"
+    kwargs = {} if op.dtype is None else {"dtype": fx.DTypeAttr(op.dtype)}
+    return [call(target, [op.input, op.dim], kwargs, op.result.type)]
+
+
+@lowers(T.WhereOp)
+def _where(op):
+    other = op.other if op.other is not None else op.scalar
+    return [call("torch.where", [op.condition, op.input, other], {}, op.result.type)]
+
+
+@lowers(T.MaskedFillOp)
+def _masked_fill(op):
+    return [call("torch.masked_fill", [op.input, op.mask, op.value], {}, op.result.type)]
+
+
 # ---------------------------------------------------------------------------
 # Index chains: select/slice views of one tensor, one getitem
 # ---------------------------------------------------------------------------

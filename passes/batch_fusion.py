@@ -2,8 +2,8 @@
 
 The horizontal fusion of Optimus. For every candidate op (a `torch` dialect
 op whose declaration names a fusion kind, `OpFacts.fusion`: linear, norm,
-unary and binary pointwise; no op is named here but where its rewrite is
-its own, the linear and the layer norm) the pass
+unary and binary pointwise, softmax over the last dim; no op is named here
+but where its rewrite is its own, the linear and the layer norm) the pass
 computes a *grouping key* -- everything that changes what the op computes:
 its kind, the shape, dtype and device of every operand, every property
 (eps, alpha, bounds, replacement values, approximation modes, ...; scalars by Python type and exact bits, `ScalarKey`: `2`, `2.0` and
@@ -81,19 +81,25 @@ from optimus_ir.types import DYNAMIC, device_of
 _GROUP_KIND_OF_FUSION: dict[str, str] = {
     "linear": "linear",
     "norm": "layer_norm",
-    **{kind: "pointwise" for kind in B.POINTWISE_FUSION_KINDS},
+    "unary-pointwise": "pointwise",
+    "binary-pointwise": "pointwise",
+    "softmax": "softmax",
 }
 """The group kind of each fusion kind an op declares (`OpFacts.fusion`);
 linear further splits into its shared-input and grouped forms."""
 
 
 def fusion_kind(op: Operation) -> str | None:
-    """The group kind (`linear`, `layer_norm`, `pointwise`) of `op` by its
-    declared fusion kind, or None (not a candidate)."""
+    """The group kind (`linear`, `layer_norm`, `pointwise`, `softmax`) of
+    `op` by its declared fusion kind, or None (not a candidate; a
+    softmax-like op over another than the last dim is none)."""
     facts = facts_of(op)
     if facts is None or facts.fusion is None:
         return None
-    return _GROUP_KIND_OF_FUSION.get(facts.fusion)
+    kind = _GROUP_KIND_OF_FUSION.get(facts.fusion)
+    if kind == "softmax" and not _is_last_dim_softmax(op):
+        return None
+    return kind
 
 
 @dataclass(frozen=True)
@@ -229,8 +235,10 @@ def candidate_key(
             *_tensor_fields("weight", op.weight.type if op.weight is not None else None),
             *_tensor_fields("bias", op.bias.type if op.bias is not None else None),
         ]
-    elif group_kind == "pointwise":
-        kind = "pointwise"
+    elif group_kind in ("pointwise", "softmax"):
+        # softmax-like ops over the last dim stack like pointwise ones: one op
+        # over the last dim of the stack computes every member's rows
+        kind = group_kind
         fields = []
         for i, operand in enumerate(op.operands):
             fields.extend(_tensor_fields(f"operand {i}", operand.type, operand, dims))
@@ -245,6 +253,29 @@ def candidate_key(
     fields.append(("result dtype", result.element_type if isinstance(result, TensorType) else None))
     fields.append(("segment", segment))
     return GroupKey(kind, op.name, tuple(fields))
+
+
+def _softmax_like(op: Operation) -> bool:
+    """A row-wise softmax-like op (fusion kind "softmax" in its facts)."""
+    facts = T.facts_of(op)
+    return facts is not None and facts.fusion == "softmax"
+
+
+def _is_last_dim_softmax(op: Operation) -> bool:
+    """A softmax-like op over its input's last dim: N members of equal
+    shapes stacked along a new dim 0 are one op over the stack's last dim,
+    row for row the same computation. Over another dim it is left alone."""
+    return _softmax_like(op) and op.over_last_dim()  # type: ignore[attr-defined]
+
+
+def _remark_softmax_dim(op: Operation) -> None:
+    """Why a softmax-like op over a dim other than the last is no candidate."""
+    if _softmax_like(op) and not op.over_last_dim():  # type: ignore[attr-defined]
+        emit_remark(
+            op,
+            f"batch-fusion: {_name(op)} not fused: it normalizes dim {op.dim.data}, not the "  # type: ignore[attr-defined]
+            "last dim (only softmax over the last dim is fused)",
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -294,7 +325,7 @@ class BatchFusion(ModulePass):
             search finds). The environment variable OPTIMUS_COST_MODEL
             overrides "calibrated".
         kinds: comma-separated fusion kinds to consider ("all", or some of
-            linear, layer_norm, pointwise).
+            linear, layer_norm, pointwise, softmax).
         grouped_linear: group linears of different shapes too
             (`batch.grouped_linear`), for a lowering with a grouped GEMM;
             groups whose members turn out equal become `batch.linear`.
@@ -385,6 +416,7 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
             key = candidate_key(op, segment, shared, options.grouped_linear, dims)
             if key is None:
                 _remark_runtime_eps(op)
+                _remark_softmax_dim(op)
             if key is not None and not options.enabled(key.kind):
                 key = None
             if key is not None:
@@ -527,7 +559,7 @@ def _choose_parts(
     return best
 
 
-_KINDS = ("linear", "layer_norm", "pointwise")
+_KINDS = ("linear", "layer_norm", "pointwise", "softmax")
 """The kind names the `kinds` option takes (linear covers the shared-input
 and grouped forms)."""
 
@@ -537,6 +569,7 @@ _BATCH_OP = {
     "linear-shared-input": "batch.linear_shared_input",
     "layer_norm": "batch.layer_norm",
     "pointwise": "batch.pointwise",
+    "softmax": "batch.pointwise",
 }
 
 

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     IntAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -1059,6 +1060,112 @@ def _div(r: Raiser, input, other, *, rounding_mode=None):
 def _true_divide(r: Raiser, dividend, divisor):
     tensor(dividend)
     return _binary(r, T.DivOp, dividend, divisor)
+
+
+# ---------------------------------------------------------------------------
+# softmax / log_softmax
+# ---------------------------------------------------------------------------
+
+
+def _softmax_op(r: Raiser, cls: type, input, dim, dtype):
+    """softmax-like over `dim` (a literal int; `None`, torch's deprecated
+    implicit choice of dim, is left alone), computed in `dtype`."""
+    skip_unless(dim is not None)
+    x = tensor(input)
+    return cls(x, canon_dim(dim, rank(x)), opt_dtype(dtype), result_type=r.out_tensor())
+
+
+@function("torch.softmax", "torch.special.softmax", "torch._C._special.special_softmax",
+          *aten("softmax.int", "special_softmax.default"))
+@method("softmax")
+def _softmax(r: Raiser, input, dim, dtype=None):
+    return _softmax_op(r, T.SoftmaxOp, input, dim, dtype)
+
+
+@function("torch.nn.functional.softmax")
+def _functional_softmax(r: Raiser, input, dim=None, _stacklevel=3, dtype=None):
+    return _softmax_op(r, T.SoftmaxOp, input, dim, dtype)
+
+
+@module("torch.nn.modules.activation.Softmax")
+def _softmax_module(r: Raiser, path, m, input):
+    return _softmax_op(r, T.SoftmaxOp, input, m.get("dim"), None)
+
+
+@function("torch.log_softmax", "torch.special.log_softmax",
+          "torch._C._special.special_log_softmax",
+          *aten("log_softmax.int", "special_log_softmax.default"))
+@method("log_softmax")
+def _log_softmax(r: Raiser, input, dim, dtype=None):
+    return _softmax_op(r, T.LogSoftmaxOp, input, dim, dtype)
+
+
+@function("torch.nn.functional.log_softmax")
+def _functional_log_softmax(r: Raiser, input, dim=None, _stacklevel=3, dtype=None):
+    return _softmax_op(r, T.LogSoftmaxOp, input, dim, dtype)
+
+
+@module("torch.nn.modules.activation.LogSoftmax")
+def _log_softmax_module(r: Raiser, path, m, input):
+    return _softmax_op(r, T.LogSoftmaxOp, input, m.get("dim"), None)
+
+
+@function(*aten("_softmax.default"))
+def _aten_softmax(r: Raiser, self, dim, half_to_float):
+    # half_to_float (a CUDA-only fast path of softmax(x.half(), dtype=float)) is left alone
+    skip_unless(lit_bool(half_to_float) is False)
+    return _softmax_op(r, T.SoftmaxOp, self, dim, None)
+
+
+@function(*aten("_log_softmax.default"))
+def _aten_log_softmax(r: Raiser, self, dim, half_to_float):
+    skip_unless(lit_bool(half_to_float) is False)
+    return _softmax_op(r, T.LogSoftmaxOp, self, dim, None)
+
+
+# ---------------------------------------------------------------------------
+# Selection: where, masked_fill
+# ---------------------------------------------------------------------------
+
+
+def lit_scalar(value: Any) -> int | float | bool:
+    """A literal Python number, bools included."""
+    if type(value) is int or type(value) is float or type(value) is bool:
+        return value
+    raise _SKIP
+
+
+def bool_tensor(value: Any) -> SSAValue:
+    """A boolean tensor operand (torch.where still takes a deprecated uint8
+    condition, which the dialect does not represent: left alone)."""
+    t = tensor(value)
+    element = t.type.element_type  # type: ignore[attr-defined]
+    skip_unless(isinstance(element, IntegerType) and element.width.data == 1)
+    return t
+
+
+@function("torch.where", *aten("where.self", "where.ScalarOther"))
+def _where(r: Raiser, condition, input, other):
+    # where(cond, scalar, x) (aten where.ScalarSelf) is left alone: the op
+    # holds a tensor input and a tensor or scalar other
+    cond, x = bool_tensor(condition), tensor(input)
+    rhs = other if isinstance(other, SSAValue) else lit_scalar(other)
+    if isinstance(rhs, SSAValue):
+        rhs = tensor(rhs)
+    return T.WhereOp(cond, x, rhs, result_type=r.out_tensor())
+
+
+@method("where")
+def _where_method(r: Raiser, self, condition, other):
+    return _where(r, condition, self, other)
+
+
+@function("torch.masked_fill", *aten("masked_fill.Scalar"))
+@method("masked_fill")
+def _masked_fill(r: Raiser, input, mask, value):
+    # a 0-d tensor value (aten masked_fill.Tensor) is left alone
+    return T.MaskedFillOp(tensor(input), bool_tensor(mask), lit_scalar(value),
+                          result_type=r.out_tensor())
 
 
 # ---------------------------------------------------------------------------

@@ -339,7 +339,8 @@ def _all_ops_graph() -> ModuleOp:
     i = arg(2, 12, element=I64, name="i")
     bx, bm = arg(3, 2, 12, name="bx"), arg(3, 12, 4, name="bm")
     m, g = arg(12, 4, name="m"), arg(12, name="g")
-    ops = [x, w, b, i, bx, bm, m, g]
+    mask = arg(12, element=I1, name="mask")
+    ops = [x, w, b, i, bx, bm, m, g, mask]
     add = ops.append
     add(T.LinearOp(x, w, b))
     add(mm := T.MmOp(x, m))
@@ -379,6 +380,11 @@ def _all_ops_graph() -> ModuleOp:
     add(T.DivOp(x, 3.0, reverse=True))
     add(T.SumOp(i, [1], keepdim=True, dtype=F64))
     add(T.MeanOp(x))
+    add(T.SoftmaxOp(x, 1))
+    add(T.LogSoftmaxOp(i, 0, F64))
+    add(T.WhereOp(mask, x, float("-inf")))
+    add(T.WhereOp(mask, x, x))
+    add(T.MaskedFillOp(i, mask, 7))
     add(OutputOp(ArrayAttr([RefAttr(0)]), [x.results[0]]))
     return ModuleOp([GraphOp("f", Region(Block(ops)))])
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from xdsl.dialects.builtin import Float32Type
+from xdsl.dialects.builtin import Float32Type, IntegerType
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
 
@@ -36,6 +36,11 @@ TORCH_OPS: list[type[Operation]] = list(T.TORCH.operations)
 
 def value(*shape: int) -> SSAValue:
     return fx.PlaceholderOp("x", tensor_type(shape, F32, "cpu")).result
+
+
+def _mask(*shape: int) -> SSAValue:
+    """A boolean value (where's condition, masked_fill's mask)."""
+    return fx.PlaceholderOp("m", tensor_type(shape, IntegerType(1), "cpu")).result
 
 
 def classes_with(predicate: Callable[[type[Operation]], bool]) -> set[type[Operation]]:
@@ -56,7 +61,7 @@ VIEW_OPS = {
 }
 CONTIGUOUS_OPS = {
     T.LinearOp, T.MmOp, T.AddmmOp, T.BmmOp, T.BaddbmmOp, T.MatmulOp, T.LayerNormOp,
-    T.SumOp, T.MeanOp,
+    T.SumOp, T.MeanOp, T.SoftmaxOp, T.LogSoftmaxOp, T.MaskedFillOp,
 }
 
 
@@ -72,7 +77,8 @@ def test_contiguous_result_ops() -> None:
 
 def test_elementwise_ops_are_the_pointwise_ops() -> None:
     pointwise = classes_with(lambda c: issubclass(c, T.UnaryPointwiseOp | T.BinaryPointwiseOp))
-    assert classes_with(lambda c: c.has_trait(tr.Elementwise)) == pointwise
+    selection = set(T.SELECTION_OPS)  # where, masked_fill: elementwise with several tensors
+    assert classes_with(lambda c: c.has_trait(tr.Elementwise)) == pointwise | selection
     assert pointwise == set(T.UNARY_POINTWISE_OPS) | set(T.BINARY_POINTWISE_OPS)
 
 
@@ -203,6 +209,11 @@ CONTIGUOUS_CASES: dict[type[Operation], Callable[[Callable[..., list[torch.Tenso
     + [a.permute(2, 0, 1).sum(d) for a in s(3, 4, 5) for d in (0, 1)],
     T.MeanOp: lambda s: [a.mean(d, keepdim=k) for a in s(3, 4, 5) for d in (0, 1, 2) for k in (False, True)]
     + [a.permute(2, 0, 1).mean(d) for a in s(3, 4, 5) for d in (0, 1)],
+    T.SoftmaxOp: lambda s: [torch.softmax(a, d) for a in s(3, 4, 5) for d in (0, 1, 2)]
+    + [torch.softmax(a, -1, dtype=torch.float64) for a in s(3, 4, 5)],
+    T.LogSoftmaxOp: lambda s: [torch.log_softmax(a, d) for a in s(3, 4, 5) for d in (0, 1, 2)],
+    T.MaskedFillOp: lambda s: [a.masked_fill(m > 0, -1.0) for a in s(3, 4, 5) for m in s(4, 5)]
+    + [a.masked_fill(m > 0, 2.0) for a in s(5) for m in s(3, 4, 5)],
 }
 
 
@@ -258,6 +269,9 @@ ELEMENTWISE_CASES: dict[str, Case] = {
         lambda x, y: T.DivOp(x, y, rounding_mode="trunc"),
         lambda x, y: torch.div(x, y, rounding_mode="trunc"),
     ),
+    "where": (lambda x, y: T.WhereOp(_mask(3, 4), x, y), lambda x, y: torch.where(y > 1, x, y)),
+    "where-scalar": (lambda x, y: T.WhereOp(_mask(3, 4), x, -0.5), lambda x, y: torch.where(y > 1, x, -0.5)),
+    "masked_fill": (lambda x, y: T.MaskedFillOp(x, _mask(3, 4), 7.0), lambda x, y: x.masked_fill(y > 1, 7.0)),
 }
 DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
@@ -299,6 +313,7 @@ def test_the_exact_ops() -> None:
     assert set(EXACT) == {
         "relu", "neg", "abs", "detach", "nan_to_num", "clamp", "add", "sub", "rsub",
         "mul", "mul-scalar", "div", "rdiv", "div-floor", "div-trunc",
+        "where", "where-scalar", "masked_fill",
     }  # fmt: skip
 
 

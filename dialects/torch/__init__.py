@@ -45,7 +45,8 @@ Type inference helpers (module level, all pure functions of types and values)
     `infer_reshape_type`, `infer_flatten_type`, `infer_unflatten_type`,
     `infer_permute_type`, `infer_transpose_type`, `infer_movedim_type`,
     `infer_slice_type`, `infer_select_type`, `infer_unary_type`,
-    `infer_binary_type`, `infer_reduction_type`, and `broadcast_shapes`.
+    `infer_binary_type`, `infer_reduction_type`, `infer_softmax_type`,
+    `infer_where_type`, `infer_masked_fill_type`, and `broadcast_shapes`.
 
 Verification
     Each op checks ranks, shapes (a `?` is compatible with anything), dtypes
@@ -94,6 +95,7 @@ from optimus_ir.dialects.torch.inference import (
     infer_flatten_type,
     infer_layer_norm_type,
     infer_linear_type,
+    infer_masked_fill_type,
     infer_matmul_type,
     infer_mm_type,
     infer_movedim_type,
@@ -102,6 +104,7 @@ from optimus_ir.dialects.torch.inference import (
     infer_reshape_type,
     infer_select_type,
     infer_slice_type,
+    infer_softmax_type,
     infer_split_types,
     infer_squeeze_type,
     infer_stack_type,
@@ -111,6 +114,7 @@ from optimus_ir.dialects.torch.inference import (
     infer_unflatten_type,
     infer_unfold_type,
     infer_unsqueeze_type,
+    infer_where_type,
     movedim_permutation,
     split_sections,
 )
@@ -127,6 +131,14 @@ from optimus_ir.dialects.torch.linalg import (
 )
 from optimus_ir.dialects.torch.normalization import (
     LayerNormOp,
+    LogSoftmaxOp,
+    SoftmaxLikeOp,
+    SoftmaxOp,
+)
+from optimus_ir.dialects.torch.selection import (
+    SELECTION_OPS,
+    MaskedFillOp,
+    WhereOp,
 )
 from optimus_ir.dialects.torch.views import (
     CatOp,
@@ -197,6 +209,8 @@ BINARY_POINTWISE_OPS: tuple[type[BinaryPointwiseOp], ...] = (AddOp, SubOp, MulOp
 
 REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MeanOp)
 
+SOFTMAX_OPS: tuple[type[SoftmaxLikeOp], ...] = (SoftmaxOp, LogSoftmaxOp)
+
 
 def is_pure(op: Operation) -> bool:
     """Side-effect free (CSE-able, fusable): every torch op except a dropout
@@ -234,6 +248,8 @@ TORCH = Dialect(
         *UNARY_POINTWISE_OPS,
         *BINARY_POINTWISE_OPS,
         *REDUCTION_OPS,
+        *SOFTMAX_OPS,
+        *SELECTION_OPS,
     ],
     [],
 )
@@ -247,6 +263,8 @@ __all__ = [
     "Value",
     "BINARY_POINTWISE_OPS",
     "REDUCTION_OPS",
+    "SELECTION_OPS",
+    "SOFTMAX_OPS",
     "TORCH",
     "UNARY_POINTWISE_OPS",
     "AbsOp",
@@ -266,6 +284,8 @@ __all__ = [
     "LayerNormOp",
     "LinearOp",
     "LogOp",
+    "LogSoftmaxOp",
+    "MaskedFillOp",
     "MatmulOp",
     "MeanOp",
     "MmOp",
@@ -281,6 +301,8 @@ __all__ = [
     "SigmoidOp",
     "SiluOp",
     "SliceOp",
+    "SoftmaxLikeOp",
+    "SoftmaxOp",
     "UnfoldOp",
     "SplitOp",
     "SqueezeOp",
@@ -295,6 +317,7 @@ __all__ = [
     "UnflattenOp",
     "UnsqueezeOp",
     "ViewOp",
+    "WhereOp",
     "broadcast_shapes",
     "flag",
     "infer_addmm_type",
@@ -305,6 +328,7 @@ __all__ = [
     "infer_flatten_type",
     "infer_layer_norm_type",
     "infer_linear_type",
+    "infer_masked_fill_type",
     "infer_matmul_type",
     "infer_mm_type",
     "infer_movedim_type",
@@ -313,6 +337,7 @@ __all__ = [
     "infer_reshape_type",
     "infer_select_type",
     "infer_slice_type",
+    "infer_softmax_type",
     "infer_split_types",
     "infer_squeeze_type",
     "infer_stack_type",
@@ -322,6 +347,7 @@ __all__ = [
     "infer_unflatten_type",
     "infer_unfold_type",
     "infer_unsqueeze_type",
+    "infer_where_type",
     "ints",
     "ints_attr",
     "is_pure",

@@ -12,6 +12,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import (
     FloatAttr,
+    IntegerType,
     TensorType,
 )
 from xdsl.ir import Attribute
@@ -43,6 +44,7 @@ from optimus_ir.dialects.torch.base import (
     _sum_dims,
     broadcast_shapes,
     number_attr,
+    number_value,
 )
 
 
@@ -771,3 +773,147 @@ def infer_reduction_type(
 # ---------------------------------------------------------------------------
 
 
+
+
+# ---------------------------------------------------------------------------
+# softmax / log_softmax, where, masked_fill
+# ---------------------------------------------------------------------------
+
+
+_SOFTMAX_PROBES = {"torch.softmax": "softmax", "torch.log_softmax": "log_softmax"}
+
+
+@lru_cache(maxsize=None)
+def _softmax_element(name: str, element: Attribute, dtype: Attribute | None) -> Attribute | str:
+    """The result element type of softmax/log_softmax (the `dtype` when
+    given: torch casts the input to it first), or an error message
+    (integral inputs without a floating `dtype`)."""
+    import torch
+
+    fn = getattr(torch, _SOFTMAX_PROBES[name])
+    try:
+        out = fn(_sample(element, False), 0, dtype=None if dtype is None else dtype_of(dtype))
+        return element_type_of(out.dtype)
+    except (RuntimeError, TypeError, UnsupportedDTypeError, NotImplementedError) as error:
+        what = f"element type {element}" + ("" if dtype is None else f" with dtype {dtype}")
+        return f"does not support {what}: {_torch_error(error)}"
+
+
+def infer_softmax_type(
+    op_name: str, input: TensorType, dim: int, dtype: Attribute | None = None
+) -> TensorType:
+    """`softmax`/`log_softmax(input, dim, dtype=)`: the input's shape and
+    device; the element type is `dtype` when given, else the input's (which
+    must then be floating, as torch requires). `dim` is canonical
+    (0 <= dim < rank); rank-0 inputs are not represented."""
+    check = _Check(op_name)
+    shape = _shape(input)
+    check.min_rank(shape, _operand(0, "input"), 1)
+    check.dim(dim, len(shape))
+    _known_element(check, input.element_type, _operand(0, "input"))
+    if dtype is not None:
+        _known_element(check, dtype, "dtype")
+    element = _element_or_fail(check, _softmax_element(op_name, input.element_type, dtype))
+    return _make(shape, element, device_of(input))
+
+
+@lru_cache(maxsize=None)
+def _where_element(
+    input: Attribute, input_0d: bool, other: Attribute | str, other_0d: bool
+) -> Attribute | str:
+    """The element type of `torch.where(cond, input, other)` (torch's type
+    promotion of `input` and `other`, a tensor element type or a scalar
+    kind), or an error message."""
+    import torch
+
+    condition = torch.ones((1,), dtype=torch.bool)
+    a = _sample(input, input_0d)
+    b = _sample(other, other_0d) if isinstance(other, Attribute) else _SCALAR_SAMPLES[other]
+    try:
+        return element_type_of(torch.where(condition, a, b).dtype)
+    except (RuntimeError, TypeError, UnsupportedDTypeError, NotImplementedError) as error:
+        return (
+            f"does not support operands of element types {input} and {other}: "
+            f"{_torch_error(error)}"
+        )
+
+
+def _check_bool_mask(check: _Check, ty: TensorType, what: str) -> None:
+    """torch.where and masked_fill take boolean conditions only (uint8 ones
+    are deprecated in where and refused by masked_fill)."""
+    element = ty.element_type
+    if not (isinstance(element, IntegerType) and element.width.data == 1):
+        check.fail(f"{what} must have element type i1 (bool), got {element}")
+
+
+def infer_where_type(
+    condition: TensorType, input: TensorType, other: TensorType | NumberLike
+) -> TensorType:
+    """`torch.where(condition, input, other)`: the broadcast shape of the
+    three, `input` and `other` (a tensor, or a Python number as a scalar)
+    promoted as torch promotes them, a common device (0-d CPU tensors may
+    meet any device); `condition` must be boolean."""
+    check = _Check("torch.where")
+    cond_what, input_what = _operand(0, "condition"), _operand(1, "input")
+    _check_bool_mask(check, condition, cond_what)
+    _known_element(check, input.element_type, input_what)
+    shape = broadcast_shapes(_shape(condition), _shape(input), check)
+    labelled = [(cond_what, condition), (input_what, input)]
+    if isinstance(other, TensorType):
+        other_what = _operand(2, "other")
+        _known_element(check, other.element_type, other_what)
+        shape = broadcast_shapes(shape, _shape(other), check)
+        labelled.append((other_what, other))
+        element = _where_element(input.element_type, not _shape(input), other.element_type, not _shape(other))
+    else:
+        scalar = number_attr(other)
+        check.number(scalar, "scalar")
+        element = _where_element(input.element_type, not _shape(input), _scalar_kind(scalar), True)
+    device = _common_device(check, labelled)
+    return _make(shape, _element_or_fail(check, element), device)
+
+
+def _common_device(check: _Check, labelled: Sequence[tuple[str, TensorType]]) -> str | None:
+    """The common device of the operands; a 0-d CPU tensor may meet any."""
+    devices = [device_of(ty) for _, ty in labelled]
+    if len({d for d in devices if d is not None}) > 1:
+        others = [
+            (what, ty) for (what, ty), d in zip(labelled, devices)
+            if not (_shape(ty) == () and d == "cpu")
+        ]
+        if others:
+            return check.device(others)
+    return check.device(labelled)
+
+
+@lru_cache(maxsize=None)
+def _masked_fill_element(element: Attribute, value: Attribute) -> Attribute | str:
+    """The element type of `masked_fill(input, mask, value)` (the input's:
+    the value is cast to it), or why torch refuses the value (a non-finite
+    or out-of-range float into an integral tensor)."""
+    import torch
+
+    try:
+        out = torch.masked_fill(
+            _sample(element, False), torch.ones((1,), dtype=torch.bool), number_value(value)
+        )
+        return element_type_of(out.dtype)
+    except (RuntimeError, TypeError, UnsupportedDTypeError, NotImplementedError) as error:
+        return f"cannot fill element type {element} with {number_value(value)!r}: {_torch_error(error)}"
+
+
+def infer_masked_fill_type(input: TensorType, mask: TensorType, value: NumberLike) -> TensorType:
+    """`torch.masked_fill(input, mask, value)`: the broadcast shape of input
+    and mask, the input's element type (the value is cast to it: a float
+    into an integral tensor truncates, a non-finite one is refused);
+    `mask` must be boolean and on the input's device."""
+    check = _Check("torch.masked_fill")
+    input_what, mask_what = _operand(0, "input"), _operand(1, "mask")
+    _known_element(check, input.element_type, input_what)
+    _check_bool_mask(check, mask, mask_what)
+    scalar = number_attr(value)
+    check.number(scalar, "value")
+    shape = broadcast_shapes(_shape(input), _shape(mask), check)
+    device = _common_device(check, [(input_what, input), (mask_what, mask)])
+    element = _element_or_fail(check, _masked_fill_element(input.element_type, scalar))
+    return _make(shape, element, device)

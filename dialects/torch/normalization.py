@@ -1,13 +1,14 @@
-"""Normalization ops: layer_norm."""
+"""Normalization ops: layer_norm, softmax and log_softmax."""
 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     FloatAttr,
+    IntAttr,
     TensorType,
 )
 from xdsl.ir import Attribute
@@ -16,6 +17,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -30,21 +32,26 @@ from optimus_ir.dialects.fx import (
 from optimus_ir.traits import (
     ContiguousResult,
 )
-from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.facts import OpFacts, Spellings
 from optimus_ir.dialects.torch.base import (
     Format,
     Value,
+    _Check,
     _INTS,
+    _int_attr,
+    _operand,
     ints,
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
     TorchOp,
     _opt_type,
+    _tensor_of,
     _tensor_types,
 )
 from optimus_ir.dialects.torch.inference import (
     infer_layer_norm_type,
+    infer_softmax_type,
 )
 
 
@@ -106,8 +113,98 @@ class LayerNormOp(TorchOp):
         ]
 
 
-# ---------------------------------------------------------------------------
-# Plumbing
-# ---------------------------------------------------------------------------
+class SoftmaxLikeOp(TorchOp):
+    """Base of softmax/log_softmax: `input` normalized along `dim` (canonical,
+    0 <= dim < rank), computed in `dtype` when given (torch casts the input
+    to it first; without it the input must be floating).
 
+    Each row along `dim` is computed on its own: N members of equal shapes,
+    stacked along a new dim 0, are one op over `dim + 1` of the stack, row
+    for row the same arithmetic. Batch fusion groups them when `dim` is the
+    last dim (`fusion="softmax"`); the batch lowering shifts `dim` by one."""
+
+    input = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    dtype = opt_prop_def(Attribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[Format] = (("dim", "value"), ("dtype", "type"))
+
+    def __init__(
+        self,
+        input: Value,
+        dim: int | IntAttr,
+        dtype: Attribute | None = None,
+        *,
+        result_type: Attribute | None = None,
+    ) -> None:
+        dim_attr = _int_attr(dim)
+        if result_type is None:
+            ty = _tensor_of(self.name, input, _operand(0, "input"))
+            result_type = infer_softmax_type(self.name, ty, dim_attr.data, dtype)
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"dim": dim_attr, "dtype": dtype},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return [infer_softmax_type(self.name, self.input.type, self.dim.data, self.dtype)]  # type: ignore[arg-type]
+
+    @classmethod
+    def member_result_type(
+        cls, operand_types: Sequence[Attribute], properties: Mapping[str, Attribute]
+    ) -> TensorType:
+        """The result type of one member of a `batch.pointwise` applying this
+        op (its operand types and properties, as the member op has them)."""
+        if len(operand_types) != 1:
+            _Check(cls.name).fail(f"takes one operand, got {len(operand_types)}")
+        dim = properties.get("dim")
+        if not isinstance(dim, IntAttr):
+            _Check(cls.name).fail("needs an integer dim")
+        input = _Check(cls.name).tensor(operand_types[0], _operand(0, "input"))
+        return infer_softmax_type(cls.name, input, dim.data, properties.get("dtype"))
+
+    @classmethod
+    def stacked_properties(cls, properties: Mapping[str, Attribute]) -> dict[str, Attribute]:
+        """The properties of the one op computing N stacked members (a new
+        dim 0): `dim` moves up by one, each member's rows stay rows."""
+        stacked = dict(properties)
+        stacked["dim"] = IntAttr(properties["dim"].data + 1)  # type: ignore[attr-defined]
+        return stacked
+
+    def over_last_dim(self) -> bool:
+        """`dim` is the input's last dim (members then fuse by stacking)."""
+        return self.dim.data == len(self.input.type.get_shape()) - 1  # type: ignore[union-attr]
+
+
+@irdl_op_definition
+class SoftmaxOp(SoftmaxLikeOp):
+    """`torch.softmax(input, dim, dtype=)`: `exp(x) / sum(exp(x))` along `dim`."""
+
+    name = "torch.softmax"
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        spellings=Spellings(custom=(
+            "torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax",
+            "Tensor.softmax", "torch.nn.modules.activation.Softmax",
+            "softmax.int", "_softmax.default", "special_softmax.default",
+        )),
+        lowers_to="torch.softmax", fusion="softmax", cost="softmax",
+    )
+
+
+@irdl_op_definition
+class LogSoftmaxOp(SoftmaxLikeOp):
+    """`torch.log_softmax(input, dim, dtype=)`: `x - log(sum(exp(x)))` along `dim`."""
+
+    name = "torch.log_softmax"
+    FACTS: ClassVar[OpFacts] = OpFacts(
+        spellings=Spellings(custom=(
+            "torch.log_softmax", "torch.nn.functional.log_softmax",
+            "torch.special.log_softmax", "Tensor.log_softmax",
+            "torch.nn.modules.activation.LogSoftmax", "log_softmax.int",
+            "_log_softmax.default", "special_log_softmax.default",
+        )),
+        lowers_to="torch.log_softmax", fusion="softmax", cost="softmax",
+    )
 

@@ -187,9 +187,9 @@ def _derive(analysis: SymbolicDims, value: OpResult) -> Sequence[Dim | None] | N
     """The candidate dims of `value` from its owner's rule (None: no rule);
     `_compute` keeps only the symbols at `?` positions."""
     op = value.op
-    if isinstance(op, T.UnaryPointwiseOp | T.LayerNormOp) or _same_shape_fx_call(op):
+    if isinstance(op, T.UnaryPointwiseOp | T.LayerNormOp | T.SoftmaxLikeOp) or _same_shape_fx_call(op):
         return _known(analysis, op.operands[0])
-    if isinstance(op, T.BinaryPointwiseOp):
+    if isinstance(op, T.BinaryPointwiseOp | T.WhereOp | T.MaskedFillOp):
         operands = [o for o in op.operands if isinstance(o.type, TensorType)]
         return _broadcast(analysis, [_known(analysis, o) for o in operands], len(value.type.get_shape()))  # type: ignore[union-attr]
     if isinstance(op, T.LinearOp):
@@ -275,6 +275,9 @@ _RULE_OPS = (
     T.UnaryPointwiseOp,
     T.LayerNormOp,
     T.BinaryPointwiseOp,
+    T.SoftmaxLikeOp,
+    T.WhereOp,
+    T.MaskedFillOp,
     T.LinearOp,
     T.SplitOp,
     T.SliceOp,

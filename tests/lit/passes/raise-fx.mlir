@@ -171,7 +171,7 @@ fx.graph @shape_ops {
 
 // CHECK-LABEL: fx.graph @stays_fx
 // CHECK-NOT:     = torch.
-// CHECK:         %u = fx.call_function "torch.softmax"(%x, dim = -1)
+// CHECK:         %u = fx.call_function "torch.cumsum"(%x, dim = -1)
 // CHECK-NEXT:    %v = fx.call_method "add_"(%x, 1.0)
 // CHECK-NEXT:    %w = fx.call_function "_operator.iadd"(%x, %x)
 // CHECK-NEXT:    %o = fx.call_function "torch.tanh"(%x, out = %u)
@@ -185,7 +185,7 @@ fx.graph @shape_ops {
 // CHECK-NEXT:    fx.output
 fx.graph @stays_fx {
   %x = fx.placeholder "x" : tensor<4x6xf32>
-  %u = fx.call_function "torch.softmax"(%x, dim = -1) : tensor<4x6xf32>
+  %u = fx.call_function "torch.cumsum"(%x, dim = -1) : tensor<4x6xf32>
   %v = fx.call_method "add_"(%x, 1.0) : tensor<4x6xf32>
   %w = fx.call_function "_operator.iadd"(%x, %x) : tensor<4x6xf32>
   %o = fx.call_function "torch.tanh"(%x, out = %u) : tensor<4x6xf32>

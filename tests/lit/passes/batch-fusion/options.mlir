@@ -2,7 +2,7 @@
 // RUN: optimus-opt %s -p 'batch-fusion{kinds=pointwise cost-model=none}' | filecheck %s --check-prefix=KINDS
 
 // Bad options are one error naming each problem, not a traceback.
-// CHECK: <pass-pipeline>:1:1: error: invalid options for pass 'batch-fusion': need 1 <= min-size <= max-size, got 0 and 4096; unknown kinds ['lin'] (known: all, linear, layer_norm, pointwise)
+// CHECK: <pass-pipeline>:1:1: error: invalid options for pass 'batch-fusion': need 1 <= min-size <= max-size, got 0 and 4096; unknown kinds ['lin'] (known: all, linear, layer_norm, pointwise, softmax)
 
 // kinds=pointwise leaves the linears alone.
 // KINDS:     torch.linear %x, %w0

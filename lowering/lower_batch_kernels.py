@@ -39,6 +39,7 @@ members read where the op is must be what the stack held.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import get_args
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -57,10 +58,11 @@ from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.lowering.lower_to_fx import call
+from optimus_ir.options import KernelChoice
 from optimus_ir.types import device_of
 
-KERNEL_CHOICES: tuple[str, ...] = ("auto", "triton", "torch")
-"""The values of lower-batch's `kernels` option."""
+KERNEL_CHOICES: tuple[str, ...] = get_args(KernelChoice)
+"""The values of lower-batch's `kernels` option (`optimus_ir.options.KernelChoice`)."""
 
 GROUPED_LINEAR = "torch.ops.optimus.grouped_linear.default"
 BATCHED_LAYER_NORM = "torch.ops.optimus.batched_layer_norm.default"

@@ -54,10 +54,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, shape
 from optimus_ir.analysis.strided_pieces import regular_pieces
-from optimus_ir.diagnostics import OptimusError
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
-from optimus_ir.lowering.lower_batch_kernels import KERNEL_CHOICES, kernel_patterns
+from optimus_ir.lowering.lower_batch_kernels import kernel_patterns
+from optimus_ir.options import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
@@ -475,17 +475,10 @@ class LowerBatch(ModulePass):
 
     name = "lower-batch"
 
-    kernels: str = "auto"
-
-    def check_options(self) -> None:
-        """The `kernels` option is one of `KERNEL_CHOICES`."""
-        if self.kernels not in KERNEL_CHOICES:
-            raise OptimusError(
-                f"lower-batch: kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{self.kernels}'"
-            )
+    kernels: KernelChoice = "auto"
+    """One of `KERNEL_CHOICES` (a `Literal`: the pipeline parser refuses other values)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self.check_options()
         aliases = AliasAnalysis(op)
         canonical = bind_aliases(BATCH_PATTERNS, aliases)
         config = RewriteConfig()

@@ -43,6 +43,7 @@ members read where the op is must be what the stack held.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import get_args
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -63,10 +64,11 @@ from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.dialects.torch.pointwise import program_float
 from optimus_ir.kernels.programs import ACTIVATIONS, STEP_BY_NAME
 from optimus_ir.lowering.lower_to_fx import call
+from optimus_ir.options import KernelChoice
 from optimus_ir.types import device_of
 
-KERNEL_CHOICES: tuple[str, ...] = ("auto", "triton", "torch")
-"""The values of lower-batch's `kernels` option."""
+KERNEL_CHOICES: tuple[str, ...] = get_args(KernelChoice)
+"""The values of lower-batch's `kernels` option (`optimus_ir.options.KernelChoice`)."""
 
 GROUPED_LINEAR = "torch.ops.optimus.grouped_linear.default"
 BATCHED_LAYER_NORM = "torch.ops.optimus.batched_layer_norm.default"

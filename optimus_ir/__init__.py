@@ -9,10 +9,12 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
 * `import_graph(gm, example_inputs=None) -> ImportedGraph`
 * `export_graph(imported_or_module, owner=None) -> GraphModule`
 * `torch.compile(model, backend="optimus")`, registered as an entry point;
-  `optimus_ir.backend(**options)` makes a backend with options
-  (`optimus_ir.backend.BackendOptions`);
+  `optimus_ir.backend(**options)` makes a backend with options;
 * `optimus_ir.inductor_pass(**options)`: the pipeline as Inductor's pre-grad
-  custom pass (`torch._inductor.config.pre_grad_custom_pass`).
+  custom pass (`torch._inductor.config.pre_grad_custom_pass`);
+* `OptimizeOptions` (`optimus_ir.options`): the knobs of all three, one
+  frozen dataclass (`options=OptimizeOptions(...)` instead of keywords);
+  the environment variables optimus-ir reads are read there, in one place.
 
 Importing the package registers the custom ops `torch.ops.optimus.*`
 (`optimus_ir.kernels.ops`, `optimus_ir.inductor_handoff`; torch only, no
@@ -44,6 +46,7 @@ _LAZY = {
     "GraphExportError": "optimus_ir.exporter",
     "optimus_backend": "optimus_ir.backend",
     "BackendOptions": "optimus_ir.backend",
+    "OptimizeOptions": "optimus_ir.options",
     "inductor_pass": "optimus_ir.inductor_hook",
     "OptimusInductorPass": "optimus_ir.inductor_hook",
 }

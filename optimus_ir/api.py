@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-import os
+import sys
 import time
 import warnings
 from collections import Counter
@@ -47,9 +47,7 @@ from typing import Any
 import torch
 import torch.fx
 from torch.fx.graph import _PyTreeCodeGen
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.dialects.builtin import ModuleOp
 
 from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
@@ -57,6 +55,7 @@ from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import CaptureError, ModuleState
+from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
 
 
 @dataclass(frozen=True)
@@ -276,9 +275,19 @@ def optimize(
     freeze: bool = False,
     check_speed: bool | None = None,
     strict: bool | None = None,
+    options: OptimizeOptions | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
+
+    The knobs (`pipeline`, `validate`, `verify_each`, `freeze`,
+    `check_speed`, `strict`) are the fields of `optimus_ir.OptimizeOptions`,
+    shared with the torch.compile backend and the Inductor hook; pass them
+    as keywords or all at once as `options=OptimizeOptions(...)` (which also
+    has `remarks`, `cost_model` and `kernels`), not both. A knob left None
+    is read from the environment once, now (`optimus_ir.options`).
+    `statistics` (a `PassStatistics` to add to) is not an option but a
+    collector.
 
     `pipeline` is a `-p` pipeline text (`"raise-fx,split-cat-simplify,lower-to-fx"`);
     None means the default pipeline. With `validate=True`, the IR is exported and
@@ -341,25 +350,31 @@ def optimize(
     was measured and decided. The cost model makes that rare; the check
     catches what it mispredicts on the machine at hand.
     """
-    from optimus_ir.diagnostics import strict_from_env
     from optimus_ir.guards import install_guard
 
-    if pipeline is not None:
-        from optimus_ir.pipeline import parse_pipeline
-
-        if not isinstance(pipeline, str) or pipeline:
-            parse_pipeline(pipeline)  # a bad pipeline is the caller's mistake: raise now
-    options = dict(
+    keywords = dict(
         pipeline=pipeline,
         validate=validate,
-        statistics=statistics,
         verify_each=verify_each,
         freeze=freeze,
         check_speed=check_speed,
-        strict=strict_from_env() if strict is None else strict,
+        strict=strict,
     )
+    if options is None:
+        # a bad pipeline (or option) is the caller's mistake: it raises now
+        options = OptimizeOptions(**keywords)
+    else:
+        given = sorted(k for k, v in keywords.items() if v != _OPTIMIZE_DEFAULTS[k])
+        if not isinstance(options, OptimizeOptions):
+            raise TypeError(f"optimize: options must be an OptimizeOptions, not {type(options).__name__}")
+        if given:
+            raise TypeError(
+                f"optimize: give options=OptimizeOptions(...) or keyword options, not both "
+                f"(got {', '.join(map(repr, given))} too)"
+            )
+    options.check_entry("optimize")
 
-    optimize_for = _OptimizeFor(model, options)
+    optimize_for = _OptimizeFor(model, options.resolved(), statistics)
     kwargs = dict(example_kwargs or {})
     result = optimize_for(example_inputs, kwargs)
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
@@ -382,10 +397,37 @@ class _OptimizeFor:
     so that the guarded module can still be pickled)."""
 
     model: Any
-    options: dict[str, Any]
+    options: OptimizeOptions
+    """Resolved (`OptimizeOptions.resolved`): the environment was read once."""
+    statistics: Any = None
 
     def __call__(self, inputs: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.fx.GraphModule:
-        return _optimize_or_fall_back(self.model, inputs, kwargs, **self.options)
+        options = self.options
+        result = _optimize_or_fall_back(
+            self.model,
+            inputs,
+            kwargs,
+            pipeline=options.pipeline_to_run(),
+            validate=options.validate,
+            statistics=self.statistics,
+            verify_each=options.verify_each,
+            freeze=options.freeze,
+            check_speed=options.check_speed,
+            strict=bool(options.strict),
+        )
+        if options.remarks:
+            for remark in result.optimus_report.remarks:  # type: ignore[union-attr]
+                print(f"optimus: remark: {remark.message}", file=sys.stderr)
+        return result
+
+
+_OPTIMIZE_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(optimize).parameters.items()
+    if parameter.default is not inspect.Parameter.empty
+}
+"""The defaults of `optimize`'s keyword knobs (a knob differing from its
+default was given)."""
 
 
 UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"
@@ -517,7 +559,7 @@ def _optimize_captured(
     )
     result = _optimize(gm, example_inputs, pipeline, **options)
     if check_speed is None:
-        check_speed = os.environ.get(CHECK_SPEED_ENV, "1").strip() != "0"
+        check_speed = environment().check_speed
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
     captured = getattr(result, FALLBACK_ATTRIBUTE, None)
     if not check_speed or not report.side_effect_free or not isinstance(captured, torch.nn.Module):
@@ -545,10 +587,6 @@ def _optimize_captured(
     }
     return plain
 
-
-CHECK_SPEED_ENV = "OPTIMUS_CHECK_SPEED"
-"""`0`: `optimize` does not time its result against the captured graph (tests
-set it, so that results do not depend on the machine's load)."""
 
 SPEED_CHECK_FALLBACK = "unfused"
 """The named pipeline (`passes/registry.py` PIPELINES) the speed check runs
@@ -828,6 +866,7 @@ __all__ = [
     "CaptureError",
     "OptimusFallbackWarning",
     "ImportedGraph",
+    "OptimizeOptions",
     "OptimizeReport",
     "SpeedCheck",
     "capture",

@@ -5,7 +5,8 @@ after installing the package, without importing optimus_ir first. Dynamo
 hands us each captured graph (several per model at graph breaks, one more
 per recompile), with its example values in `node.meta`; we optimize it and
 pass the result on to Inductor (default) or run it as it is
-(`inner="eager"`). Options (`BackendOptions`) come through
+(`inner="eager"`). Options (`optimus_ir.options.OptimizeOptions`, shared
+with `optimize()` and the Inductor hook) come through
 `torch.compile(..., options={...})` or the factory::
 
     torch.compile(model, backend="optimus", options={"remarks": True})
@@ -53,103 +54,37 @@ import dataclasses
 import io
 import itertools
 import logging
-import os
 import sys
 import time
 import types
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import torch
 import torch.fx
 
 # defined where optimize() imports them too; importable from here as before
 from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
+from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, environment
 
 log = logging.getLogger("optimus_ir.backend")
 ir_log = logging.getLogger("optimus_ir.ir")
 remark_log = logging.getLogger("optimus_ir.remarks")
 
-INNER_COMPILERS = ("inductor", "eager")
+INNER_COMPILERS: tuple[str, ...] = get_args(InnerCompiler)
 """What the optimized graph is handed to: Inductor, or nothing (run it)."""
-
-
-LOG_ENV = "OPTIMUS_LOG"
-"""`info` or `debug`: log the `optimus_ir` loggers to stderr at that level
-(for users who do not use `TORCH_LOGS`)."""
 
 
 class OptimusBackendError(RuntimeError):
     """A graph could not be optimized and the backend runs in strict mode."""
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass(frozen=True)
-class BackendOptions:
-    """The options of the backend (and, but for `inner` and `freeze`, of
-    the Inductor pass `optimus_ir.inductor_pass`)."""
-
-    pipeline: str | None = None
-    """A `-p` pipeline text; None: the default pipeline."""
-    inner: str = "inductor"
-    """Hand the optimized graph to "inductor", or run it as it is ("eager")."""
-    validate: bool = False
-    """Check every pass differentially on random inputs (slow; debugging)."""
-    verify_each: bool | None = None
-    """Verify the IR after every pass (default: once at the end, unless
-    `OPTIMUS_VERIFY_EACH=1`)."""
-    freeze: bool = False
-    """Treat the parameters as constants (inference only; later updates are
-    not followed): Inductor freezes; `inner="eager"` computes parameter-only
-    values of attribute parameters once (`optimus_ir.param_cache`)."""
-    remarks: bool = False
-    """Print the passes' remarks to stderr for every graph."""
-    strict: bool | None = None
-    """Raise `OptimusBackendError` instead of falling back (default:
-    `OPTIMUS_STRICT`)."""
-
-    def __post_init__(self) -> None:
-        if self.pipeline is not None and not isinstance(self.pipeline, str):
-            raise TypeError(f"optimus: option 'pipeline' must be a pipeline text, not {type(self.pipeline).__name__}")
-        if self.inner not in INNER_COMPILERS:
-            raise ValueError(f"optimus: unknown inner compiler {self.inner!r} (choose from {', '.join(INNER_COMPILERS)})")
-        for name in ("validate", "freeze", "remarks"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"optimus: option {name!r} must be True or False, not {getattr(self, name)!r}")
-        for name in ("verify_each", "strict"):
-            if getattr(self, name) not in (None, True, False):
-                raise TypeError(f"optimus: option {name!r} must be True, False or None, not {getattr(self, name)!r}")
-        if self.pipeline is not None:
-            from optimus_ir.pipeline import parse_pipeline
-
-            parse_pipeline(self.pipeline)  # a bad pipeline raises PipelineError here
-
-    @classmethod
-    def from_mapping(cls, options: Mapping[str, Any], exclude: Sequence[str] = ()) -> BackendOptions:
-        """The options of a dict; an unknown key raises TypeError listing the known ones."""
-        known = [f.name for f in dataclasses.fields(cls) if f.name not in exclude]
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            raise TypeError(f"optimus: unknown option(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
-        return cls(**options)
-
-    def describe(self) -> str:
-        """The options that differ from the defaults, as keyword arguments."""
-        defaults = BackendOptions()
-        return ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}"
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) != getattr(defaults, f.name)
-        )
-
-    @property
-    def is_strict(self) -> bool:
-        return _env_flag(STRICT_ENV) if self.strict is None else self.strict
+BackendOptions = OptimizeOptions
+"""The options of the backend: `optimus_ir.options.OptimizeOptions` (one
+class for `optimize()`, the backend and the Inductor hook; the name is kept
+for the code that imports it from here)."""
 
 
 @dataclass
@@ -206,7 +141,7 @@ _UNNAMED_GRAPHS = itertools.count(1)
 def _configure_logging_from_env() -> None:
     """`OPTIMUS_LOG=info|debug`: a stderr handler on the `optimus_ir` logger
     (once; left alone when TORCH_LOGS or the user configured it)."""
-    level = os.environ.get(LOG_ENV, "").strip().upper()
+    level = environment().log_level.upper()
     root = logging.getLogger("optimus_ir")
     if not level or getattr(root, "_optimus_env_handler", False):
         return
@@ -246,17 +181,19 @@ def _describe_failure(error: BaseException) -> str:
 def optimize_dynamo_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
-    options: BackendOptions,
+    options: OptimizeOptions,
     *,
     cache_parameters: bool,
     who: str = "optimus backend",
 ) -> tuple[torch.fx.GraphModule, GraphOutcome]:
     """Optimize one graph Dynamo captured; the graph to run (`gm` itself when
     it is passed through) and what happened. Never raises for a failure
-    inside optimus-ir unless `options.is_strict`."""
+    inside optimus-ir unless `options.is_strict`. The knobs `options`
+    leaves None are read from the environment now, once per graph."""
     from optimus_ir.api import count_fx_ops
 
     _configure_logging_from_env()
+    options = options.resolved()
     graph = current_graph_name()
     ops_before = sum(count_fx_ops(gm).values())
     if ops_before == 0:
@@ -314,7 +251,7 @@ def _emit_remarks(graph: str, remarks: Sequence[Any], to_stderr: bool) -> None:
 def _optimize_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
-    options: BackendOptions,
+    options: OptimizeOptions,
     cache_parameters: bool,
     after_pass: Callable[[Any, Any], None] | None,
 ) -> torch.fx.GraphModule:
@@ -324,7 +261,7 @@ def _optimize_graph(
     return _optimize(
         gm,
         example_inputs,
-        options.pipeline,
+        options.pipeline_to_run(),
         validate=options.validate,
         statistics=None,
         example_kwargs=None,
@@ -341,7 +278,7 @@ class OptimusBackend:
     """A Dynamo backend with fixed options (what `optimus_ir.backend(...)`
     returns): `torch.compile(model, backend=optimus_ir.backend(...))`."""
 
-    options: BackendOptions = field(default_factory=BackendOptions)
+    options: OptimizeOptions = field(default_factory=OptimizeOptions)
     outcomes: list[GraphOutcome] = field(default_factory=list)
     """Every graph this backend was handed, in order, and what it did."""
 
@@ -378,25 +315,44 @@ class OptimusBackend:
                 optimized.optimus_report = report  # type: ignore[attr-defined]
 
 
-def backend(**options: Any) -> OptimusBackend:
-    """A torch.compile backend with these options (`BackendOptions`):
-    `torch.compile(model, backend=optimus_ir.backend(remarks=True))`. Bad
-    options raise here, before anything is compiled."""
-    return OptimusBackend(BackendOptions.from_mapping(options))
+def backend(options: OptimizeOptions | None = None, **keywords: Any) -> OptimusBackend:
+    """A torch.compile backend with these options (`OptimizeOptions`, or its
+    fields as keywords): `torch.compile(model,
+    backend=optimus_ir.backend(remarks=True))`. Bad options raise here,
+    before anything is compiled."""
+    return OptimusBackend(_options_of(options, keywords, "backend"))
+
+
+def _options_of(
+    options: OptimizeOptions | Mapping[str, Any] | None, keywords: Mapping[str, Any], entry: Any
+) -> OptimizeOptions:
+    """The `OptimizeOptions` of an entry point called with `options=` (an
+    instance, or a dict of its fields) and/or keywords: a dict's entries
+    override the keywords; an instance and keywords together raise."""
+    if isinstance(options, OptimizeOptions):
+        if keywords:
+            raise TypeError(
+                f"optimus: give options=OptimizeOptions(...) or keyword options, not both "
+                f"(got {', '.join(map(repr, sorted(keywords)))} too)"
+            )
+        options.check_entry(entry)
+        return options
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"optimus: options must be an OptimizeOptions or a dict, not {type(options).__name__}")
+    return OptimizeOptions.from_mapping({**keywords, **dict(options or {})}, entry)
 
 
 def optimus_backend(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
     *,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | OptimizeOptions | None = None,
     **keywords: Any,
 ) -> Callable[..., Any]:
     """The registered backend (`backend="optimus"`): optimize `gm`, then
     compile it with the inner compiler. torch.compile hands
     `options={...}` over as one keyword; its entries override keywords."""
-    merged = {**keywords, **dict(options or {})}
-    return OptimusBackend(BackendOptions.from_mapping(merged))(gm, example_inputs)
+    return OptimusBackend(_options_of(options, keywords, "backend"))(gm, example_inputs)
 
 
 class _BackendModule(types.ModuleType):
@@ -404,8 +360,8 @@ class _BackendModule(types.ModuleType):
     while `from optimus_ir.backend import OptimusFallbackWarning` and the
     entry point `optimus_ir.backend:optimus_backend` keep working."""
 
-    def __call__(self, **options: Any) -> OptimusBackend:
-        return backend(**options)
+    def __call__(self, options: OptimizeOptions | None = None, **keywords: Any) -> OptimusBackend:
+        return backend(options, **keywords)
 
 
 sys.modules[__name__].__class__ = _BackendModule

@@ -65,12 +65,12 @@ from typing import Any
 import torch
 import torch.fx
 
-COST_MODEL_ENV = "OPTIMUS_COST_MODEL"
-"""`default`: `calibrated_cost_model` returns `default_cost_model` (no
-measurement, no cache); unset or `calibrated`: measure once and cache."""
-
-CACHE_DIR_ENV = "OPTIMUS_CACHE_DIR"
-"""Directory of the calibration cache; `~/.cache/optimus-ir` when unset."""
+# The environment is read in `optimus_ir.options` (`environment()`):
+# OPTIMUS_COST_MODEL=default makes `calibrated_cost_model` return
+# `default_cost_model` (no measurement, no cache; unset or `calibrated`:
+# measure once and cache); OPTIMUS_CACHE_DIR is the directory of the
+# calibration cache (`~/.cache/optimus-ir` when unset).
+from optimus_ir.options import CACHE_DIR_ENV, COST_MODEL_ENV, environment
 
 CACHE_SCHEMA = 4
 """Version of the cache file's content; a file of another version is stale."""
@@ -677,7 +677,7 @@ def cache_directory(override: str | os.PathLike[str] | None = None) -> Path:
     """`override`, else `$OPTIMUS_CACHE_DIR`, else `~/.cache/optimus-ir`."""
     if override is not None:
         return Path(override)
-    env = os.environ.get(CACHE_DIR_ENV)
+    env = environment().cache_dir
     if env:
         return Path(env)
     return Path.home() / ".cache" / "optimus-ir"
@@ -768,7 +768,7 @@ def calibrated_cost_model(
     unwritable directory is warned about once and the measurement kept in
     memory."""
     kind = device_type(device)
-    mode = os.environ.get(COST_MODEL_ENV, "").strip().lower()
+    mode = environment().cost_model
     if mode == "default":
         return default_cost_model(kind)
     if mode not in ("", "calibrated") and mode not in _WARNED_MODES:

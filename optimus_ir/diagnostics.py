@@ -29,6 +29,8 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from optimus_ir.options import STRICT_ENV, environment
+
 
 class Severity(enum.Enum):
     ERROR = "error"
@@ -132,17 +134,11 @@ class OptimusFallbackWarning(UserWarning):
     from `optimus_ir.backend`)."""
 
 
-STRICT_ENV = "OPTIMUS_STRICT"
-"""`1`: a graph optimus-ir cannot optimize raises instead of running
-unoptimized (the default of `optimize(strict=...)` and of the backend's
-`strict` option)."""
-
-
 def strict_from_env() -> bool:
-    """Whether `OPTIMUS_STRICT` asks for strict mode (1, true, yes, on)."""
-    import os
-
-    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether `OPTIMUS_STRICT` asks for strict mode (1, true, yes, on):
+    `optimus_ir.options.environment().strict`; STRICT_ENV is importable
+    from here as before."""
+    return environment().strict
 
 
 # ---------------------------------------------------------------------------

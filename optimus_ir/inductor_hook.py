@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +45,23 @@ import torch.fx
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from optimus_ir.api import count_fx_ops
-from optimus_ir.backend import BackendOptions, GraphOutcome, current_graph_name, optimize_dynamo_graph, passed_through
+from optimus_ir.backend import GraphOutcome, _options_of, current_graph_name, optimize_dynamo_graph, passed_through
+from optimus_ir.options import OptimizeOptions, environment
 
-_NOT_OPTIONS = ("inner", "freeze", "validate")
-"""Backend options that do not apply inside Inductor (see the module docs)."""
+_NOT_OPTIONS = tuple(
+    name for name, entries in OptimizeOptions.ENTRY_POINTS.items() if "inductor" not in entries
+)
+"""Options that do not apply inside Inductor (see the module docs): inner,
+validate, freeze, check_speed."""
 
 
 class OptimusInductorPass(CustomGraphPass):
     """The optimus-ir pipeline as an Inductor pre-grad custom pass
     (`torch._inductor.config.pre_grad_custom_pass`)."""
 
-    def __init__(self, options: BackendOptions | None = None) -> None:
-        self.options = options or BackendOptions()
+    def __init__(self, options: OptimizeOptions | None = None) -> None:
+        self.options = options or OptimizeOptions()
+        self.options.check_entry("inductor")
         self.outcomes: list[GraphOutcome] = []
         """Every graph the pass was run on, in order, and what it did."""
 
@@ -99,22 +103,23 @@ class OptimusInductorPass(CustomGraphPass):
             _xdsl_version(),
             repr(dataclasses.astuple(self.options)),
             *cost_models,
-            os.environ.get("OPTIMUS_COST_MODEL", ""),
+            environment().cost_model,
         ]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def inductor_pass(**options: Any) -> OptimusInductorPass:
-    """The pre-grad pass with these options (`BackendOptions` but for
-    inner, freeze and validate): `config.pre_grad_custom_pass =
-    optimus_ir.inductor_pass()`. Bad options raise here."""
+def inductor_pass(options: OptimizeOptions | None = None, **keywords: Any) -> OptimusInductorPass:
+    """The pre-grad pass with these options (`OptimizeOptions`, or its
+    fields as keywords, but for inner, freeze, validate and check_speed):
+    `config.pre_grad_custom_pass = optimus_ir.inductor_pass()`. Bad options
+    raise here."""
     for name in _NOT_OPTIONS:
-        if name in options:
+        if name in keywords:
             raise TypeError(
                 f"optimus inductor pass: {name!r} is not an option inside Inductor "
                 "(see optimus_ir.inductor_pass); use backend='optimus' for it"
             )
-    return OptimusInductorPass(BackendOptions.from_mapping(options, exclude=_NOT_OPTIONS))
+    return OptimusInductorPass(_options_of(options, keywords, "inductor"))
 
 
 def _example_value(node: torch.fx.Node) -> Any:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import re
 import sys
 import time
@@ -34,6 +33,7 @@ from xdsl.utils.arg_spec import ArgSpec, PipelineLexer, SpecTokenKind, parse_pip
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from optimus_ir.diagnostics import OptimusError, SourceLocation, verify_module
+from optimus_ir.options import VERIFY_EACH_ENV, environment, literal_choices, literal_option_problems
 from optimus_ir.statistics import (
     PassContext,
     PassRecord,
@@ -64,19 +64,13 @@ class PipelineError(OptimusError):
 ValidateHook = Callable[[ModulePass, ModuleOp], None]
 """Called after each pass with the pass and the module (after verification)."""
 
-VERIFY_EACH_ENV = "OPTIMUS_VERIFY_EACH"
-"""Environment variable: when set to `1` (the test suite sets it in
-`tests/conftest.py`), library runs that do not say otherwise (`optimize`,
-the torch.compile backend, `run_pipeline`) verify the whole module after
-every pass instead of once at the end."""
-
 
 def default_verify_each() -> bool:
     """Whether runs that leave `verify_each` unset verify after every pass:
     only when `OPTIMUS_VERIFY_EACH=1` (production verifies once, at the end;
     on a 16k-op graph full verification after every pass was more than half
     of the pipeline's time)."""
-    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
+    return environment().verify_each
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +165,11 @@ def _check_options(
             _convert_arg_to_type(value, hints[field_.name])
         except (ValueError, TypeError):
             expected = hints[field_.name]
-            expected_name = getattr(expected, "__name__", str(expected))
+            choices = literal_choices(expected)
+            if choices is not None:
+                expected_name = "one of " + ", ".join(map(str, choices))
+            else:
+                expected_name = getattr(expected, "__name__", str(expected))
             got = "no value" if len(value) == 0 else repr(value[0]) if len(value) == 1 else repr(list(value))
             raise PipelineError(f"{where} expects {expected_name}, got {got}", text, column) from None
 
@@ -304,6 +302,11 @@ class PassManager:
         (a new `PassStatistics` when None). `max_rewrites` caps the pattern
         rewrites of the whole run (on top of what `statistics.budget`
         already used)."""
+        for pass_ in self.passes:
+            # a pass made in Python is not checked by the spec parser
+            problems = literal_option_problems(pass_)
+            if problems:
+                raise OptimusError(f"{getattr(pass_, 'name', type(pass_).__name__)}: {'; '.join(problems)}")
         if statistics is None:
             statistics = PassStatistics()
         budget = statistics.budget

@@ -13,13 +13,23 @@ The ops' canonicalization pattern sets are registered here too
 traits): this module is the only one that names project modules by string,
 so that no lower layer imports a pass module, even lazily
 (`python -m optimus_ir.tools.check_layers` checks it).
+
+Passes from outside the project (the test-only passes of
+`tests/plugins/miscompile_passes.py`, a user's own) are registered by a
+pass plugin: a Python file or module that calls `register_pass(name, cls)`
+when it is imported. `load_pass_plugin(path_or_module)` imports one
+(`optimus-opt --load-pass-plugin=...`); a missing file or module, a plugin
+that fails to import, and a name registered twice are `PassPluginError`s.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xdsl.passes import ModulePass
@@ -68,10 +78,6 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     # levels:
     "raise-fx": lazy("optimus_ir.passes.raise_fx"),
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
-    # testing only (a deliberately wrong pass for validation and bisection):
-    "test-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestMiscompilePass"),
-    "test-alias-miscompile": lazy("optimus_ir.passes.test_miscompile", "TestAliasMiscompilePass"),
-    "test-fail": lazy("optimus_ir.passes.test_miscompile", "TestFailPass"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),
@@ -80,7 +86,8 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     # it after the pipeline with the strides it recorded at import)
     "match-output-strides": lazy("optimus_ir.passes.output_layout"),
 }
-"""Every pass of the project, by its kebab-case name."""
+"""Every pass of the project, by its kebab-case name (and those plugins
+registered: `register_pass`)."""
 
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "raise-fx",              # fx -> torch operator dialect
@@ -150,3 +157,92 @@ def _bind(name: str, factory: PassFactory) -> Callable[[], type[ModulePass]]:
 def get_pass_class(name: str) -> type[ModulePass]:
     """The class of the pass registered as `name` (KeyError if unknown)."""
     return _bind(name, PASSES[name])()
+
+
+# ---------------------------------------------------------------------------
+# Pass plugins
+# ---------------------------------------------------------------------------
+
+
+class PassPluginError(Exception):
+    """A pass plugin cannot be loaded, or registers a name already taken."""
+
+
+def register_pass(name: str, pass_class: type[ModulePass]) -> None:
+    """Register `pass_class` as the pass `name` (what a pass plugin calls
+    when imported). `name` must be the class's `name`; registering the same
+    class again is a no-op; a name already taken by another pass is a
+    `PassPluginError` naming both."""
+    if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
+        raise PassPluginError(f"register_pass('{name}', ...): {pass_class!r} is not a ModulePass class")
+    if getattr(pass_class, "name", None) != name:
+        raise PassPluginError(
+            f"register_pass('{name}', {pass_class.__name__}): the class's name is "
+            f"'{getattr(pass_class, 'name', None)}', not '{name}'"
+        )
+    existing = PASSES.get(name)
+    if existing is not None:
+        if getattr(existing, "pass_class", None) is pass_class:
+            return
+        owner = getattr(existing, "module", None) or getattr(existing, "__module__", "?")
+        raise PassPluginError(
+            f"pass '{name}' is already registered (by {owner}); "
+            f"{pass_class.__module__}.{pass_class.__qualname__} cannot take its name"
+        )
+    if name in PIPELINES:
+        raise PassPluginError(f"'{name}' is the name of a pipeline; a pass cannot take it")
+
+    def load(expected_name: str | None = None) -> type[ModulePass]:
+        return pass_class
+
+    load.module = pass_class.__module__  # type: ignore[attr-defined]
+    load.pass_class = pass_class  # type: ignore[attr-defined]
+    PASSES[name] = load
+
+
+def load_pass_plugin(plugin: str) -> list[str]:
+    """Import the pass plugin `plugin` (a `.py` file, or a module name) and
+    return the names of the passes it registered (none when it was loaded
+    before). A file already imported, under any module name, is not
+    imported again. Raises `PassPluginError` with a one-line reason."""
+    before = set(PASSES)
+    looks_like_path = plugin.endswith(".py") or "/" in plugin or "\\" in plugin
+    if looks_like_path:
+        path = Path(plugin).expanduser()
+        if not path.is_file():
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': no such file")
+        resolved = path.resolve()
+        for module in list(sys.modules.values()):
+            file = getattr(module, "__file__", None)
+            if file and Path(file).resolve() == resolved:
+                return []
+        module_name = f"optimus_pass_plugin_{resolved.stem}_{abs(hash(str(resolved))):x}"
+        spec = importlib.util.spec_from_file_location(module_name, resolved)
+        if spec is None or spec.loader is None:
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except PassPluginError as error:
+            sys.modules.pop(module_name, None)
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
+        except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
+            sys.modules.pop(module_name, None)
+            raise PassPluginError(
+                f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}"
+            ) from error
+    else:
+        if plugin in sys.modules:
+            return []
+        try:
+            importlib.import_module(plugin)
+        except PassPluginError as error:
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
+        except ModuleNotFoundError as error:
+            if error.name is not None and plugin.startswith(error.name):
+                raise PassPluginError(f"cannot load pass plugin '{plugin}': no module named '{error.name}'") from None
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}") from error
+        except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}") from error
+    return sorted(set(PASSES) - before)

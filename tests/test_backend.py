@@ -27,6 +27,7 @@ from optimus_ir.backend import (
 )
 from optimus_ir.pipeline import PipelineError
 from pipelines import FUSE_ALL
+from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"

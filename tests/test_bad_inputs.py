@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "lit" / "tools" / "bad-inputs"

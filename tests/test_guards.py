@@ -22,6 +22,7 @@ from optimus_ir.api import CaptureError
 from optimus_ir.backend import OptimusFallbackWarning
 from optimus_ir.guards import OptimusGuardWarning
 from pipelines import FUSE_ALL
+from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 from recsys import VARIANTS, make_recsys_model
 
 FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"
@@ -265,7 +266,7 @@ def test_a_failing_pass_returns_the_captured_graph_with_one_warning(monkeypatch:
 
 
 def test_a_failing_pass_raises_when_strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    from optimus_ir.passes.test_miscompile import TestPassFailure
+    from plugins.miscompile_passes import TestPassFailure
 
     model, (x,) = make_recsys_model(num_towers=2, batch=8)
     monkeypatch.delenv("OPTIMUS_STRICT", raising=False)

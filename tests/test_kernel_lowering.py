@@ -114,7 +114,7 @@ def test_auto_keeps_cpu_tensors_on_the_torch_lowering() -> None:
 
 
 def test_kernels_option_is_validated() -> None:
-    with pytest.raises(PipelineError, match="kernels must be one of auto, triton, torch"):
+    with pytest.raises(PipelineError, match="option .kernels. of pass .lower-batch. expects one of auto, triton, torch, got .cuda."):
         parse_pipeline("lower-batch{kernels=cuda}")
     assert parse_pipeline("lower-batch{kernels=triton}")[0].kernels == "triton"  # type: ignore[attr-defined]
 

@@ -38,6 +38,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 import optimus_ir
+from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 from optimus_ir.validation import (
     IS,
     SHARES,

@@ -472,3 +472,113 @@ def test_verify_diagnostics_reports_annotations_it_cannot_read(tmp_path, capsys,
     assert main([str(path), "-p", "report-tanh", "--verify-diagnostics", "--remarks"]) == 1
     err = capsys.readouterr().err
     assert f"{path}:{line}:" in err and "cannot parse this expectation" in err
+
+
+# ---------------------------------------------------------------------------
+# Typed pass options and pass plugins
+# ---------------------------------------------------------------------------
+
+
+def test_literal_pass_option_is_a_located_error(tmp_path, capsys):
+    """`kernels` is typed `Literal["auto", "triton", "torch"]`: another value
+    is refused by the pipeline parser at the option, not by a traceback."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "lower-batch{kernels=bogus}"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == (
+        "<pass-pipeline>:1:13: error: option 'kernels' of pass 'lower-batch' "
+        "expects one of auto, triton, torch, got 'bogus'"
+    )
+    assert "Traceback" not in err
+
+
+PLUGIN = REPO / "tests" / "plugins" / "miscompile_passes.py"
+TEST_PASSES = ("test-miscompile", "test-alias-miscompile", "test-fail")
+
+
+def test_test_passes_are_not_in_the_production_registry():
+    listed = run_opt("--help")
+    assert listed.returncode == 0
+    help_text = listed.stdout.replace("\n", " ").replace(" ", "")
+    assert "canonicalize" in help_text and "--load-pass-plugin" in help_text
+    assert not any(name in help_text for name in TEST_PASSES), listed.stdout
+    refused = run_opt("-p", "test-fail", stdin=VALID)
+    assert refused.returncode == 1 and "unknown pass 'test-fail'" in refused.stderr
+    probe = subprocess.run(
+        [sys.executable, "-c", "from optimus_ir.passes.registry import available_passes; print(sorted(available_passes()))"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert probe.returncode == 0 and not any(name in probe.stdout for name in TEST_PASSES), probe.stdout
+
+
+def test_load_pass_plugin_registers_the_test_passes():
+    listed = run_opt(f"--load-pass-plugin={PLUGIN}", "--help")
+    assert all(name in listed.stdout.replace("\n", " ").replace(" ", "") for name in TEST_PASSES)
+    crashed = run_opt(f"--load-pass-plugin={PLUGIN}", "-p", "test-fail{message=boom}", stdin=VALID)
+    assert crashed.returncode == 2 and "internal error in pass 'test-fail{message=\"boom\"}'" in crashed.stderr
+
+
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """The pass registry as it is, restored after the test."""
+    monkeypatch.setattr(registry, "PASSES", dict(registry.PASSES))
+
+
+PLUGIN_SOURCE = '''
+from dataclasses import dataclass
+from xdsl.passes import ModulePass
+from optimus_ir.passes.registry import register_pass
+
+
+@dataclass(frozen=True)
+class {cls}(ModulePass):
+    name = "{name}"
+
+    def apply(self, ctx, op):
+        pass
+
+
+register_pass("{name}", {cls})
+'''
+
+
+def test_load_pass_plugin_from_a_file_and_a_module(tmp_path, capsys, monkeypatch, isolated_registry):
+    (tmp_path / "my_plugin.py").write_text(PLUGIN_SOURCE.format(cls="Noop", name="my-noop"))
+    (tmp_path / "other_plugin.py").write_text(PLUGIN_SOURCE.format(cls="Other", name="my-other"))
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), f"--load-pass-plugin={tmp_path / 'my_plugin.py'}", "-p", "my-noop,dce"]) == 0
+    assert "fx.graph @g" in capsys.readouterr().out
+    # a module name, from the import path; loading it again is a no-op
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert registry.load_pass_plugin("other_plugin") == ["my-other"]
+    assert registry.load_pass_plugin("other_plugin") == []
+    assert registry.load_pass_plugin(str(tmp_path / "my_plugin.py")) == []
+
+
+@pytest.mark.parametrize(
+    "plugin, source, message",
+    [
+        ("missing.py", None, "cannot load pass plugin '{dir}/missing.py': no such file"),
+        ("no_such_module_anywhere", None, "cannot load pass plugin 'no_such_module_anywhere': no module named 'no_such_module_anywhere'"),
+        ("clash.py", PLUGIN_SOURCE.format(cls="MyDce", name="dce"),
+         "cannot load pass plugin '{dir}/clash.py': pass 'dce' is already registered (by optimus_ir.passes.dce)"),
+        ("broken.py", "raise RuntimeError('plugin bug')\n",
+         "cannot load pass plugin '{dir}/broken.py': RuntimeError: plugin bug"),
+        ("misnamed.py", PLUGIN_SOURCE.format(cls="X", name="x").replace('register_pass("x"', 'register_pass("y"'),
+         "register_pass('y', X): the class's name is 'x', not 'y'"),
+    ],
+)
+def test_load_pass_plugin_errors(plugin, source, message, tmp_path, capsys, isolated_registry):
+    if source is not None:
+        (tmp_path / plugin).write_text(source)
+    argument = str(tmp_path / plugin) if plugin.endswith(".py") else plugin
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), f"--load-pass-plugin={argument}", "-p", "dce"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("optimus-opt: error: ")
+    assert message.format(dir=tmp_path) in err
+    assert "Traceback" not in err
+    assert "dce" in registry.PASSES and registry.get_pass_class("dce").__module__ == "optimus_ir.passes.dce"

@@ -10,6 +10,7 @@ import optimus_ir
 from optimus_ir.parsing import parse_module
 from optimus_ir.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
+from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 from optimus_ir.validation import (
     DifferentialValidator,
     ValidationError,

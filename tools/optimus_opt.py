@@ -6,6 +6,7 @@
                 [--pass-statistics] [--time-passes]
                 [--max-rewrites=N | --bisect-rewrites=N] [--print-rewrite-log]
                 [--validate-each] [--bisect]
+                [--load-pass-plugin=FILE.py|MODULE]...
 
 Built on xDSL's driver (`xDSLOptMain`) with only this project's dialects and
 passes registered. Errors are reported as `file:line:col: error: message`
@@ -25,12 +26,18 @@ with the pass, the first differing output and the size of the difference.
 `--bisect-rewrites=N` applies only the first N pattern rewrites of the
 pipeline; `--bisect` finds by itself the single rewrite after which the
 results first differ, and names its pass, pattern, op and source line.
+
+`--load-pass-plugin=FILE.py` (or `=package.module`) imports a pass plugin
+before the pipeline is parsed: a module that registers passes with
+`optimus_ir.passes.registry.register_pass(name, cls)` when imported (the
+test-only passes `test-miscompile`, `test-alias-miscompile` and `test-fail`
+live in `tests/plugins/miscompile_passes.py`). A missing file or module, a
+plugin that fails to import and a pass name taken twice are errors.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import traceback
@@ -53,6 +60,7 @@ from optimus_ir.diagnostics import (
     diagnostic_handler,
     verify_module,
 )
+from optimus_ir.options import environment
 from optimus_ir.parsing import LocatingParser, parse_error_diagnostic, read_source
 from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
 from optimus_ir.statistics import PassStatistics
@@ -74,6 +82,13 @@ class OptimusOptMain(xDSLOptMain):
     option_warnings: list[str] = []
 
     def __init__(self, args: Sequence[str] | None = None) -> None:
+        # Plugins register passes, and xDSL's driver registers the passes
+        # (and checks -p against them) before it parses the arguments: load
+        # them first. A failure raises PassPluginError (`main` reports it).
+        from optimus_ir.passes.registry import load_pass_plugin
+
+        for plugin in _pass_plugins(sys.argv[1:] if args is None else args):
+            load_pass_plugin(plugin)
         super().__init__(description="optimus-ir modular optimizer driver", args=args)
 
     # -- registration -------------------------------------------------------
@@ -99,6 +114,14 @@ class OptimusOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.prog = PROG
+        arg_parser.add_argument(
+            "--load-pass-plugin",
+            action="append",
+            default=[],
+            metavar="FILE.py|MODULE",
+            help="import a pass plugin (a Python file or module that calls "
+            "optimus_ir.passes.registry.register_pass) before the pipeline is parsed; repeatable",
+        )
         arg_parser.add_argument(
             "--print-ir-after-all",
             action="store_true",
@@ -345,7 +368,7 @@ class OptimusOptMain(xDSLOptMain):
                 f"{name}: internal error{where}: {type(internal_error).__name__}: {internal_error}",
                 file=sys.stderr,
             )
-            if os.environ.get("OPTIMUS_TRACEBACK"):
+            if environment().traceback:
                 traceback.print_exception(internal_error)
             else:
                 print("(set OPTIMUS_TRACEBACK=1 to see the Python traceback)", file=sys.stderr)
@@ -415,6 +438,15 @@ class OptimusOptMain(xDSLOptMain):
 # ---------------------------------------------------------------------------
 # Input splitting
 # ---------------------------------------------------------------------------
+
+
+def _pass_plugins(argv: Sequence[str]) -> list[str]:
+    """The values of every `--load-pass-plugin` in `argv` (the rest is
+    left to the full parser)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--load-pass-plugin", action="append", default=[])
+    known, _ = parser.parse_known_args(list(argv))
+    return known.load_pass_plugin
 
 
 def _split(text: str) -> list[tuple[str, int]]:
@@ -583,9 +615,11 @@ def check_expected_diagnostics(
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (the console script
     wrapper exits with it)."""
+    from optimus_ir.passes.registry import PassPluginError
+
     try:
         tool = OptimusOptMain(args=argv)
-    except ArgSpecParseError as err:
+    except (ArgSpecParseError, PassPluginError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 1
     return tool.run()

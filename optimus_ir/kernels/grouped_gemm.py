@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,8 +57,9 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
+from optimus_ir.options import environment
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+_INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
 
 # Metadata columns of one GEMM problem (a row of the int64 metadata tensor).
 _A, _B, _C, _BIAS, _D = 0, 1, 2, 3, 4  # addresses (bias/D: 0 when absent)

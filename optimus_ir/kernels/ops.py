@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,6 +61,7 @@ from optimus_ir.kernels.programs import (
     torch_activation,
     unary_reference,
 )
+from optimus_ir.options import environment
 
 NAMESPACE = "optimus"
 
@@ -99,10 +99,7 @@ def triton_importable() -> bool:
 def triton_on_cpu() -> bool:
     """`OPTIMUS_TRITON_ON_CPU=1` with `TRITON_INTERPRET=1`: CPU tensors take
     the Triton launchers (read per call, so tests can switch it)."""
-    return (
-        os.environ.get("OPTIMUS_TRITON_ON_CPU") == "1"
-        and os.environ.get("TRITON_INTERPRET") == "1"
-    )
+    return environment().triton_on_cpu
 
 
 class KernelFallbackWarning(UserWarning):

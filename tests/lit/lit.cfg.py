@@ -60,6 +60,13 @@ for name, command in tools.items():
         (r"(?<![\w/.-])" + re.escape(name) + r"(?![\w.-])", command.replace("\\", "\\\\"))
     )
 config.substitutions.append(("%python", python))
+# The test-only passes (test-miscompile, test-alias-miscompile, test-fail) are
+# not in the production registry: a test that runs them loads their plugin,
+# `optimus-opt %{test_passes} -p test-fail ...`.
+test_pass_plugin = os.path.join(repo_root, "tests", "plugins", "miscompile_passes.py")
+config.substitutions.append(
+    (re.escape("%{test_passes}"), ("--load-pass-plugin=" + test_pass_plugin).replace("\\", "\\\\"))
+)
 config.substitutions.append(("%lit", tool("lit", "lit")))
 
 # Keep the tools' environment predictable.

@@ -7,15 +7,15 @@
 // OK-COUNT-3: "torch.tanh"
 
 // The wrong pass is caught, named, and the difference measured:
-// RUN: not optimus-opt %s -p 'test-miscompile{nth=1}' --validate-each 2>&1 | filecheck %s --check-prefix=CAUGHT
+// RUN: not optimus-opt %s %{test_passes} -p 'test-miscompile{nth=1}' --validate-each 2>&1 | filecheck %s --check-prefix=CAUGHT
 // CAUGHT: error: validation failed after pass 'test-miscompile{nth=1}': output #0: 8 of 8 elements differ, max abs difference
 
 // Bisection names the one rewrite (pattern, op and source line) that breaks it:
-// RUN: not optimus-opt %s -p 'raise-fx,test-miscompile{nth=1}' --bisect 2>&1 | filecheck %s --check-prefix=BISECT
+// RUN: not optimus-opt %s %{test_passes} -p 'raise-fx,test-miscompile{nth=1}' --bisect 2>&1 | filecheck %s --check-prefix=BISECT
 // BISECT: validate-each.mlir:30:5: error: rewrite #{{[0-9]+}} (test-miscompile: pattern 'tanh-to-sigmoid' on 'torch.tanh') is the first that changes the results
 
 // The budget alone: with one rewrite allowed, only the first (harmless) one happens.
-// RUN: optimus-opt %s -p 'test-miscompile{nth=1}' --bisect-rewrites=1 | filecheck %s --check-prefix=BUDGET
+// RUN: optimus-opt %s %{test_passes} -p 'test-miscompile{nth=1}' --bisect-rewrites=1 | filecheck %s --check-prefix=BUDGET
 // BUDGET-NOT: torch.sigmoid
 // BUDGET: fx.output
 

@@ -1,5 +1,12 @@
-"""`test-miscompile`: a deliberately wrong pass, for testing validation
-(and `test-fail`, a pass that crashes, for testing fallbacks).
+"""A pass plugin of test-only passes: `test-miscompile`, a deliberately
+wrong pass, for testing validation (and `test-fail`, a pass that crashes,
+for testing fallbacks; `test-alias-miscompile`, one that breaks aliasing).
+
+They are not in the production registry: importing this module registers
+them (`optimus_ir.passes.registry.register_pass`). `optimus-opt
+--load-pass-plugin=tests/plugins/miscompile_passes.py` loads it (the lit
+tests: `%{test_passes}`); the pytest tests that use them import it
+(`from plugins import miscompile_passes`).
 
 Like MLIR's `-test-...` passes, this exists only to exercise the tooling:
 `--validate-each` must catch it and `--bisect-rewrites` must find the one
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -32,6 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects.torch import SigmoidOp, TanhOp
+from optimus_ir.passes.registry import register_pass
 from optimus_ir.rewriting import PatternPass, RewriteConfig
 
 _REWRITTEN = "test_miscompile_done"
@@ -107,8 +116,10 @@ class TestMiscompilePass(PatternPass):
         GreedyRewriteDriver(patterns, RewriteConfig(), name=self.name).rewrite(op)
 
 
-ALIAS_MISCOMPILE_MODES = ("copy-output", "merge-outputs", "drop-write")
+AliasMiscompileMode = Literal["copy-output", "merge-outputs", "drop-write"]
 """What `test-alias-miscompile` breaks."""
+
+ALIAS_MISCOMPILE_MODES: tuple[str, ...] = get_args(AliasMiscompileMode)
 
 
 @dataclass(frozen=True)
@@ -125,13 +136,9 @@ class TestAliasMiscompilePass(ModulePass):
       out-of-place form: the write is dropped."""
 
     name = "test-alias-miscompile"
-    mode: str = "copy-output"
+    mode: AliasMiscompileMode = "copy-output"
 
     def apply(self, ctx, op: ModuleOp) -> None:  # type: ignore[override]
-        if self.mode not in ALIAS_MISCOMPILE_MODES:
-            raise ValueError(
-                f"test-alias-miscompile: mode '{self.mode}' is not one of {', '.join(ALIAS_MISCOMPILE_MODES)}"
-            )
         graph = next(o for o in op.ops if isinstance(o, fx.GraphOp))  # the module's fx.graph
         output = graph.output()
         if self.mode == "copy-output" and output.operands:
@@ -175,3 +182,7 @@ class TestFailPass(ModulePass):
 
     def apply(self, ctx, op: ModuleOp) -> None:  # type: ignore[override]
         raise TestPassFailure(self.message)
+
+
+for _pass in (TestMiscompilePass, TestAliasMiscompilePass, TestFailPass):
+    register_pass(_pass.name, _pass)

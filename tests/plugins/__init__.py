@@ -1,0 +1,1 @@
+"""Pass plugins of the tests (loaded explicitly; see miscompile_passes.py)."""

@@ -57,7 +57,7 @@ from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
 from optimus_ir.lowering.lower_batch_kernels import kernel_patterns
-from optimus_ir.options import KernelChoice
+from optimus_ir.environment import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig

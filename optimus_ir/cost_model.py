@@ -70,7 +70,7 @@ import torch.fx
 # `default_cost_model` (no measurement, no cache; unset or `calibrated`:
 # measure once and cache); OPTIMUS_CACHE_DIR is the directory of the
 # calibration cache (`~/.cache/optimus-ir` when unset).
-from optimus_ir.options import CACHE_DIR_ENV, COST_MODEL_ENV, environment
+from optimus_ir.environment import CACHE_DIR_ENV, COST_MODEL_ENV, environment
 
 CACHE_SCHEMA = 4
 """Version of the cache file's content; a file of another version is stale."""

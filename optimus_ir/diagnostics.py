@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from optimus_ir.options import STRICT_ENV, environment
+from optimus_ir.environment import environment
 
 
 class Severity(enum.Enum):

@@ -33,7 +33,7 @@ from xdsl.utils.arg_spec import ArgSpec, PipelineLexer, SpecTokenKind, parse_pip
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from optimus_ir.diagnostics import OptimusError, SourceLocation, verify_module
-from optimus_ir.options import VERIFY_EACH_ENV, environment, literal_choices, literal_option_problems
+from optimus_ir.environment import VERIFY_EACH_ENV, environment, literal_choices, literal_option_problems
 from optimus_ir.statistics import (
     PassContext,
     PassRecord,

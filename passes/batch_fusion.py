@@ -62,7 +62,7 @@ from optimus_ir.cost_model import (
     default_cost_model,
     measured_kind,
 )
-from optimus_ir.options import CostModelChoice
+from optimus_ir.environment import CostModelChoice
 from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx

@@ -1,6 +1,6 @@
 """`OptimizeOptions`: one set of knobs for `optimize()`, the torch.compile
 backend and the Inductor hook; the environment read in one place
-(`optimus_ir.options.environment`); pass options typed `Literal[...]`."""
+(`optimus_ir.environment.environment`); pass options typed `Literal[...]`."""
 
 from __future__ import annotations
 
@@ -200,18 +200,18 @@ def test_optimize_takes_strict_from_the_environment(monkeypatch: pytest.MonkeyPa
 
 
 def test_no_library_module_reads_the_environment() -> None:
-    """`optimus_ir/options.py` is the one place that reads environment
+    """`optimus_ir/environment.py` is the one place that reads environment
     variables: every other source of the package takes its values from it."""
     pattern = re.compile(r"\bos\.environ\b|\bgetenv\b|\benviron\.get\b")
     offenders = []
     for package in ("optimus_ir", "dialects", "passes", "lowering", "tools"):
         for path in sorted((REPO / package).rglob("*.py")):
-            if path == REPO / "optimus_ir" / "options.py":
+            if path == REPO / "optimus_ir" / "environment.py":
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
-    assert not offenders, "environment read outside optimus_ir/options.py:\n" + "\n".join(offenders)
+    assert not offenders, "environment read outside optimus_ir/environment.py:\n" + "\n".join(offenders)
 
 
 # --- typed pass options --------------------------------------------------------------------

@@ -93,7 +93,10 @@ LAYERS: tuple[Layer, ...] = (
         0,
         tuple(
             f"optimus_ir.{name}"
-            for name in ("types", "diagnostics", "statistics", "rewriting", "effects", "traits", "objects")
+            for name in (
+                "environment", "types", "diagnostics", "statistics", "rewriting", "effects", "traits",
+                "objects",
+            )
         ),
     ),
     Layer("dialects", 1, ("optimus_ir.dialects", "optimus_ir.dialects.*", "optimus_ir.literals")),
@@ -123,7 +126,7 @@ LAYERS: tuple[Layer, ...] = (
         ("optimus_ir",)
         + tuple(
             f"optimus_ir.{name}"
-            for name in ("api", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache")
+            for name in ("api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache")
         ),
     ),
     Layer("tools", 8, ("optimus_ir.tools", "optimus_ir.tools.*")),

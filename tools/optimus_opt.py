@@ -60,7 +60,7 @@ from optimus_ir.diagnostics import (
     diagnostic_handler,
     verify_module,
 )
-from optimus_ir.options import environment
+from optimus_ir.environment import environment
 from optimus_ir.parsing import LocatingParser, parse_error_diagnostic, read_source
 from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
 from optimus_ir.statistics import PassStatistics

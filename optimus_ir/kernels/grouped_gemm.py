@@ -57,7 +57,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
-from optimus_ir.options import environment
+from optimus_ir.environment import environment
 
 _INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
 

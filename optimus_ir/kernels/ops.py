@@ -61,7 +61,7 @@ from optimus_ir.kernels.programs import (
     torch_activation,
     unary_reference,
 )
-from optimus_ir.options import environment
+from optimus_ir.environment import environment
 
 NAMESPACE = "optimus"
 

@@ -67,6 +67,10 @@ class Argument:
     name: str
     default: Any = None
     prop: str | None = None
+    choices: tuple[Any, ...] | None = None
+    """The values torch accepts (gelu's `approximate`: "none" | "tanh");
+    None: any literal of the property's kind. A call with another value is
+    not raised."""
 
     @property
     def property_name(self) -> str:
@@ -153,6 +157,7 @@ def unary_facts(
     kernel: str | Callable[[Operation], str | None] | None = None,
     reference: Callable[..., Any] | None = None,
     fusion: FusionKind | None = "unary-pointwise",
+    custom: Iterable[str] = (),
 ) -> OpFacts:
     """The facts of a unary pointwise op named `torch_name` in torch: by
     default raised from `torch.<name>`, the `Tensor.<name>` method and aten
@@ -165,6 +170,7 @@ def unary_facts(
             modules=tuple(modules),
             aten=(f"{torch_name}.default",) if aten is None else tuple(aten),
             arguments=tuple(arguments),
+            custom=tuple(custom),
         ),
         lowers_to=lowers_to or functions[0],
         fusion=fusion,
@@ -172,6 +178,22 @@ def unary_facts(
         cost=cost,
         reference=reference,
     )
+
+
+def at_defaults(step: str) -> Callable[[Operation], str | None]:
+    """A `kernel` choice for a program step that computes the op only with
+    every property at its default (softplus with beta 1 and threshold 20):
+    `step` for such an op, None for any other."""
+
+    def kernel(op: Operation) -> str | None:
+        definitions = op.get_irdl_definition().properties  # type: ignore[attr-defined]
+        for name, definition in definitions.items():
+            if op.properties.get(name, definition.default_value) != definition.default_value:
+                return None
+        return step
+
+    kernel.__name__ = f"{step}_at_defaults"
+    return kernel
 
 
 def resolve_target(qualified: str) -> Callable[..., Any]:

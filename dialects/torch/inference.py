@@ -73,22 +73,21 @@ def _promote(a: Attribute, b: Attribute) -> Attribute:
     return element_type_of(torch.promote_types(dtype_of(a), dtype_of(b)))
 
 
-def _unary_probe(name: str) -> Callable[..., Any] | None:
-    import torch
-    import torch.nn.functional as F
+@lru_cache(maxsize=None)
+def _op_classes() -> dict[str, type]:
+    """The torch dialect's op classes by op name."""
+    from optimus_ir.dialects.torch import TORCH  # the package's root lists the ops
 
-    return {
-        "torch.tanh": torch.tanh,
-        "torch.sigmoid": torch.sigmoid,
-        "torch.relu": torch.relu,
-        "torch.silu": F.silu,
-        "torch.exp": torch.exp,
-        "torch.log": torch.log,
-        "torch.neg": torch.neg,
-        "torch.abs": torch.abs,
-        "torch.gelu": F.gelu,
-        "torch.clamp": torch.clamp,
-    }.get(name)
+    return {cls.name: cls for cls in TORCH.operations}
+
+
+@lru_cache(maxsize=None)
+def _unary_probe(name: str) -> Callable[..., Any] | None:
+    """The torch function computing the unary op called `name` (its declared
+    `FACTS.reference_function()`), which gives the result dtype of an
+    integral input; None for an op without one (the dtype is kept)."""
+    facts = getattr(_op_classes().get(name), "FACTS", None)
+    return None if facts is None else facts.reference_function()
 
 
 @lru_cache(maxsize=None)

@@ -18,7 +18,10 @@ exactly the values of every spelling `raise-fx` accepts, bit for bit:
     torch.dropout     -> torch.nn.functional.dropout(x, p=, training=)
     scalar-first ops  -> the Python operator (`2.0 / x` is `x.reciprocal() * 2.0`
                          in torch, not `div(2.0, x)`), rsub for reversed sub
-    everything else   -> torch.<name>(...)
+    everything else   -> its declared `FACTS.lowers_to` (`declared_lowering`):
+                         torch.<name>(...), F.<name>(...), with the
+                         properties that differ from their defaults as
+                         torch keyword arguments
 
 Multi-result ops become a call returning a tuple and one `operator.getitem`
 per used result. Properties equal to torch's defaults are not passed.

@@ -6,7 +6,11 @@ become `torch.split` with explicit sections and a non-negative dim; `F.linear`,
 an `nn.Linear` submodule call, `aten.linear` and `aten.addmm(b, x, aten.t(w))`
 all become `torch.linear`. Positional and keyword arguments are bound by
 Python itself: each known target has a small *binder* whose signature mirrors
-the torch signature, called with the op's decoded arguments.
+the torch signature, called with the op's decoded arguments. The binders of
+ops that declare their spellings (`FACTS.spellings` in the torch dialect:
+the unary pointwise ops) are built from the declaration (`DeclaredBinder`);
+the hand-written ones below bind what is specific to an op (split, linear,
+clamp, the binary ops, relu6 as hardtanh...).
 
 What is left alone (the op stays an `fx` op, untouched):
 

@@ -86,12 +86,12 @@ INPLACE = Argument("inplace", False)
 class Spellings:
     """Every way user code calls the op, as FX and Dynamo record it.
 
-    * `functions`: qualified `call_function` targets (`torch.sigmoid`,
-      `torch.nn.functional.sigmoid`, `operator.neg`, ...);
+    * `functions`: qualified `call_function` targets (`torch.tanh`,
+      `torch.nn.functional.tanh`, `operator.neg`, ...);
     * `methods`: `Tensor` method names (`call_method`);
     * `modules`: qualified `nn.Module` classes (`call_module`); their
       arguments are read from the module's attributes of the same names;
-    * `aten`: aten overloads (`sigmoid.default`), as in exported graphs;
+    * `aten`: aten overloads (`tanh.default`), as in exported graphs;
     * `arguments`: the signature after the tensor operand(s), in torch's
       positional order, binding each to a property.
 

@@ -669,8 +669,9 @@ def infer_unary_type(
     max: NumberLike | None = None,
 ) -> TensorType:
     """A unary pointwise op: same shape and device; the dtype is kept, except
-    that integral inputs of tanh/exp/log/erf/... (their declared reference function says) become floating as in torch
-    (`min`/`max` are clamp's bounds, which may promote too)."""
+    that integral inputs of tanh/exp/log/erf/... become floating, as the op's
+    declared reference function computes it in torch (`min`/`max` are
+    clamp's bounds, which may promote too)."""
     check = _Check(op_name)
     _known_element(check, input.element_type, _operand(0, "input"))
     kinds = tuple(None if b is None else _scalar_kind(number_attr(b)) for b in (min, max))

@@ -18,7 +18,10 @@ exactly the values of every spelling `raise-fx` accepts, bit for bit:
     torch.dropout     -> torch.nn.functional.dropout(x, p=, training=)
     scalar-first ops  -> the Python operator (`2.0 / x` is `x.reciprocal() * 2.0`
                          in torch, not `div(2.0, x)`), rsub for reversed sub
-    everything else   -> torch.<name>(...)
+    everything else   -> its declared `FACTS.lowers_to` (`declared_lowering`):
+                         torch.<name>(...), F.<name>(...), with the
+                         properties that differ from their defaults as
+                         torch keyword arguments
 
 Multi-result ops become a call returning a tuple and one `operator.getitem`
 per used result. Properties equal to torch's defaults are not passed.
@@ -123,31 +126,6 @@ def _is_one(attr: Attribute) -> bool:
 
 def _ints(attr: ArrayAttr) -> list[int]:
     return list(T.ints(attr))
-
-
-def _simple(target: str) -> Lowering:
-    def lower(op):
-        return [call(target, list(op.operands), {}, op.result.type)]
-
-    return lower
-
-
-for _cls, _target in (
-    (T.MmOp, "torch.mm"),
-    (T.BmmOp, "torch.bmm"),
-    (T.MatmulOp, "torch.matmul"),
-    (T.LinearOp, "torch._C._nn.linear"),
-    (T.TanhOp, "torch.tanh"),
-    (T.SigmoidOp, "torch.sigmoid"),
-    (T.ReluOp, "torch.relu"),
-    (T.SiluOp, "torch.nn.functional.silu"),
-    (T.ExpOp, "torch.exp"),
-    (T.LogOp, "torch.log"),
-    (T.NegOp, "torch.neg"),
-    (T.AbsOp, "torch.abs"),
-    (T.DetachOp, "torch.detach"),
-):
-    LOWERINGS[_cls] = _simple(_target)
 
 
 @lowers(T.AddmmOp, T.BaddbmmOp)
@@ -260,12 +238,6 @@ def _select(op):
     return [call("torch.select", [op.input, op.dim, op.index], {}, op.result.type)]
 
 
-@lowers(T.GeluOp)
-def _gelu(op):
-    kwargs = {} if op.approximate.data == "none" else {"approximate": op.approximate}
-    return [call("torch._C._nn.gelu", [op.input], kwargs, op.result.type)]
-
-
 @lowers(T.NanToNumOp)
 def _nan_to_num(op):
     kwargs = {k: getattr(op, k) for k in ("nan", "posinf", "neginf") if getattr(op, k) is not None}
@@ -344,6 +316,52 @@ def _where(op):
 @lowers(T.MaskedFillOp)
 def _masked_fill(op):
     return [call("torch.masked_fill", [op.input, op.mask, op.value], {}, op.result.type)]
+
+
+# ---------------------------------------------------------------------------
+# Declared lowerings: every other op with `FACTS.lowers_to`
+# ---------------------------------------------------------------------------
+
+
+def declared_lowering(cls: type[Operation]) -> Lowering:
+    """The lowering of an op from its facts: one call of `FACTS.lowers_to`
+    with the operands positionally, then each property that differs from
+    its default as a keyword argument under its torch name
+    (`spellings.arguments`); a property without a default is always passed."""
+    facts = T.facts_of(cls)
+    assert facts is not None and facts.lowers_to is not None
+    target = facts.lowers_to
+    definitions = cls.get_irdl_definition().properties  # type: ignore[attr-defined]
+    names = {a.property_name: a.name for a in facts.spellings.arguments if a.name != "inplace"}
+    undeclared = set(definitions) - set(names)
+    if undeclared:  # it would be lowered without them: a wrong value
+        raise TypeError(
+            f"'{cls.name}' has properties {sorted(undeclared)} that no declared argument "
+            "names: it needs a lowering of its own"
+        )
+    fields = [(prop, torch_name, definitions[prop].default_value) for prop, torch_name in names.items()]
+
+    def lower(op):
+        kwargs = {}
+        for prop, torch_name, default in fields:
+            value = op.properties.get(prop)
+            if value is not None and value != default:
+                kwargs[torch_name] = value
+        return [call(target, list(op.operands), kwargs, op.result.type)]
+
+    return lower
+
+
+def _register_declared() -> None:
+    """A declared lowering for every torch op with `lowers_to` and no
+    lowering of its own above."""
+    for cls in T.TORCH.operations:
+        facts = T.facts_of(cls)
+        if facts is not None and facts.lowers_to is not None and cls not in LOWERINGS:
+            LOWERINGS[cls] = declared_lowering(cls)
+
+
+_register_declared()
 
 
 # ---------------------------------------------------------------------------

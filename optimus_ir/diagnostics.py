@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from optimus_ir.environment import environment
+from optimus_ir.environment import STRICT_ENV, environment  # noqa: F401 - STRICT_ENV re-exported
 
 
 class Severity(enum.Enum):

@@ -6,7 +6,11 @@ become `torch.split` with explicit sections and a non-negative dim; `F.linear`,
 an `nn.Linear` submodule call, `aten.linear` and `aten.addmm(b, x, aten.t(w))`
 all become `torch.linear`. Positional and keyword arguments are bound by
 Python itself: each known target has a small *binder* whose signature mirrors
-the torch signature, called with the op's decoded arguments.
+the torch signature, called with the op's decoded arguments. The binders of
+ops that declare their spellings (`FACTS.spellings` in the torch dialect:
+the unary pointwise ops) are built from the declaration (`DeclaredBinder`);
+the hand-written ones below bind what is specific to an op (split, linear,
+clamp, the binary ops, relu6 as hardtanh...).
 
 What is left alone (the op stays an `fx` op, untouched):
 
@@ -55,11 +59,13 @@ from xdsl.dialects.builtin import (
     TupleType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.irdl import OperandDef, OptionalDef
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.dialects.torch.facts import INPLACE, Argument
 from optimus_ir.rewriting import patch_operands
 from optimus_ir.literals import NOT_SCALAR, decode_scalar
 from optimus_ir.types import DYNAMIC
@@ -824,75 +830,146 @@ _Inferred: Any = _InferredTypes()
 # ---------------------------------------------------------------------------
 
 
-def _unary(cls: type) -> Binder:
-    def bind(r: Raiser, input):
-        return cls(tensor(input), result_type=r.out_tensor())
+def _property_literal(value: Any, argument: Argument) -> Attribute | None:
+    """The property an argument's literal value sets, of the kind of torch's
+    default (a float argument takes an int too: `F.elu(x, 1)`); None for a
+    None value (an optional property left unset)."""
+    if argument.choices is not None:
+        skip_unless(type(value) in (str, int, float, bool) and value in argument.choices)
+    default = argument.default
+    if value is None:  # torch's None: only where None is its default (optional)
+        skip_unless(default is None)
+        return None
+    if type(default) is bool:
+        return fx.bool_literal(lit_bool(value))
+    if type(default) is float:
+        return fx.float_literal(lit_float(value))
+    if type(default) is int:
+        return fx.int_literal(lit_int(value))
+    if type(default) is str or type(value) is str:
+        return StringAttr(lit_str(value))
+    if isinstance(value, DType):
+        return value.element_type
+    return T.number_attr(lit_number(value))
 
-    return bind
+
+@dataclass(frozen=True)
+class DeclaredBinder:
+    """The binder of an op from its declared facts (`FACTS.spellings`): the
+    tensor operands positionally, then the call's arguments (positional in
+    torch's order, or by keyword) bound to the op's properties by name, with
+    torch's defaults; `inplace` must be false. A submodule call reads the
+    same names from the module's attributes. Any argument that is not a
+    literal of the right kind, or not declared, leaves the call as it is."""
+
+    cls: type[T.TorchOp]
+    arguments: tuple[Argument, ...]
+    operands: int
+    required: frozenset[str]
+    """The properties without a default that must be set."""
+
+    @staticmethod
+    def of(cls: type[T.TorchOp]) -> DeclaredBinder:
+        """The binder of an op class whose operands are all single tensors."""
+        op_def = cls.get_irdl_definition()
+        if any(type(d) is not OperandDef for _, d in op_def.operands) or len(op_def.results) != 1:
+            raise TypeError(
+                f"'{cls.name}' declares spellings, but its operands or results are not "
+                "single tensors: raise it with a hand-written binder (Spellings.custom)"
+            )
+        arguments = cls.FACTS.spellings.arguments  # type: ignore[union-attr]
+        for argument in arguments:
+            if argument != INPLACE and argument.property_name not in op_def.properties:
+                raise TypeError(f"'{cls.name}' has no property '{argument.property_name}'")
+        required = frozenset(
+            name for name, d in op_def.properties.items()
+            if d.default_value is None and not isinstance(d, OptionalDef)
+        )
+        return DeclaredBinder(cls, arguments, len(op_def.operands), required)
+
+    def build(self, r: Raiser, operands: Sequence[Any], values: dict[str, Any]) -> Operation:
+        """The op of `operands` with the arguments `values` (by torch name)."""
+        properties: dict[str, Attribute | None] = {}
+        for argument in self.arguments:
+            value = values.get(argument.name, argument.default)
+            if argument.name == INPLACE.name:
+                not_inplace(value)
+                continue
+            properties[argument.property_name] = _property_literal(value, argument)
+        skip_unless(all(properties.get(name) is not None for name in self.required))
+        op = self.cls.__new__(self.cls)
+        # the plain builder: the result type is the one FX recorded, and
+        # `verify_types` checks it against the op's type inference
+        T.TorchOp.__init__(
+            op, operands=[tensor(v) for v in operands], result_types=[r.out_tensor()],
+            properties=properties,
+        )
+        return op
+
+    def call(self, r: Raiser, *args: Any, inplace_flag: bool, **kwargs: Any) -> Operation:
+        """Bind a call's arguments (`inplace_flag`: the spelling has one)."""
+        names = [a.name for a in self.arguments if inplace_flag or a.name != INPLACE.name]
+        skip_unless(self.operands <= len(args) <= self.operands + len(names))
+        values = dict(zip(names, args[self.operands:]))
+        for name, value in kwargs.items():
+            skip_unless(name in names and name not in values)
+            values[name] = value
+        return self.build(r, args[: self.operands], values)
+
+    def function(self, r: Raiser, *args: Any, **kwargs: Any) -> Operation:
+        """A torch function or `F.*` call (may have `inplace=`)."""
+        return self.call(r, *args, inplace_flag=True, **kwargs)
+
+    def method_or_aten(self, r: Raiser, *args: Any, **kwargs: Any) -> Operation:
+        """A Tensor method or an aten overload: no `inplace` argument (in
+        place is another name, `relu_`)."""
+        return self.call(r, *args, inplace_flag=False, **kwargs)
+
+    def module(self, r: Raiser, path: str, m: dict[str, Any], *args: Any, **kwargs: Any) -> Operation:
+        """A submodule call: the arguments are the module's attributes."""
+        skip_unless(len(args) == self.operands and not kwargs)
+        values: dict[str, Any] = {}
+        for argument in self.arguments:
+            value = m.get(argument.name, _MISSING)
+            skip_unless(value is not _MISSING)  # an attribute describe_module did not record
+            values[argument.name] = value
+        return self.build(r, args, values)
 
 
-def _unary_inplace_kw(cls: type) -> Binder:
-    def bind(r: Raiser, input, inplace=False):
-        not_inplace(inplace)
-        return cls(tensor(input), result_type=r.out_tensor())
+def _register_declared() -> None:
+    """Register a `DeclaredBinder` for every spelling the torch dialect's ops
+    declare (`FACTS.spellings`); hand-written binders below take the
+    spellings whose binding is specific to the op (listed in `custom`)."""
+    for cls in T.TORCH.operations:
+        facts = T.facts_of(cls)
+        if facts is None:
+            continue
+        spelled = facts.spellings
+        if not (spelled.functions or spelled.methods or spelled.modules or spelled.aten):
+            continue
+        binder = DeclaredBinder.of(cls)  # type: ignore[arg-type]
+        function(*spelled.functions)(binder.function)
+        function(*aten(*spelled.aten))(binder.method_or_aten)
+        method(*spelled.methods)(binder.method_or_aten)
+        module(*spelled.modules)(binder.module)
 
-    return bind
+
+_register_declared()
 
 
-def _unary_module(cls: type, inplace: bool) -> Binder:
-    def bind(r: Raiser, path, m, input):
-        if inplace:
-            not_inplace(m.get("inplace"))
-        return cls(tensor(input), result_type=r.out_tensor())
-
-    return bind
-
-
-def _register_unary() -> None:
-    table = [
-        (T.TanhOp, "tanh", ["torch.tanh", "torch.nn.functional.tanh"]),
-        (T.SigmoidOp, "sigmoid",
-         ["torch.sigmoid", "torch.nn.functional.sigmoid", "torch._C._special.special_expit",
-          "torch.special.expit"]),
-        (T.ReluOp, "relu", ["torch.relu"]),
-        (T.ExpOp, "exp", ["torch.exp"]),
-        (T.LogOp, "log", ["torch.log"]),
-        (T.NegOp, "neg", ["torch.neg", "torch.negative", "operator.neg"]),
-        (T.AbsOp, "abs", ["torch.abs", "torch.absolute", "operator.abs"]),
-        (T.DetachOp, "detach", ["torch.detach"]),
-    ]
-    for cls, name, functions in table:
-        bind = _unary(cls)
-        function(*functions, *aten(f"{name}.default"))(bind)
-        method(name)(bind)
-    method("negative")(_unary(T.NegOp))
-    method("absolute")(_unary(T.AbsOp))
-    function(*aten("absolute.default"))(_unary(T.AbsOp))
-    function(*aten("negative.default"))(_unary(T.NegOp))
-    # functional forms with an inplace flag
-    function("torch.nn.functional.relu")(_unary_inplace_kw(T.ReluOp))
-    function("torch.nn.functional.silu", "torch._C._nn.silu", *aten("silu.default"))(
-        _unary_inplace_kw(T.SiluOp)
+@function("torch.nn.functional.relu6")
+def _relu6(r: Raiser, input, inplace=False):
+    """relu6 is hardtanh over [0, 6] (what torch computes it as)."""
+    not_inplace(inplace)
+    return T.HardtanhOp(
+        tensor(input), result_type=r.out_tensor(),
+        properties={"min_val": fx.float_literal(0.0), "max_val": fx.float_literal(6.0)},
     )
-    module("torch.nn.modules.activation.Tanh")(_unary_module(T.TanhOp, False))
-    module("torch.nn.modules.activation.Sigmoid")(_unary_module(T.SigmoidOp, False))
-    module("torch.nn.modules.activation.ReLU")(_unary_module(T.ReluOp, True))
-    module("torch.nn.modules.activation.SiLU")(_unary_module(T.SiluOp, True))
 
 
-_register_unary()
-
-
-@function("torch._C._nn.gelu", "torch.nn.functional.gelu", *aten("gelu.default"))
-def _gelu(r: Raiser, input, approximate="none"):
-    mode = lit_str(approximate)
-    skip_unless(mode in ("none", "tanh"))
-    return T.GeluOp(tensor(input), mode, result_type=r.out_tensor())
-
-
-@module("torch.nn.modules.activation.GELU")
-def _gelu_module(r: Raiser, path, m, input):
-    return _gelu(r, input, m.get("approximate"))
+@function("torch._C._nn.relu6", *aten("relu6.default"))
+def _relu6_builtin(r: Raiser, input):
+    return _relu6(r, input)
 
 
 @module("torch.nn.modules.linear.Identity")

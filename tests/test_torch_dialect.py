@@ -37,7 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.parsing import parse_module
 from optimus_ir.dialects import torch as T
-from optimus_ir.dialects.fx import GraphOp, OutputOp, PlaceholderOp, RefAttr
+from optimus_ir.dialects.fx import GraphOp, OutputOp, PlaceholderOp, RefAttr, float_literal
 from optimus_ir.types import DYNAMIC, element_type_of, tensor_type
 
 F32, F16, BF16, F64 = Float32Type(), Float16Type(), BFloat16Type(), Float64Type()
@@ -369,6 +369,11 @@ def _all_ops_graph() -> ModuleOp:
     for cls in (T.TanhOp, T.SigmoidOp, T.ReluOp, T.SiluOp, T.ExpOp, T.LogOp, T.NegOp, T.AbsOp, T.DetachOp):
         add(cls(x))
     add(T.GeluOp(x, "tanh"))
+    for cls in (T.ErfOp, T.HardswishOp, T.HardsigmoidOp, T.MishOp, T.SqrtOp, T.RsqrtOp,
+                T.ReciprocalOp, T.SinOp, T.CosOp, T.Log1pOp, T.Expm1Op, T.EluOp, T.LeakyReluOp):
+        add(cls(x))
+    add(T.SoftplusOp(x, properties={"beta": float_literal(2.0)}))
+    add(T.HardtanhOp(x, properties={"min_val": float_literal(0.0), "max_val": float_literal(6.0)}))
     add(T.NanToNumOp(x, nan=float("nan"), neginf=-1e30))
     add(T.ClampOp(x, min=-1, max=1.5))
     add(T.DropoutOp(x, 0.25, train=False))
@@ -408,6 +413,9 @@ def test_defaults_are_left_out_of_the_text():
     assert "torch.dropout %0 p 0.25 train :" in printed
     assert "torch.nan_to_num %0 nan nan neginf -1.0e+30 :" in printed
     assert "torch.mean %0 :" in printed
+    assert "torch.softplus %0 beta 2.0 :" in printed
+    assert "torch.hardtanh %0 min_val 0.0 max_val 6.0 :" in printed
+    assert "torch.leaky_relu %0 :" in printed
 
 
 # ---------------------------------------------------------------------------
@@ -428,7 +436,7 @@ def test_dropout_effects_depend_on_train():
 
 
 def test_family_tuples():
-    assert len(T.UNARY_POINTWISE_OPS) == 13
+    assert len(T.UNARY_POINTWISE_OPS) == 28
     assert set(T.BINARY_POINTWISE_OPS) == {T.AddOp, T.SubOp, T.MulOp, T.DivOp}
     assert all(issubclass(c, T.UnaryPointwiseOp) for c in T.UNARY_POINTWISE_OPS)
     assert all(issubclass(c, T.BinaryPointwiseOp) for c in T.BINARY_POINTWISE_OPS)

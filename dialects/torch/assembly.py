@@ -31,7 +31,7 @@ from optimus_ir.dialects.fx import (
     parse_literal,
     print_literal,
 )
-from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.facts import OpFacts, declare_facts
 from optimus_ir.dialects.torch.base import (
     Format,
     Value,
@@ -58,6 +58,13 @@ class TorchOp(IRDLOperation):
     FACTS: ClassVar[OpFacts | None] = None
     """What the op is to the passes, lowerings, kernels and cost model
     (`optimus_ir.dialects.torch.facts`); None: nothing beyond its traits."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        facts = cls.__dict__.get("FACTS")
+        name = cls.__dict__.get("name")
+        if facts is not None and isinstance(name, str):
+            declare_facts(name, facts)
 
     def __init__(
         self,

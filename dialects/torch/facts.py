@@ -73,6 +73,10 @@ class Argument:
     name: str
     default: Any = None
     prop: str | None = None
+    choices: tuple[Any, ...] | None = None
+    """The values torch accepts (gelu's `approximate`: "none" | "tanh");
+    None: any literal of the property's kind. A call with another value is
+    not raised."""
 
     @property
     def property_name(self) -> str:
@@ -163,6 +167,7 @@ def unary_facts(
     kernel: str | KernelChoice | None = None,
     reference: Callable[..., Any] | None = None,
     fusion: FusionKind | None = "unary-pointwise",
+    custom: Iterable[str] = (),
 ) -> OpFacts:
     """The facts of a unary pointwise op named `torch_name` in torch: by
     default raised from `torch.<name>`, the `Tensor.<name>` method and aten
@@ -175,6 +180,7 @@ def unary_facts(
             modules=tuple(modules),
             aten=(f"{torch_name}.default",) if aten is None else tuple(aten),
             arguments=tuple(arguments),
+            custom=tuple(custom),
         ),
         lowers_to=lowers_to or functions[0],
         fusion=fusion,
@@ -182,6 +188,26 @@ def unary_facts(
         cost=cost,
         reference=reference,
     )
+
+
+def at_defaults(step: str, **defaults: float) -> KernelChoice:
+    """A `kernel` choice for a program step that computes the op only with
+    the given properties at these values (softplus with beta 1 and
+    threshold 20): `step` for such an op, None for any other. An absent
+    property is at its default."""
+
+    def kernel(properties: Mapping[str, Attribute]) -> str | None:
+        for name, value in defaults.items():
+            attr = properties.get(name)
+            if attr is None:
+                continue
+            number = getattr(attr, "value", attr)  # FloatAttr -> its FloatData
+            if getattr(number, "data", None) != value:
+                return None
+        return step
+
+    kernel.__name__ = f"{step}_at_defaults"
+    return kernel
 
 
 def resolve_target(qualified: str) -> Callable[..., Any]:
@@ -205,6 +231,20 @@ class HasFacts:
     """Mixin marking op classes that declare `FACTS` (all torch ops do)."""
 
     FACTS: ClassVar[OpFacts | None] = None
+
+
+_FACTS_BY_NAME: dict[str, OpFacts] = {}
+
+
+def declare_facts(op_name: str, facts: OpFacts) -> None:
+    """Record the facts of the op called `op_name` (done by `TorchOp` for
+    every op class that declares them), for code that knows an op by name."""
+    _FACTS_BY_NAME[op_name] = facts
+
+
+def declared_facts(op_name: str) -> OpFacts | None:
+    """The facts declared by the op class called `op_name`, or None."""
+    return _FACTS_BY_NAME.get(op_name)
 
 
 def facts_of(op: Operation | type[Operation]) -> OpFacts | None:

@@ -27,6 +27,7 @@ from optimus_ir.types import (
     format_shape,
     is_floating,
 )
+from optimus_ir.dialects.torch.facts import declared_facts
 from optimus_ir.dialects.torch.base import (
     NumberLike,
     _Check,
@@ -75,22 +76,13 @@ def _promote(a: Attribute, b: Attribute) -> Attribute:
     return element_type_of(torch.promote_types(dtype_of(a), dtype_of(b)))
 
 
+@lru_cache(maxsize=None)
 def _unary_probe(name: str) -> Callable[..., Any] | None:
-    import torch
-    import torch.nn.functional as F
-
-    return {
-        "torch.tanh": torch.tanh,
-        "torch.sigmoid": torch.sigmoid,
-        "torch.relu": torch.relu,
-        "torch.silu": F.silu,
-        "torch.exp": torch.exp,
-        "torch.log": torch.log,
-        "torch.neg": torch.neg,
-        "torch.abs": torch.abs,
-        "torch.gelu": F.gelu,
-        "torch.clamp": torch.clamp,
-    }.get(name)
+    """The torch function computing the unary op called `name` (its declared
+    `FACTS.reference_function()`), which gives the result dtype of an
+    integral input; None for an op without one (the dtype is kept)."""
+    facts = declared_facts(name)
+    return None if facts is None else facts.reference_function()
 
 
 @lru_cache(maxsize=None)
@@ -672,8 +664,9 @@ def infer_unary_type(
     max: NumberLike | None = None,
 ) -> TensorType:
     """A unary pointwise op: same shape and device; the dtype is kept, except
-    that integral inputs of tanh/sigmoid/exp/log/... become floating as in torch
-    (`min`/`max` are clamp's bounds, which may promote too)."""
+    that integral inputs of tanh/exp/log/erf/... become floating, as the op's
+    declared reference function computes it in torch (`min`/`max` are
+    clamp's bounds, which may promote too)."""
     check = _Check(op_name)
     _known_element(check, input.element_type, _operand(0, "input"))
     kinds = tuple(None if b is None else _scalar_kind(number_attr(b)) for b in (min, max))

@@ -46,6 +46,7 @@ from optimus_ir.dialects.torch.facts import (
     Argument,
     OpFacts,
     Spellings,
+    at_defaults,
     unary_facts,
 )
 from optimus_ir.dialects.torch.base import (
@@ -251,7 +252,8 @@ class GeluOp(_PlainUnaryOp):
     traits = traits_def(_INEXACT_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = unary_facts(
         "gelu", functions=("torch.nn.functional.gelu", "torch._C._nn.gelu"), methods=(),
-        arguments=(Argument("approximate", "none"),),
+        lowers_to="torch._C._nn.gelu",
+        arguments=(Argument("approximate", "none", choices=("none", "tanh")),),
         modules=("torch.nn.modules.activation.GELU",), cost="transcendental",
         kernel=_gelu_kernel,
     )
@@ -269,6 +271,212 @@ class GeluOp(_PlainUnaryOp):
 
     def verify_props(self) -> None:
         _Check(self.name).choice(self.approximate, "approximate", ("none", "tanh"))
+
+
+# ---------------------------------------------------------------------------
+# Activations and math functions: one declaration each (issue 20)
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ErfOp(_PureUnaryOp):
+    """`torch.erf(input)`, the error function; integral inputs give a floating result."""
+
+    name = "torch.erf"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "erf", functions=("torch.erf", "torch.special.erf", "torch._C._special.special_erf"),
+        aten=("erf.default", "special_erf.default"), cost="transcendental", kernel="erf",
+    )
+
+
+@irdl_op_definition
+class SoftplusOp(_PureUnaryOp):
+    """`torch.nn.functional.softplus(input, beta=1, threshold=20)`:
+    `log(1 + exp(beta * input)) / beta`, and `input` itself where
+    `beta * input > threshold` (floating only)."""
+
+    name = "torch.softplus"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    beta = prop_def(FloatAttr, default_value=float_literal(1.0))
+    threshold = prop_def(FloatAttr, default_value=float_literal(20.0))
+    FORMAT: ClassVar[Format] = (("beta", "value"), ("threshold", "value"))
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "softplus", functions=("torch._C._nn.softplus", "torch.nn.functional.softplus"),
+        methods=(), modules=("torch.nn.modules.activation.Softplus",),
+        arguments=(Argument("beta", 1.0), Argument("threshold", 20.0)),
+        cost="transcendental", kernel=at_defaults("softplus", beta=1.0, threshold=20.0),
+    )
+
+
+@irdl_op_definition
+class HardswishOp(_PureUnaryOp):
+    """`torch.nn.functional.hardswish(input)`: `input * relu6(input + 3) / 6`
+    (floating only)."""
+
+    name = "torch.hardswish"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "hardswish", functions=("torch.nn.functional.hardswish", "torch._C._nn.hardswish"),
+        methods=(), modules=("torch.nn.modules.activation.Hardswish",), arguments=(INPLACE,),
+        kernel="hardswish",
+    )
+
+
+@irdl_op_definition
+class HardsigmoidOp(_PureUnaryOp):
+    """`torch.nn.functional.hardsigmoid(input)`: `relu6(input + 3) / 6`
+    (floating only)."""
+
+    name = "torch.hardsigmoid"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "hardsigmoid",
+        functions=("torch.nn.functional.hardsigmoid", "torch._C._nn.hardsigmoid"),
+        methods=(), modules=("torch.nn.modules.activation.Hardsigmoid",), arguments=(INPLACE,),
+        kernel="hardsigmoid",
+    )
+
+
+@irdl_op_definition
+class LeakyReluOp(_PureUnaryOp):
+    """`torch.nn.functional.leaky_relu(input, negative_slope=0.01)` (floating only)."""
+
+    name = "torch.leaky_relu"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    negative_slope = prop_def(FloatAttr, default_value=float_literal(0.01))
+    FORMAT: ClassVar[Format] = (("negative_slope", "value"),)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "leaky_relu",
+        functions=("torch.nn.functional.leaky_relu", "torch._C._nn.leaky_relu"), methods=(),
+        modules=("torch.nn.modules.activation.LeakyReLU",),
+        arguments=(Argument("negative_slope", 0.01), INPLACE),
+    )
+
+
+@irdl_op_definition
+class EluOp(_PureUnaryOp):
+    """`torch.nn.functional.elu(input, alpha=1)`: `input` where positive,
+    `alpha * (exp(input) - 1)` elsewhere (floating only). `torch._C._nn.elu`
+    and aten's `elu` take `scale`/`input_scale` too: not raised."""
+
+    name = "torch.elu"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    alpha = prop_def(FloatAttr, default_value=float_literal(1.0))
+    FORMAT: ClassVar[Format] = (("alpha", "value"),)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "elu", functions=("torch.nn.functional.elu",), methods=(),
+        modules=("torch.nn.modules.activation.ELU",),
+        arguments=(Argument("alpha", 1.0), INPLACE),
+        cost="transcendental", kernel=at_defaults("elu", alpha=1.0),
+    )
+
+
+@irdl_op_definition
+class MishOp(_PureUnaryOp):
+    """`torch.nn.functional.mish(input)`: `input * tanh(softplus(input))`
+    (floating only)."""
+
+    name = "torch.mish"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "mish", functions=("torch.nn.functional.mish", "torch._C._nn.mish"), methods=(),
+        modules=("torch.nn.modules.activation.Mish",), arguments=(INPLACE,),
+        cost="transcendental", kernel="mish",
+    )
+
+
+@irdl_op_definition
+class HardtanhOp(_PureUnaryOp):
+    """`torch.nn.functional.hardtanh(input, min_val=-1, max_val=1)`: `input`
+    clamped to [min_val, max_val]. `F.relu6` and `nn.ReLU6` are hardtanh
+    over [0, 6]."""
+
+    name = "torch.hardtanh"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    min_val = prop_def(FloatAttr, default_value=float_literal(-1.0))
+    max_val = prop_def(FloatAttr, default_value=float_literal(1.0))
+    FORMAT: ClassVar[Format] = (("min_val", "value"), ("max_val", "value"))
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "hardtanh",
+        functions=("torch.nn.functional.hardtanh", "torch._C._nn.hardtanh"), methods=(),
+        modules=("torch.nn.modules.activation.Hardtanh", "torch.nn.modules.activation.ReLU6"),
+        arguments=(Argument("min_val", -1.0), Argument("max_val", 1.0), INPLACE),
+        custom=("torch.nn.functional.relu6", "torch._C._nn.relu6", "relu6.default"),
+    )
+
+
+@irdl_op_definition
+class SqrtOp(_PureUnaryOp):
+    """`torch.sqrt(input)`; integral inputs give a floating result."""
+
+    name = "torch.sqrt"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("sqrt", kernel="sqrt")
+
+
+@irdl_op_definition
+class RsqrtOp(_PureUnaryOp):
+    """`torch.rsqrt(input)`: `1 / sqrt(input)`; integral inputs give a floating result."""
+
+    name = "torch.rsqrt"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("rsqrt", kernel="rsqrt")
+
+
+@irdl_op_definition
+class ReciprocalOp(_PureUnaryOp):
+    """`torch.reciprocal(input)`: `1 / input`; integral inputs give a floating result."""
+
+    name = "torch.reciprocal"
+    traits = traits_def(_EXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("reciprocal", kernel="reciprocal")
+
+
+@irdl_op_definition
+class SinOp(_PureUnaryOp):
+    """`torch.sin(input)`; integral inputs give a floating result."""
+
+    name = "torch.sin"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("sin", cost="transcendental", kernel="sin")
+
+
+@irdl_op_definition
+class CosOp(_PureUnaryOp):
+    """`torch.cos(input)`; integral inputs give a floating result."""
+
+    name = "torch.cos"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts("cos", cost="transcendental", kernel="cos")
+
+
+@irdl_op_definition
+class Log1pOp(_PureUnaryOp):
+    """`torch.log1p(input)`: `log(1 + input)`, exact near 0; integral
+    inputs give a floating result."""
+
+    name = "torch.log1p"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "log1p",
+        functions=("torch.log1p", "torch.special.log1p", "torch._C._special.special_log1p"),
+        aten=("log1p.default", "special_log1p.default"), cost="transcendental", kernel="log1p",
+    )
+
+
+@irdl_op_definition
+class Expm1Op(_PureUnaryOp):
+    """`torch.expm1(input)`: `exp(input) - 1`, exact near 0; integral inputs
+    give a floating result."""
+
+    name = "torch.expm1"
+    traits = traits_def(_INEXACT_ELEMENTWISE)
+    FACTS: ClassVar[OpFacts] = unary_facts(
+        "expm1",
+        functions=("torch.expm1", "torch.special.expm1", "torch._C._special.special_expm1"),
+        aten=("expm1.default", "special_expm1.default"), cost="transcendental", kernel="expm1",
+    )
 
 
 @irdl_op_definition
@@ -374,6 +582,15 @@ class ClampOp(_PureUnaryOp):
         return [infer_unary_type(self.name, self.input.type, self.min, self.max)]
 
 
+def _eval_dropout(input: object) -> object:
+    """Dropout's dtype probe: eval-mode dropout, which returns its input (any
+    dtype); in training only floating inputs are valid, as torch says when
+    the graph runs."""
+    import torch.nn.functional as F
+
+    return F.dropout(input, training=False)  # type: ignore[arg-type]
+
+
 class _DropoutEffects(MemoryEffect):
     """Dropout in training draws random numbers: an effect that forbids CSE,
     DCE-free reordering and fusion. In eval mode it has none."""
@@ -402,6 +619,7 @@ class DropoutOp(UnaryPointwiseOp):
             "torch.nn.functional.dropout", "torch.dropout", "torch.nn.modules.dropout.Dropout",
         )),
         lowers_to="torch.nn.functional.dropout", fusion="unary-pointwise",
+        reference=_eval_dropout,
     )
     p = prop_def(FloatAttr)
     train = prop_def(BoolAttr, default_value=FALSE)

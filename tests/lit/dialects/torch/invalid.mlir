@@ -971,3 +971,25 @@ builtin.module {
     fx.output []
   }
 }
+
+// -----
+
+builtin.module {
+  fx.graph @f {
+    %x = fx.placeholder "x" : tensor<2x12xi64>
+    // expected-error@+1 {{'torch.softplus' does not support element type i64: "softplus_cpu" not implemented for 'Long'}}
+    %r = torch.softplus %x : tensor<2x12xi64> -> tensor<2x12xi64>
+    fx.output []
+  }
+}
+
+// -----
+
+builtin.module {
+  fx.graph @f {
+    %x = fx.placeholder "x" : tensor<2x12xi64>
+    // expected-error@+1 {{'torch.erf' result #0 has element type i64, expected f32}}
+    %r = torch.erf %x : tensor<2x12xi64> -> tensor<2x12xi64>
+    fx.output []
+  }
+}

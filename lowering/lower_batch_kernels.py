@@ -111,7 +111,7 @@ def activation_of(op: Operation) -> str | None:
 def pointwise_program(op: B.PointwiseOp) -> tuple[str, SSAValue | None] | None:
     """`(program, other operand or None)` of multi_pointwise computing the
     member op of `op`, or None where its facts name no program (add/sub with
-    alpha != 1, rounding division, nan_to_num, dropout, clamp with a
+    alpha != 1, rounding division, replacement of NaNs, dropout, clamp with a
     non-finite bound, ...) or the operands do not fit (a reversed sub/div of
     a tensor, a scalar the program text cannot say)."""
     program = _member_program(op)

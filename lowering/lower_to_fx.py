@@ -14,9 +14,8 @@ exactly the values of every spelling `raise-fx` accepts, bit for bit:
     torch.slice       -> operator.getitem(x, (:, ..., start:end:step))
     select/slice chain -> one operator.getitem(x, (i, :, a:b:c, ...)) where
                          no link is read by anything but the next
-    torch.silu        -> torch.nn.functional.silu, torch.gelu -> torch._C._nn.gelu
     torch.dropout     -> torch.nn.functional.dropout(x, p=, training=)
-    scalar-first ops  -> the Python operator (`2.0 / x` is `x.reciprocal() * 2.0`
+    scalar-first ops  -> the Python operator (`2.0 / x` is one over x times 2.0
                          in torch, not `div(2.0, x)`), rsub for reversed sub
     everything else   -> its declared `FACTS.lowers_to` (`declared_lowering`):
                          torch.<name>(...), F.<name>(...), with the

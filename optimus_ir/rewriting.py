@@ -38,7 +38,7 @@ them still point at a source line.
 Example::
 
     class TanhOfNeg(RewritePattern):
-        name = "tanh-of-neg"          # optional; defaults to the class name
+        name = "cat-of-one"          # optional; defaults to the class name
 
         @op_type_rewrite_pattern
         def match_and_rewrite(self, op: CallFunctionOp, rewriter: PatternRewriter):

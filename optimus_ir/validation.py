@@ -134,7 +134,7 @@ def compare_outputs(expected: Sequence[Any], actual: Sequence[Any]) -> Differenc
         close = torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
         if not bool(close.all()):
             diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
-            diff = torch.nan_to_num(diff, nan=float("inf"))
+            diff = torch.where(diff.isnan(), float("inf"), diff)
             worst = float(diff.max())
             mismatched = int((~close).sum())
             return Difference(

@@ -131,7 +131,7 @@ def restore_output_strides(
 
     A value computed by an operator op may have another layout than in the
     captured graph; so may the result of an fx op (an op the raise does not
-    know, `torch.reciprocal`) that reads such a value, since most ops lay
+    know, a kernel of its own) that reads such a value, since most ops lay
     their result out like their input. `rewritten=False` says no rewrite
     ran (raising and lowering keep every layout): then fx ops, which the
     analysis knows nothing of, are left alone. A value whose strides are

@@ -832,7 +832,7 @@ _Inferred: Any = _InferredTypes()
 
 def _property_literal(value: Any, argument: Argument) -> Attribute | None:
     """The property an argument's literal value sets, of the kind of torch's
-    default (a float argument takes an int too: `F.elu(x, 1)`); None for a
+    default (a float argument takes an int too: `f(x, 1)` for a float parameter); None for a
     None value (an optional property left unset)."""
     if argument.choices is not None:
         skip_unless(type(value) in (str, int, float, bool) and value in argument.choices)

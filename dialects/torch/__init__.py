@@ -118,128 +118,52 @@ from optimus_ir.dialects.torch.inference import (
     movedim_permutation,
     split_sections,
 )
-from optimus_ir.dialects.torch.assembly import (
-    TorchOp,
+from optimus_ir.dialects.torch import (
+    linalg,
+    normalization,
+    pointwise,
+    reductions,
+    selection,
+    views,
 )
-from optimus_ir.dialects.torch.linalg import (
-    AddmmOp,
-    BaddbmmOp,
-    BmmOp,
-    LinearOp,
-    MatmulOp,
-    MmOp,
-)
-from optimus_ir.dialects.torch.normalization import (
-    LayerNormOp,
-    LogSoftmaxOp,
-    SoftmaxLikeOp,
-    SoftmaxOp,
-)
-from optimus_ir.dialects.torch.selection import (
-    SELECTION_OPS,
-    MaskedFillOp,
-    WhereOp,
-)
-from optimus_ir.dialects.torch.views import (
-    CatOp,
-    FlattenOp,
-    MovedimOp,
-    PermuteOp,
-    ReshapeOp,
-    SelectOp,
-    SliceOp,
-    SplitOp,
-    SqueezeOp,
-    StackOp,
-    TransposeOp,
-    UnbindOp,
-    UnflattenOp,
-    UnfoldOp,
-    UnsqueezeOp,
-    ViewOp,
-)
-from optimus_ir.dialects.torch.pointwise import (
-    AbsOp,
-    AddOp,
-    BinaryPointwiseOp,
-    ClampOp,
-    CosOp,
-    DetachOp,
-    DivOp,
-    DropoutOp,
-    EluOp,
-    ErfOp,
-    ExpOp,
-    Expm1Op,
-    GeluOp,
-    HardsigmoidOp,
-    HardswishOp,
-    HardtanhOp,
-    LeakyReluOp,
-    Log1pOp,
-    LogOp,
-    MishOp,
-    MulOp,
-    NanToNumOp,
-    NegOp,
-    ReciprocalOp,
-    ReluOp,
-    RsqrtOp,
-    SigmoidOp,
-    SiluOp,
-    SinOp,
-    SoftplusOp,
-    SqrtOp,
-    SubOp,
-    TanhOp,
-    UnaryPointwiseOp,
-)
-from optimus_ir.dialects.torch.reductions import (
-    MeanOp,
-    ReductionOp,
-    SumOp,
-)
+from optimus_ir.dialects.torch.assembly import TorchOp
+from optimus_ir.dialects.torch.linalg import *  # noqa: F403 - its op classes
+from optimus_ir.dialects.torch.normalization import *  # noqa: F403
+from optimus_ir.dialects.torch.normalization import SoftmaxLikeOp
+from optimus_ir.dialects.torch.pointwise import *  # noqa: F403
+from optimus_ir.dialects.torch.pointwise import BinaryPointwiseOp, UnaryPointwiseOp
+from optimus_ir.dialects.torch.reductions import *  # noqa: F403
+from optimus_ir.dialects.torch.reductions import ReductionOp
+from optimus_ir.dialects.torch.selection import *  # noqa: F403
+from optimus_ir.dialects.torch.views import *  # noqa: F403
 
 # ---------------------------------------------------------------------------
 # Families, purity, dialect
 # ---------------------------------------------------------------------------
 
-UNARY_POINTWISE_OPS: tuple[type[UnaryPointwiseOp], ...] = (
-    TanhOp,
-    SigmoidOp,
-    ReluOp,
-    SiluOp,
-    ExpOp,
-    LogOp,
-    NegOp,
-    AbsOp,
-    DetachOp,
-    GeluOp,
-    NanToNumOp,
-    ClampOp,
-    DropoutOp,
-    ErfOp,
-    SoftplusOp,
-    HardswishOp,
-    HardsigmoidOp,
-    LeakyReluOp,
-    EluOp,
-    MishOp,
-    HardtanhOp,
-    SqrtOp,
-    RsqrtOp,
-    ReciprocalOp,
-    SinOp,
-    CosOp,
-    Log1pOp,
-    Expm1Op,
+_KIND_MODULES = (linalg, normalization, views, pointwise, selection, reductions)
+"""The modules of the dialect's ops, by kind; each lists its ops in `__all__`."""
+
+ALL_OPS: tuple[type[TorchOp], ...] = tuple(
+    getattr(module, name) for module in _KIND_MODULES for name in module.__all__
 )
+"""Every op of the dialect, in the order of the kind modules."""
 
-BINARY_POINTWISE_OPS: tuple[type[BinaryPointwiseOp], ...] = (AddOp, SubOp, MulOp, DivOp)
-
-REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MeanOp)
-
-SOFTMAX_OPS: tuple[type[SoftmaxLikeOp], ...] = (SoftmaxOp, LogSoftmaxOp)
+UNARY_POINTWISE_OPS: tuple[type[UnaryPointwiseOp], ...] = tuple(
+    op for op in ALL_OPS if issubclass(op, UnaryPointwiseOp)
+)
+BINARY_POINTWISE_OPS: tuple[type[BinaryPointwiseOp], ...] = tuple(
+    op for op in ALL_OPS if issubclass(op, BinaryPointwiseOp)
+)
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = tuple(
+    op for op in ALL_OPS if issubclass(op, ReductionOp)
+)
+SOFTMAX_OPS: tuple[type[SoftmaxLikeOp], ...] = tuple(
+    op for op in ALL_OPS if issubclass(op, SoftmaxLikeOp)
+)
+SELECTION_OPS: tuple[type[TorchOp], ...] = tuple(
+    getattr(selection, name) for name in selection.__all__
+)
 
 
 def is_pure(op: Operation) -> bool:
@@ -249,121 +173,28 @@ def is_pure(op: Operation) -> bool:
     return effects is not None and not effects
 
 
-TORCH = Dialect(
-    "torch",
-    [
-        LinearOp,
-        MmOp,
-        AddmmOp,
-        BmmOp,
-        BaddbmmOp,
-        MatmulOp,
-        LayerNormOp,
-        SplitOp,
-        UnbindOp,
-        CatOp,
-        StackOp,
-        SqueezeOp,
-        UnsqueezeOp,
-        ReshapeOp,
-        ViewOp,
-        FlattenOp,
-        UnflattenOp,
-        PermuteOp,
-        TransposeOp,
-        MovedimOp,
-        SliceOp,
-        UnfoldOp,
-        SelectOp,
-        *UNARY_POINTWISE_OPS,
-        *BINARY_POINTWISE_OPS,
-        *REDUCTION_OPS,
-        *SOFTMAX_OPS,
-        *SELECTION_OPS,
-    ],
-    [],
-)
+TORCH = Dialect("torch", list(ALL_OPS), [])
 
 __all__ = [
-    "OpFacts",
-    "facts_of",
+    "ALL_OPS",
+    "BINARY_POINTWISE_OPS",
+    "BinaryPointwiseOp",
     "Format",
     "Number",
     "NumberLike",
-    "Value",
-    "BINARY_POINTWISE_OPS",
+    "OpFacts",
     "REDUCTION_OPS",
+    "ReductionOp",
     "SELECTION_OPS",
     "SOFTMAX_OPS",
-    "TORCH",
-    "UNARY_POINTWISE_OPS",
-    "AbsOp",
-    "AddOp",
-    "AddmmOp",
-    "BaddbmmOp",
-    "BinaryPointwiseOp",
-    "BmmOp",
-    "CatOp",
-    "ClampOp",
-    "CosOp",
-    "DetachOp",
-    "DivOp",
-    "DropoutOp",
-    "EluOp",
-    "ErfOp",
-    "ExpOp",
-    "Expm1Op",
-    "FlattenOp",
-    "GeluOp",
-    "HardsigmoidOp",
-    "HardswishOp",
-    "HardtanhOp",
-    "LayerNormOp",
-    "LeakyReluOp",
-    "LinearOp",
-    "Log1pOp",
-    "LogOp",
-    "LogSoftmaxOp",
-    "MaskedFillOp",
-    "MatmulOp",
-    "MeanOp",
-    "MishOp",
-    "MmOp",
-    "MovedimOp",
-    "MulOp",
-    "NanToNumOp",
-    "NegOp",
-    "PermuteOp",
-    "ReciprocalOp",
-    "ReductionOp",
-    "ReluOp",
-    "ReshapeOp",
-    "RsqrtOp",
-    "SelectOp",
-    "SigmoidOp",
-    "SiluOp",
-    "SinOp",
-    "SliceOp",
     "SoftmaxLikeOp",
-    "SoftmaxOp",
-    "SoftplusOp",
-    "SplitOp",
-    "SqrtOp",
-    "SqueezeOp",
-    "StackOp",
-    "SubOp",
-    "SumOp",
-    "TanhOp",
+    "TORCH",
     "TorchOp",
-    "TransposeOp",
+    "UNARY_POINTWISE_OPS",
     "UnaryPointwiseOp",
-    "UnbindOp",
-    "UnflattenOp",
-    "UnfoldOp",
-    "UnsqueezeOp",
-    "ViewOp",
-    "WhereOp",
+    "Value",
     "broadcast_shapes",
+    "facts_of",
     "flag",
     "infer_addmm_type",
     "infer_baddbmm_type",
@@ -400,4 +231,5 @@ __all__ = [
     "number_attr",
     "number_value",
     "split_sections",
+    *(op.__name__ for op in ALL_OPS),
 ]

@@ -308,3 +308,17 @@ def _tensor_types(op_name: str, **values: Value | None) -> dict[str, TensorType 
     }
 
 
+def ops_defined_in(namespace: Mapping[str, Any]) -> list[str]:
+    """The names of the op classes (`@irdl_op_definition`ed `TorchOp`s) a
+    module defines, in definition order: the module's `__all__` of ops, so
+    that the package root re-exports and registers them without naming them."""
+    module = namespace["__name__"]
+    return [
+        name
+        for name, obj in namespace.items()
+        if isinstance(obj, type)
+        and issubclass(obj, TorchOp)
+        and obj.__module__ == module
+        and "get_irdl_definition" in obj.__dict__
+    ]
+

@@ -51,7 +51,7 @@ FusionKind = Literal[
 CostClass = Literal[
     "free",            # no kernel: views, detach
     "pointwise",       # a cheap elementwise kernel (relu, neg, abs, clamp...)
-    "transcendental",  # an elementwise kernel with exp/tanh/erf inside
+    "transcendental",  # an elementwise kernel computing exponentials or the like
     "binary",          # an elementwise kernel reading two tensors
     "reduction",       # sum/mean
     "linear",          # a GEMM
@@ -74,7 +74,7 @@ class Argument:
     default: Any = None
     prop: str | None = None
     choices: tuple[Any, ...] | None = None
-    """The values torch accepts (gelu's `approximate`: "none" | "tanh");
+    """The values torch accepts (a mode string's choices);
     None: any literal of the property's kind. A call with another value is
     not raised."""
 
@@ -192,8 +192,8 @@ def unary_facts(
 
 def at_defaults(step: str, **defaults: float) -> KernelChoice:
     """A `kernel` choice for a program step that computes the op only with
-    the given properties at these values (softplus with beta 1 and
-    threshold 20): `step` for such an op, None for any other. An absent
+    the given properties at these values (the values a program step
+    assumes): `step` for such an op, None for any other. An absent
     property is at its default."""
 
     def kernel(properties: Mapping[str, Attribute]) -> str | None:
@@ -211,7 +211,7 @@ def at_defaults(step: str, **defaults: float) -> KernelChoice:
 
 
 def resolve_target(qualified: str) -> Callable[..., Any]:
-    """The Python object a qualified FX target names (`torch.nn.functional.silu`)."""
+    """The Python object a qualified FX target names (`torch.nn.functional.layer_norm`)."""
     import importlib
 
     module_name, _, attr = qualified.rpartition(".")

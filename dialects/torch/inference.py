@@ -664,7 +664,7 @@ def infer_unary_type(
     max: NumberLike | None = None,
 ) -> TensorType:
     """A unary pointwise op: same shape and device; the dtype is kept, except
-    that integral inputs of tanh/exp/log/erf/... become floating, as the op's
+    that integral inputs of exp, log and the like become floating, as the op's
     declared reference function computes it in torch (`min`/`max` are
     clamp's bounds, which may promote too)."""
     check = _Check(op_name)

@@ -35,6 +35,7 @@ from optimus_ir.dialects.torch.base import (
     number_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
+    ops_defined_in,
     TorchOp,
     _tensor_of,
     _tensor_types,
@@ -234,4 +235,5 @@ class MatmulOp(TorchOp):
 # Normalization
 # ---------------------------------------------------------------------------
 
-
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

@@ -44,6 +44,7 @@ from optimus_ir.dialects.torch.base import (
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
+    ops_defined_in,
     TorchOp,
     _opt_type,
     _tensor_of,
@@ -208,3 +209,5 @@ class LogSoftmaxOp(SoftmaxLikeOp):
         lowers_to="torch.log_softmax", fusion="softmax", cost="softmax",
     )
 
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

@@ -62,6 +62,7 @@ from optimus_ir.dialects.torch.base import (
     number_value,
 )
 from optimus_ir.dialects.torch.assembly import (
+    ops_defined_in,
     TorchOp,
     _tensor_of,
 )
@@ -846,4 +847,5 @@ class DivOp(BinaryPointwiseOp):
             properties={"rounding_mode": _str_attr(rounding_mode or "none")},
         )
 
-
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

@@ -42,6 +42,7 @@ from optimus_ir.dialects.torch.base import (
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
+    ops_defined_in,
     TorchOp,
     _tensor_of,
 )
@@ -110,4 +111,5 @@ class MeanOp(ReductionOp):
     name = "torch.mean"
     FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.mean", cost="reduction")
 
-
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

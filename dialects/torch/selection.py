@@ -20,7 +20,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from optimus_ir.dialects.torch.assembly import TorchOp, _tensor_of
+from optimus_ir.dialects.torch.assembly import ops_defined_in, TorchOp, _tensor_of
 from optimus_ir.dialects.torch.base import (
     Format,
     NumberLike,
@@ -159,3 +159,6 @@ class MaskedFillOp(TorchOp):
 SELECTION_OPS: tuple[type[TorchOp], ...] = (WhereOp, MaskedFillOp)
 """The selection ops (batch fusion's pointwise kind: several tensor
 operands, each stacked or shared)."""
+
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

@@ -40,6 +40,7 @@ from optimus_ir.dialects.torch.base import (
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
+    ops_defined_in,
     TorchOp,
     _tensor_of,
 )
@@ -533,4 +534,5 @@ class SelectOp(_ViewLikeOp):
 # Unary pointwise
 # ---------------------------------------------------------------------------
 
-
+__all__ = ops_defined_in(globals())
+"""The op classes this module defines (the package root re-exports them)."""

@@ -280,7 +280,7 @@ class GeluOp(_PlainUnaryOp):
 
 
 @irdl_op_definition
-class ErfOp(_PureUnaryOp):
+class ErfOp(_PlainUnaryOp):
     """`torch.erf(input)`, the error function; integral inputs give a floating result."""
 
     name = "torch.erf"
@@ -311,7 +311,7 @@ class SoftplusOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class HardswishOp(_PureUnaryOp):
+class HardswishOp(_PlainUnaryOp):
     """`torch.nn.functional.hardswish(input)`: `input * relu6(input + 3) / 6`
     (floating only)."""
 
@@ -325,7 +325,7 @@ class HardswishOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class HardsigmoidOp(_PureUnaryOp):
+class HardsigmoidOp(_PlainUnaryOp):
     """`torch.nn.functional.hardsigmoid(input)`: `relu6(input + 3) / 6`
     (floating only)."""
 
@@ -374,7 +374,7 @@ class EluOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class MishOp(_PureUnaryOp):
+class MishOp(_PlainUnaryOp):
     """`torch.nn.functional.mish(input)`: `input * tanh(softplus(input))`
     (floating only)."""
 
@@ -408,7 +408,7 @@ class HardtanhOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class SqrtOp(_PureUnaryOp):
+class SqrtOp(_PlainUnaryOp):
     """`torch.sqrt(input)`; integral inputs give a floating result."""
 
     name = "torch.sqrt"
@@ -417,7 +417,7 @@ class SqrtOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class RsqrtOp(_PureUnaryOp):
+class RsqrtOp(_PlainUnaryOp):
     """`torch.rsqrt(input)`: `1 / sqrt(input)`; integral inputs give a floating result."""
 
     name = "torch.rsqrt"
@@ -426,7 +426,7 @@ class RsqrtOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class ReciprocalOp(_PureUnaryOp):
+class ReciprocalOp(_PlainUnaryOp):
     """`torch.reciprocal(input)`: `1 / input`; integral inputs give a floating result."""
 
     name = "torch.reciprocal"
@@ -435,7 +435,7 @@ class ReciprocalOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class SinOp(_PureUnaryOp):
+class SinOp(_PlainUnaryOp):
     """`torch.sin(input)`; integral inputs give a floating result."""
 
     name = "torch.sin"
@@ -444,7 +444,7 @@ class SinOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class CosOp(_PureUnaryOp):
+class CosOp(_PlainUnaryOp):
     """`torch.cos(input)`; integral inputs give a floating result."""
 
     name = "torch.cos"
@@ -453,7 +453,7 @@ class CosOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class Log1pOp(_PureUnaryOp):
+class Log1pOp(_PlainUnaryOp):
     """`torch.log1p(input)`: `log(1 + input)`, exact near 0; integral
     inputs give a floating result."""
 
@@ -467,7 +467,7 @@ class Log1pOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class Expm1Op(_PureUnaryOp):
+class Expm1Op(_PlainUnaryOp):
     """`torch.expm1(input)`: `exp(input) - 1`, exact near 0; integral inputs
     give a floating result."""
 

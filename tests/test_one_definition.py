@@ -81,3 +81,29 @@ def test_the_package_root_names_no_op() -> None:
     text = source.replace(docstring, "", 1)
     named = [op.__name__ for op in T.ALL_OPS if re.search(rf"\b{op.__name__}\b", text)]
     assert named == []
+
+
+def _aten_overload(name: str):
+    """`torch.ops.aten.<op>.<overload>` for an aten spelling (`sigmoid.default`)."""
+    import torch
+
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+
+@pytest.mark.parametrize(
+    "op", [op for op in T.ALL_OPS if facts_of(op).spellings.aten], ids=lambda op: op.name
+)
+def test_effects_and_aliasing_agree_with_the_aten_schema(op: type) -> None:
+    """Where an op is raised from aten overloads, its traits say what their
+    schemas say: no effect exactly when no argument is mutated, a view
+    (`ViewLike`) exactly when the result aliases an input."""
+    from xdsl.traits import Pure
+
+    from optimus_ir.traits import ViewLike
+
+    for spelling in facts_of(op).spellings.aten:
+        schema = _aten_overload(spelling)._schema
+        aliases = any(r.alias_info is not None for r in schema.returns)
+        assert op.has_trait(Pure) == (not schema.is_mutable), spelling
+        assert (op.get_trait(ViewLike) is not None) == aliases, spelling

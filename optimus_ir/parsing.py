@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, FileLineColLoc, IntAttr, Module
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
@@ -187,6 +187,10 @@ class LocatingParser(Parser):
             op = super().parse_operation()
         except ParseError as err:
             raise self._point_at_op_name(err, start) from None
+        except VerifyException as err:
+            # a declarative assembly format checks operand types while it
+            # parses: the op's place, as its verifier's error would have
+            raise ParseError(Span(start, start + 1, self.lexer.input), str(err)) from None
         if isinstance(op.location, UnknownLoc):
             line = bisect.bisect_right(self._line_starts, start)
             column = start - self._line_starts[line - 1] + 1

@@ -21,9 +21,12 @@ The written tensor (the *target*) must be a temporary:
 
 * made by an op of this graph that returns fresh storage: not a graph input
   (`fx.placeholder`, a block argument), parameter or buffer (`fx.get_attr`),
-  and not the result of an op that may return a view of (or the very object
-  of) an operand, nor of an op with effects (`analysis.op_classes.
-  may_alias_operands`; an out-of-place form made by this pass is fresh);
+  and not the result of an op with effects; the result of an op that may
+  return a view of (or the very object of) an operand (`analysis.op_classes.
+  may_alias_operands`: a view, an eval-mode dropout) only when its one tensor
+  operand is read by nothing else and is itself such a temporary (nothing
+  else can see the write through it); an out-of-place form made by this
+  pass is fresh;
 * not viewed or observed before the write: every other reader of the target
   that comes before the write in the block only reads its value then and
   there (an op that neither may alias nor may write its operands). A view made
@@ -336,19 +339,87 @@ def _producer_name(op: Operation) -> str:
     return target.data if isinstance(target, StringAttr) else op.name
 
 
+FRESH_RESULT_MODULES: frozenset[str] = frozenset(
+    f"torch.nn.modules.{name}"
+    for name in """
+    linear.Linear linear.Bilinear conv.Conv1d conv.Conv2d conv.Conv3d
+    conv.ConvTranspose1d conv.ConvTranspose2d conv.ConvTranspose3d sparse.Embedding
+    sparse.EmbeddingBag normalization.LayerNorm normalization.GroupNorm
+    batchnorm.BatchNorm1d batchnorm.BatchNorm2d batchnorm.BatchNorm3d
+    activation.Sigmoid activation.Tanh activation.GELU activation.Softmax
+    activation.LogSoftmax activation.Softplus activation.PReLU
+    """.split()
+) | frozenset(MODULE_FUNCTIONALS) - {
+    f"torch.nn.modules.dropout.{name}"
+    for name in "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout".split()
+}
+"""Module classes whose call (of a module without hooks, not in place)
+returns a fresh tensor the module keeps no reference to: in a symbolically
+traced graph (`fx.call_module`) their results are temporaries."""
+
+_DROPOUT_MODULES = frozenset(MODULE_FUNCTIONALS) - frozenset(
+    name for name, (function, _) in MODULE_FUNCTIONALS.items() if function not in FUNCTIONAL_DROPOUTS
+)
+
+
+def _module_kind(op: Operation) -> str | None:
+    """'fresh' for a module call that returns a fresh tensor, 'identity' for
+    an eval-mode dropout module (returns its input), None otherwise."""
+    if not isinstance(op, fx.CallModuleOp):
+        return None
+    module_type = op.attributes.get("module_type")
+    attrs = op.attributes.get("module_attrs")
+    if not isinstance(module_type, StringAttr) or not isinstance(attrs, DictionaryAttr):
+        return None  # unknown, or a module with hooks (which may keep its output)
+    inplace = attrs.data.get("inplace")
+    if inplace is not None and not _is_false(inplace):
+        return None
+    if module_type.data in _DROPOUT_MODULES:
+        training = attrs.data.get("training")
+        return "identity" if training is not None and _is_false(training) else None
+    return "fresh" if module_type.data in FRESH_RESULT_MODULES else None
+
+
+def _check_fresh_storage(target: SSAValue) -> None:
+    """Raise `Kept` unless `target`'s storage is fresh and its own: made by a
+    side-effect-free op of the graph that does not alias its operands, or a
+    chain of side-effect-free aliasing ops of one tensor operand each (an
+    eval-mode dropout, a view) from such a value, where every value up the
+    chain has the chain's next op as its only reader (nothing else can see
+    the write through it)."""
+    value = target
+    while True:
+        if isinstance(value, BlockArgument) or isinstance(value.owner, fx.PlaceholderOp):
+            raise Kept(f"{_name(target)} may be (a view of) a graph input (the caller sees the write)")
+        owner = value.owner
+        if isinstance(owner, fx.GetAttrOp):
+            raise Kept(f"{_name(target)} is a parameter, buffer or constant of the module")
+        module_kind = _module_kind(owner)
+        if module_kind == "fresh":
+            return
+        if module_kind is None and effect_kind(owner) == "impure":
+            raise Kept(
+                f"{_name(target)} may share storage with another tensor: it is made by "
+                f"'{_producer_name(owner)}', which has side effects"
+            )
+        if module_kind is None and not may_alias_operands(owner):
+            return
+        sources = [v for v in owner.operands if isinstance(v.type, TensorType | fx.ValueType)]
+        if len(sources) != 1 or any(use.operation is not owner for use in sources[0].uses):
+            raise Kept(
+                f"{_name(target)} may share storage with another tensor: it is made by "
+                f"'{_producer_name(owner)}', which may return (a view of) its operand, and "
+                "that is read elsewhere too"
+            )
+        value = sources[0]
+
+
 def _check_temporary(target: SSAValue, write: Operation, position: dict[Operation, int]) -> None:
     """Raise `Kept` unless `target` is a temporary that nothing but `write`
     observes up to the write (see the module docstring)."""
     if isinstance(target, BlockArgument) or isinstance(target.owner, fx.PlaceholderOp):
         raise Kept(f"{_name(target)} is a graph input (the caller sees the write)")
-    owner = target.owner
-    if isinstance(owner, fx.GetAttrOp):
-        raise Kept(f"{_name(target)} is a parameter, buffer or constant of the module")
-    if may_alias_operands(owner) or effect_kind(owner) == "impure":
-        raise Kept(
-            f"{_name(target)} may share storage with another tensor: it is made by "
-            f"'{_producer_name(owner)}', which may return a view of its operand or has side effects"
-        )
+    _check_fresh_storage(target)
     written_at = position[write]
     for use in target.uses:
         reader = use.operation
@@ -503,6 +574,7 @@ class MaximizeValueSemanticsPass(ModulePass):
 __all__ = [
     "FUNCTIONAL_DROPOUTS",
     "FUNCTIONAL_INPLACE_POSITION",
+    "FRESH_RESULT_MODULES",
     "INPLACE_POINTWISE",
     "MODULE_FUNCTIONALS",
     "MaximizeValueSemanticsPass",

@@ -54,7 +54,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
 from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
-from optimus_ir.model_state import CaptureError, ModuleState
+from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
 from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
 
 
@@ -160,6 +160,7 @@ def _check_assignments(
     place (an op of the graph) and assigns the very same tensor back, which
     Dynamo replays with the fake tensor of the graph's `get_attr`."""
     read_as: dict[int, Any] = {}
+    assigned: list[str] = []
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             fake = node.meta.get("example_value", node.meta.get("val"))
@@ -171,9 +172,13 @@ def _check_assignments(
     for name, old, new in state.changes():
         if isinstance(old, torch.Tensor) and read_as.get(id(new)) is old:
             continue
-        raise CaptureError(
-            f"{type(model).__name__}.forward assigns '{name}'; the captured graph "
-            "cannot do that, so the optimized module would not behave like the model"
+        assigned.append(name)
+    if assigned:
+        names = ", ".join(f"'{name}'" for name in sorted(set(assigned)))
+        raise AttributeAssignmentError(
+            f"{type(model).__name__}.forward assigns {names}; the captured graph "
+            "cannot do that, so the optimized module would not behave like the model",
+            tuple(sorted(set(assigned))),
         )
 
 
@@ -454,7 +459,21 @@ def _optimize_or_fall_back(
     capture returns the captured graph with one `OptimusFallbackWarning`
     unless `strict` (or it is a ValidationError asked for with `validate`)."""
     start = time.perf_counter()
-    gm = capture(model, example_inputs, example_kwargs)
+    try:
+        gm = capture(model, example_inputs, example_kwargs)
+    except AttributeAssignmentError as error:
+        runner = _running_the_model(model, example_inputs, example_kwargs, str(error))
+        if runner is None:
+            raise
+        warnings.warn(
+            f"optimus: cannot optimize {type(model).__name__}: {error}; returning a module that "
+            "runs the model itself, unoptimized, so that the attribute writes still happen "
+            "(torch.compile(model, backend='optimus') optimizes it: Dynamo replays the writes)",
+            OptimusFallbackWarning,
+            stacklevel=4,
+        )
+        runner.optimus_report.phase_seconds["capture"] = time.perf_counter() - start  # type: ignore[union-attr]
+        return runner
     capture_seconds = time.perf_counter() - start
     training = model.training if isinstance(model, torch.nn.Module) else None
     try:
@@ -477,6 +496,45 @@ def _optimize_or_fall_back(
         )
         result = _unoptimized(gm, model, training, reason)
     result.optimus_report.phase_seconds["capture"] = capture_seconds  # type: ignore[union-attr]
+    return result
+
+
+def _running_the_model(
+    model: Any, example_inputs: Sequence[Any], example_kwargs: Mapping[str, Any], reason: str
+) -> torch.fx.GraphModule | None:
+    """A GraphModule whose forward takes the parameters of `model.forward`
+    and calls `model` itself (one `call_module`): what `optimize` returns for
+    a model it cannot capture faithfully, such as one whose forward assigns
+    attributes. None when `model.forward` takes variadic arguments (a graph
+    cannot pass them on)."""
+    if not isinstance(model, torch.nn.Module):
+        return None
+    try:
+        parameters = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    graph = torch.fx.Graph()
+    args: list[torch.fx.Node] = []
+    kwargs: dict[str, torch.fx.Node] = {}
+    for parameter in parameters:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            return None
+        if parameter.default is inspect.Parameter.empty:
+            node = graph.placeholder(parameter.name)
+        else:
+            node = graph.placeholder(parameter.name, default_value=parameter.default)
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = node
+        else:
+            args.append(node)
+    graph.output(graph.call_module("model", tuple(args), kwargs))
+    root = torch.nn.Module()
+    root.model = model  # by reference: the writes go to the caller's model
+    result = torch.fx.GraphModule(root, graph)
+    result.training = model.training  # this module only: its submodule is the model
+    result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
+        pipeline="", fallback=f"the model runs unoptimized: {reason}"
+    )
     return result
 
 
@@ -863,6 +921,7 @@ def _match_output_strides(
 
 
 __all__ = [
+    "AttributeAssignmentError",
     "CaptureError",
     "OptimusFallbackWarning",
     "ImportedGraph",

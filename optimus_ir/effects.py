@@ -15,7 +15,8 @@ when unused, and mergeable with an identical op) when
   a torch / aten functional op or tensor method that is not in-place (no
   trailing `_`), has no `out=` kwarg and no `inplace=True`, is not random,
   and is not one of the stateful torch entry points; or one of a list of
-  pure Python builtins (`operator.getitem`, `operator.add`, `getattr`...).
+  pure Python builtins (`operator.getitem`, `operator.add`, `getattr`...);
+  or a dropout with a literal `training=False` (the identity).
 
 Everything else is impure: unknown Python callables, `fx.call_module`,
 in-place and random ops, custom-op namespaces (but the batch kernels
@@ -307,10 +308,51 @@ def _target_kind(target: str) -> str:
     return "pure"
 
 
+EVAL_DROPOUT_FUNCTIONS: dict[str, int] = {
+    "torch.nn.functional.dropout": 2,
+    "torch.nn.functional.dropout1d": 2,
+    "torch.nn.functional.dropout2d": 2,
+    "torch.nn.functional.dropout3d": 2,
+    "torch.nn.functional.alpha_dropout": 2,
+    "torch.nn.functional.feature_alpha_dropout": 2,
+    "torch.dropout": 2,
+    "torch.ops.aten.dropout.default": 2,
+}
+"""Dropout functions -> the position of their `training`/`train` argument.
+With a literal `False` there (and not in place) a dropout returns its input
+unchanged: it draws no random numbers and writes nothing, so it is pure
+(`op_classes.FX_ALIASING_NAMES` knows that it returns its operand)."""
+
+
+def _is_eval_dropout(op: Operation, target: str) -> bool:
+    """`op` is a call of a dropout with a literal `training=False`."""
+    position = EVAL_DROPOUT_FUNCTIONS.get(target)
+    if position is None:
+        return False
+    kwargs = op.kwargs.data  # type: ignore[attr-defined]
+    training = kwargs.get("training", kwargs.get("train"))
+    if training is None:
+        args = op.args.data  # type: ignore[attr-defined]
+        if len(args) <= position:
+            return False  # torch's default: training
+        training = args[position]
+    return _is_false(training)
+
+
+def _is_false(attr: Attribute) -> bool:
+    """Whether an fx argument literal is `False` (see `_is_true`)."""
+    return isinstance(attr, IntegerAttr) and attr.type == _I1 and not attr.value.data
+
+
 def _function_kind(op: Operation, target: str) -> str:
     """'pure', 'alloc' (pure but never merged) or 'impure'."""
     kind = _target_kind(target)
     if kind == "impure":
+        if _is_eval_dropout(op, target) and not _kwargs_make_impure(op) and not (
+            target.startswith("torch.nn.functional.")
+            and any(_is_true(arg) for arg in op.args.data[1:])  # type: ignore[attr-defined]
+        ):
+            return "pure"
         return kind
     if _kwargs_make_impure(op):
         return "impure"
@@ -420,6 +462,7 @@ def is_cse_candidate(op: Operation) -> bool:
 __all__ = [
     "ALLOCATING_FUNCTIONS",
     "ALLOCATING_NAMES",
+    "EVAL_DROPOUT_FUNCTIONS",
     "FxCallEffects",
     "IMPURE_FUNCTIONS",
     "IMPURE_METHODS",

@@ -13,6 +13,18 @@ class CaptureError(RuntimeError):
     """Dynamo could not capture the model as one whole graph."""
 
 
+class AttributeAssignmentError(CaptureError):
+    """The model's forward assigns attributes (`self.scores = ...`) that the
+    captured graph cannot assign. Dynamo's torch.compile replays such writes
+    after the graph; `optimize` returns a module that runs the model itself
+    (with an `OptimusFallbackWarning`), so that the writes still happen."""
+
+    def __init__(self, message: str, attributes: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.attributes = attributes
+        """The assigned attributes, as `ModuleClass.name`."""
+
+
 ABSENT = object()
 """The value of an attribute a module did not have (in `ModuleState.changes`)."""
 
@@ -66,4 +78,4 @@ class ModuleState:
             module.__dict__.update(attrs)
 
 
-__all__ = ["ABSENT", "CaptureError", "ModuleState"]
+__all__ = ["ABSENT", "AttributeAssignmentError", "CaptureError", "ModuleState"]

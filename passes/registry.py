@@ -75,6 +75,8 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "canonicalize": lazy("optimus_ir.passes.canonicalize"),
     "dce": lazy("optimus_ir.passes.dce"),
     "cse": lazy("optimus_ir.passes.cse"),
+    # value semantics (fx level): in-place writes to temporaries out of place
+    "maximize-value-semantics": lazy("optimus_ir.passes.value_semantics"),
     # levels:
     "raise-fx": lazy("optimus_ir.passes.raise_fx"),
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
@@ -90,6 +92,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
 registered: `register_pass`)."""
 
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
+    "maximize-value-semantics",  # in-place writes to temporaries -> out-of-place ops
     "raise-fx",              # fx -> torch operator dialect
     "split-cat-simplify",    # split/cat/stack/unbind plumbing
     "batch-fusion",          # independent same-kind ops -> batch ops

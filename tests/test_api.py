@@ -36,7 +36,7 @@ def test_optimize_removes_plumbing_and_reports_it() -> None:
     torch.testing.assert_close(optimized(x), model(x), rtol=0, atol=0)
     report = optimized.optimus_report
     assert sum(report.ops_after.values()) < sum(report.ops_before.values())
-    assert report.pipeline.startswith("raise-fx")
+    assert report.pipeline.startswith("maximize-value-semantics,raise-fx")
     assert set(report.phase_seconds) >= {"capture", "import", "passes", "export"}
     text = report.format()
     assert "before" in text and "total" in text

@@ -264,7 +264,7 @@ def test_shape_propagation_does_not_write_the_owners_buffers() -> None:
     torch.testing.assert_close(gm.count, torch.ones(1), rtol=0, atol=0)
 
 
-def test_an_assignment_the_graph_cannot_do_is_a_capture_error() -> None:
+def test_an_assignment_the_graph_cannot_do_is_a_capture_error_and_optimize_falls_back() -> None:
     class Rebinds(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -277,8 +277,15 @@ def test_an_assignment_the_graph_cannot_do_is_a_capture_error() -> None:
     model = Rebinds()
     count = model.count
     with pytest.raises(CaptureError, match="assigns 'Rebinds.count'"):
-        optimus_ir.optimize(model, [torch.ones(2)])
+        optimus_ir.api.capture(model, [torch.ones(2)])
     assert model.count is count and type(model.count) is torch.Tensor
+    # optimize() does not fail where torch.compile works (issue 21, item 7):
+    # it returns a module that runs the model, so the assignment happens
+    with pytest.warns(optimus_ir.OptimusFallbackWarning, match="assigns 'Rebinds.count'"):
+        optimized = optimus_ir.optimize(model, [torch.ones(2)])
+    assert model.count is count and type(model.count) is torch.Tensor
+    torch.testing.assert_close(optimized(torch.ones(2)), torch.ones(2), rtol=0, atol=0)
+    torch.testing.assert_close(model.count, torch.ones(1), rtol=0, atol=0)
 
 
 # ---------------------------------------------------------------------------

@@ -44,10 +44,14 @@ FX_ALIASING_NAMES: frozenset[str] = frozenset(
     bool cpu cuda contiguous expand_copy _reshape_alias _unsafe_view lift_fresh
     align_to refine_names rename data requires_grad_ indices values crow_indices
     col_indices conj resolve_conj resolve_neg positive numpy_T adjoint
+    type_as broadcast_to broadcast_tensors atleast_1d atleast_2d atleast_3d
+    unsafe_split unsafe_chunk as_subclass
+    dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout
     """.split()
 )
 """Last name components of pure torch functions / methods that may return a
-view of (or the very same tensor as) an operand."""
+view of (or the very same tensor as) an operand (`type_as` to the same dtype
+and eval-mode dropout return the operand itself)."""
 
 STRIDE_SENSITIVE_NAMES: frozenset[str] = frozenset(
     """

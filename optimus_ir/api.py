@@ -766,18 +766,13 @@ def _median(values: Iterator[float] | Sequence[float]) -> float:
 
 def speed_veto(rounds: Sequence[tuple[float, float]], margin: float = SPEED_MARGIN) -> bool:
     """The speed check's verdict on (fused ms, captured ms) per round: fall
-    back only on a large, consistent loss. The fused module must be slower
-    by more than `margin` in *every* round, and its fastest round slower by
-    more than `margin` than the captured graph's fastest. Load from other
-    processes slows whichever module runs at the time: it can inflate a few
-    rounds either way, but not make the fused module lose every round by a
-    wide margin, so a loaded machine does not flip the decision."""
-    if not rounds:
-        return False
-    fused = [f for f, _ in rounds]
-    captured = [c for _, c in rounds]
-    every_round = all(f > c * (1 + margin) for f, c in rounds)
-    return every_round and min(fused) > min(captured) * (1 + margin)
+    back only on a large, consistent loss, the fused module slower by more
+    than `margin` in *every* round (so its fastest round, too, loses to the
+    captured graph's fastest by that margin). Load from other processes
+    slows whichever module runs at the time: it can inflate a few rounds
+    either way, but not make the fused module lose every round by a wide
+    margin, so a loaded machine does not flip the decision."""
+    return bool(rounds) and all(fused > captured * (1 + margin) for fused, captured in rounds)
 
 
 def _per_call_rounds(

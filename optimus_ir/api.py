@@ -493,7 +493,11 @@ class _OptimizeFor:
             strict=bool(options.strict),
         )
         if options.remarks:
-            for remark in result.optimus_report.remarks:  # type: ignore[union-attr]
+            report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
+            # what a discarded attempt did, said so: it is not in the module returned
+            for remark in report.discarded_remarks:
+                print(f"optimus: remark (discarded attempt): {remark.message}", file=sys.stderr)
+            for remark in report.remarks:
                 print(f"optimus: remark: {remark.message}", file=sys.stderr)
         return result
 

@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+THIRDPARTY_STAMP := $(VENV)/.thirdparty
 
-.PHONY: demo test check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test bench-third-party check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,13 +17,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# The `thirdparty` extra (deepctr-torch 0.3.0 with tqdm, scikit-learn and
+# requests), after the rest: torch is installed already and stays as it is.
+$(THIRDPARTY_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[test,thirdparty]'
+	touch $(THIRDPARTY_STAMP)
+
 # ~1 minute: the 64-tower model optimized, checked and timed (eager and under
 # torch.compile); the IR of each stage goes to build/demo. Options pass through
 # DEMO_ARGS, e.g. `make demo DEMO_ARGS="--quick --no-compile"`.
 demo: $(STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
-test: $(STAMP) check-layers
+test: $(STAMP) $(THIRDPARTY_STAMP) check-layers
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(VENV)/bin/lit -sv tests/lit
 
@@ -87,6 +94,14 @@ bench-triton: $(STAMP)
 # steady-state time interleaved; the targets as PASS/FAIL (~15 minutes).
 bench-compile: $(STAMP)
 	$(PY) benchmarks/bench_compile.py
+
+# deepctr-torch's MMOE, PLE, DCN, DeepFM and xDeepFM (re-initialised), batch
+# 64 and 512: ops, groups fused and per-call time of the captured graph, ours
+# (freeze=True) and PyTorch's pre-grad Optimus; table and JSON in build/bench/
+# (a few minutes on one core).
+bench-third-party: $(THIRDPARTY_STAMP)
+	$(PY) benchmarks/bench_third_party.py --json build/bench/third_party.json \
+		--markdown build/bench/third_party.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

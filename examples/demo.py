@@ -469,6 +469,22 @@ def ops_total(counter: Counter[str]) -> int:
     return sum(counter.values())
 
 
+def describe_outcome(report: OptimizeReport) -> str:
+    """`before -> after ops, N group(s) fused`, and why when `optimize` fell
+    back: from the report of the module returned only, so that the line
+    cannot contradict itself (a speed check that fell back leaves no fused
+    group in it)."""
+    line = (f"{ops_total(report.ops_before)} -> {ops_total(report.ops_after)} ops, "
+            f"{report.groups_fused} group(s) fused")
+    if report.speed_check is not None and report.speed_check.fell_back:
+        line += " (the speed check fell back to the pipeline without batch fusion)"
+    if report.fallback is not None:
+        line += f" (not optimized: {report.fallback})"
+    elif any(r.message.startswith("optimize: op-count guard") for r in report.remarks):
+        line += " (the op-count guard fell back to the pipeline without batch fusion)"
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; 0 when every numerical check passed, else 1."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -602,8 +618,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     say("  result: " + ("OK (outputs match the original model)" if plumbing_ok else "FAILED"))
 
     section("summary")
-    say(f"  recsys model, {towers} towers: {ops_total(report.ops_before)} -> {ops_total(report.ops_after)} ops "
-        f"(optimize took {optimize_s:.1f} s)")
+    say(f"  recsys model, {towers} towers: {describe_outcome(report)} (optimize took {optimize_s:.1f} s)")
     say(f"  plumbing model: {ops_total(plumbing_report.ops_before)} -> {ops_total(plumbing_report.ops_after)} ops")
     say(f"  numerical checks: {'all OK' if ok else 'FAILED'}")
     say(f"  eager: {speedup_module:.2f}x over the nn.Module, {speedup_captured:.2f}x over the captured graph")

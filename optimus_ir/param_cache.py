@@ -562,7 +562,15 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
             continue
         kind, name = found
         *modules, leaf = name.split(".")
-        own_path = node.meta.get(ATTR_PATH_META) or attribute_path(gm, str(node.target))
+        # Bound before (the captured graph is the stride fallback of every
+        # module optimize() makes from it, and is bound again each time):
+        # its own path is the one recorded then, its index is renewed.
+        previous = node.meta.get(ATTR_OWN_META)
+        own_path = (
+            previous[0]
+            if previous is not None
+            else node.meta.get(ATTR_PATH_META) or attribute_path(gm, str(node.target))
+        )
         if own_path is not None and own_path[0] != ("__dict__", MODEL_ATTRIBUTE):
             node.meta[ATTR_OWN_META] = (own_path, len(made_with))
             made_with.append(value)

@@ -63,7 +63,7 @@ def test_speed_check_falls_back_to_the_named_pipeline(monkeypatch) -> None:
     test does not depend on the machine."""
     from optimus_ir import api
 
-    monkeypatch.setattr(api, "_fastest_per_call", lambda modules, args, kwargs: [2.0, 1.0])
+    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: [[2.0, 1.0]] * 7)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), check_speed=True, freeze=True)
     report = gm.optimus_report

@@ -134,7 +134,9 @@ def test_pass_knobs_reach_the_pipeline_of_every_entry_point() -> None:
 def test_remarks_knob_prints_the_remarks_of_optimize(capsys: pytest.CaptureFixture[str]) -> None:
     model, x = towers()
     optimus_ir.optimize(model, [x], options=OptimizeOptions(remarks=True, cost_model="default"))
-    assert "optimus: remark: batch-fusion:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # the fused attempt may be discarded (op-count guard): its remarks are printed, labelled
+    assert "optimus: remark: batch-fusion:" in err or "optimus: remark (discarded attempt): batch-fusion:" in err
     optimus_ir.optimize(model, [x])
     assert "remark" not in capsys.readouterr().err
 

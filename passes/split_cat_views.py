@@ -59,11 +59,15 @@ from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import (
     AliasAnalysis,
+    alias_class,
     all_static,
     can_forward_as_alias,
+    can_replace_by_copy,
+    class_is_mutated,
     same_layout,
     shape,
 )
+from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
@@ -278,6 +282,7 @@ class _SplitJoinToView(RewritePattern):
             return sl.results[0]
 
         whole = False
+        bases_all_input = False
         groups = _adjacent_groups(items, chosen, list(join.inputs))
         for group in groups:
             if isinstance(group, SSAValue):
@@ -285,6 +290,7 @@ class _SplitJoinToView(RewritePattern):
                 continue
             flush()
             bases = [base_of(run) for run in group]
+            bases_all_input = len(bases) == 1 and bases[0] is group[0].op.input
             d = group[0].op.dim.data
             if len(bases) == 1:
                 base = bases[0]
@@ -303,15 +309,29 @@ class _SplitJoinToView(RewritePattern):
         if len(values) == 1:
             result = values[0]
             layout_kept = same_layout(join.results[0], result)
+            # A chain over all of the split input (one group, no slice or
+            # merged section) leaves no other view of that storage: returned,
+            # it is as good as the input itself (`whole`).
+            all_of_input = len(groups) == 1 and bases_all_input
             if not can_forward_as_alias(
                 join.results[0],
                 runs[0].op.input,
-                whole=whole,
+                whole=whole or all_of_input,
                 contiguous=layout_kept,
                 aliases=self.aliases,
             ):
-                _abandon(pending, new_splits)
-                return
+                copy = _copy_instead(join, result, runs[0].op.input, self.aliases)
+                if copy is None:
+                    _abandon(pending, new_splits)
+                    emit_remark(
+                        join,
+                        f"{self.name}: {join.name} left alone: its result would alias "
+                        "its split input and a copy would not keep its layout "
+                        "(or the tensors are written in place)",
+                    )
+                    return
+                pending.append(copy)
+                result = copy.results[0]
         else:
             new_join = t.CatOp(values, c)
             pending.append(new_join)
@@ -363,6 +383,26 @@ def _abandon(
     and erasing that value later fails)."""
     for op in [*pending, *(split for split, _ in new_splits.values())]:
         op.drop_all_references()
+
+
+def _copy_instead(
+    join: Operation, view: SSAValue, source: SSAValue, aliases: AliasAnalysis | None
+) -> Operation | None:
+    """One copy of the view chain's result, `cat([view], 0)`, to stand for
+    the join where the view itself may not (it is returned and would alias
+    the split input, or a user depends on strides): made where the join was,
+    it reads the same storage at the same point and is fresh like the join.
+    Only when the copy keeps the join's type and contiguous layout, and not
+    where either side is written in place (that plumbing stays as it is)."""
+    fresh = join.results[0]
+    if aliases is not None:
+        if aliases.is_mutated(fresh) or aliases.is_mutated(source):
+            return None
+    elif class_is_mutated(alias_class(fresh)) or class_is_mutated(alias_class(source)):
+        return None
+    if not can_replace_by_copy(fresh, view):
+        return None
+    return t.CatOp([view], 0, result_type=fresh.type)
 
 
 def _fewer_ops(

@@ -59,11 +59,8 @@ from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import (
     AliasAnalysis,
-    alias_class,
     all_static,
     can_forward_as_alias,
-    can_replace_by_copy,
-    class_is_mutated,
     same_layout,
     shape,
 )
@@ -71,6 +68,7 @@ from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
+    copy_instead,
     offsets,
     piece_of,
     sections_of,
@@ -320,7 +318,7 @@ class _SplitJoinToView(RewritePattern):
                 contiguous=layout_kept,
                 aliases=self.aliases,
             ):
-                copy = _copy_instead(join, result, runs[0].op.input, self.aliases)
+                copy = copy_instead(join, result, runs[0].op.input, self.aliases)
                 if copy is None:
                     _abandon(pending, new_splits)
                     emit_remark(
@@ -383,26 +381,6 @@ def _abandon(
     and erasing that value later fails)."""
     for op in [*pending, *(split for split, _ in new_splits.values())]:
         op.drop_all_references()
-
-
-def _copy_instead(
-    join: Operation, view: SSAValue, source: SSAValue, aliases: AliasAnalysis | None
-) -> Operation | None:
-    """One copy of the view chain's result, `cat([view], 0)`, to stand for
-    the join where the view itself may not (it is returned and would alias
-    the split input, or a user depends on strides): made where the join was,
-    it reads the same storage at the same point and is fresh like the join.
-    Only when the copy keeps the join's type and contiguous layout, and not
-    where either side is written in place (that plumbing stays as it is)."""
-    fresh = join.results[0]
-    if aliases is not None:
-        if aliases.is_mutated(fresh) or aliases.is_mutated(source):
-            return None
-    elif class_is_mutated(alias_class(fresh)) or class_is_mutated(alias_class(source)):
-        return None
-    if not can_replace_by_copy(fresh, view):
-        return None
-    return t.CatOp([view], 0, result_type=fresh.type)
 
 
 def _fewer_ops(

@@ -74,6 +74,7 @@ from optimus_ir.passes.canonicalization_patterns.torch import (  # the local fol
     SingleInputJoin,
     SplitWhole,
 )
+from optimus_ir.passes.split_cat_pointwise import PointwiseOfCat
 from optimus_ir.passes.split_cat_views import view_patterns
 from optimus_ir.passes.view_programs import Step, apply_step, emit, movedim_dims, simplify
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
@@ -925,7 +926,7 @@ class SplitCatSimplify(PatternPass):
             FoldViewChain(aliases) if isinstance(p, FoldViewChain) else p
             for p in view_patterns(aliases)
         ]
-        return core + views
+        return [*core, PointwiseOfCat(aliases), *views]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # One alias analysis per run, kept up to date by the driver's

@@ -12,6 +12,7 @@ aliasing, mutation and layout reasoning is the core analysis layer
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from optimus_ir.analysis import (
     class_is_mutated,
     shape,
 )
+from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.types import DYNAMIC
 
@@ -212,6 +214,7 @@ def is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
 
 
 __all__ = [
+    "RemarkOnce",
     "copy_instead",
     "is_full_range",
     "slice_like",
@@ -257,3 +260,18 @@ def copy_instead(
     if not can_replace_by_copy(fresh, view):
         return None
     return t.CatOp([view], 0, result_type=fresh.type)
+
+
+class RemarkOnce:
+    """Emits a pattern's "left alone" remark about an op once: the greedy
+    driver tries an op again whenever something else in the graph changed,
+    and the reason is the same each time. Ops are held weakly."""
+
+    def __init__(self) -> None:
+        self._seen: weakref.WeakSet[Operation] = weakref.WeakSet()
+
+    def __call__(self, op: Operation, message: str) -> None:
+        if op in self._seen:
+            return
+        self._seen.add(op)
+        emit_remark(op, message)

@@ -21,9 +21,9 @@ is read only by it and keeps its inputs' dtype; every user of the op's
 result is a step-1 `slice` on the cat dim exactly at one input's boundaries,
 or a `split` on the cat dim whose sections are the cat's. Left alone, with a
 remark: an input or the result written in place (the pointwise op would
-read the input at another point than the cat did), or a user that depends
-on strides when the new value would not be laid out like the slice it
-replaces.
+read the input at another point than the cat did), or a piece that a user
+reads by its strides, or that is returned, when the new value would not be
+laid out like the slice it replaces (a returned one would need a restride).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from optimus_ir.analysis import (
     AliasAnalysis,
     alias_class,
     class_is_mutated,
+    fresh_reaches_output,
     layout_insensitive,
     same_layout,
 )
-from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import offsets, only_user, sections_of, static_size, tensor_type
+from optimus_ir.passes.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_size, tensor_type
 from optimus_ir.traits import is_elementwise, is_mergeable
 
 
@@ -85,6 +85,7 @@ class PointwiseOfCat(RewritePattern):
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
+        self.remark = RemarkOnce()
 
     def _mutated(self, value: SSAValue) -> bool:
         if self.aliases is not None:
@@ -117,18 +118,22 @@ class PointwiseOfCat(RewritePattern):
         if any(ty is None or ty.element_type != cat_type.element_type for ty in input_types):
             return  # the cat converts a dtype: f would see other values
         if any(self._mutated(x) for x in inputs) or self._mutated(result):
-            emit_remark(
+            self.remark(
                 op,
                 f"{self.name}: {op.name} of torch.cat left alone: a tensor involved is "
                 "written in place",
             )
             return
         for value, i in pairs:
-            if not same_layout(value, inputs[i]) and not layout_insensitive(value):
-                emit_remark(
+            # A returned piece keeps its strides: output-layout would restride
+            # a new value at the cost of another op, so that is no gain.
+            if not same_layout(value, inputs[i]) and (
+                not layout_insensitive(value) or fresh_reaches_output(value, self.aliases)
+            ):
+                self.remark(
                     op,
                     f"{self.name}: {op.name} of torch.cat left alone: a user of a piece "
-                    "depends on strides the piece would not keep",
+                    "depends on strides the piece would not keep (or is returned with them)",
                 )
                 return
         # One f per input that is read, made where f was (after the cat read

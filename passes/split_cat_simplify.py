@@ -50,9 +50,9 @@ from optimus_ir.analysis import (
     strides_of,
     view_closure,
 )
-from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
+    RemarkOnce,
     Run,
     consecutive_runs,
     copy_instead,
@@ -93,6 +93,7 @@ class AliasAwarePattern(RewritePattern):
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
+        self.remark = RemarkOnce()
 
     def forwardable(
         self, fresh: SSAValue, source: SSAValue, *, whole: bool = False, contiguous: bool = False
@@ -767,7 +768,7 @@ class JoinOfSlices(AliasAwarePattern):
             copy = copy_instead(op, view, source, self.aliases)
             if copy is None:
                 _drop(new_ops)
-                emit_remark(
+                self.remark(
                     op,
                     f"{self.name}: {op.name} of selects left alone: a view would alias "
                     "their source and a copy would not keep the layout (or a tensor "
@@ -909,8 +910,10 @@ class SplitCatSimplify(PatternPass):
     ones), dead pieces merged, size-1 split + squeeze -> unbind, cat of
     consecutive split pieces (the input, a slice, or a coarser split),
     stack -> unbind at the same boundaries, unbind -> stack, cat/stack of
-    ordered slices -> a view; then the view-chain patterns of
-    `split_cat_views` (when present). Rewrites that change aliasing are
+    ordered slices or selects -> a view (or one copy of it where it is
+    returned); a pointwise op of a cat read back at the cat's boundaries ->
+    the op on each input (`split_cat_pointwise`); then the view-chain
+    patterns of `split_cat_views` (when present). Rewrites that change aliasing are
     guarded against in-place writes, stride-dependent users and outputs
     that would alias inputs (`split_cat_common.can_forward_as_alias`)."""
 

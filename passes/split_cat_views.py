@@ -64,10 +64,10 @@ from optimus_ir.analysis import (
     same_layout,
     shape,
 )
-from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
+    RemarkOnce,
     copy_instead,
     offsets,
     piece_of,
@@ -211,6 +211,7 @@ class _SplitJoinToView(RewritePattern):
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
+        self.remark = RemarkOnce()
 
     def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
         return True
@@ -321,7 +322,7 @@ class _SplitJoinToView(RewritePattern):
                 copy = copy_instead(join, result, runs[0].op.input, self.aliases)
                 if copy is None:
                     _abandon(pending, new_splits)
-                    emit_remark(
+                    self.remark(
                         join,
                         f"{self.name}: {join.name} left alone: its result would alias "
                         "its split input and a copy would not keep its layout "

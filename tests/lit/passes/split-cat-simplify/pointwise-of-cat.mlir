@@ -79,3 +79,31 @@ fx.graph @left_alone {
   %m = fx.call_method "add_"(%w, 1) : tensor<3x4xf32>
   fx.output (%s1, %s2, %r2, %s3, %c3, %s4, %s5)
 }
+
+// -----
+
+// Returned pieces keep their strides: slices on dim 1 are strided views of
+// the whole, relu of each input would not be (left alone, with a remark);
+// on dim 0 they are laid out like the inputs (taken).
+
+// CHECK-LABEL: fx.graph @returned
+// CHECK:         %[[A:.*]] = torch.relu %x : tensor<4x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:    %[[B:.*]] = torch.relu %y : tensor<6x3xf32> -> tensor<6x3xf32>
+// CHECK:         torch.cat %u, %v dim 1
+// CHECK:         fx.output (%[[A]], %[[B]], %s1, %s2)
+fx.graph @returned {
+  %x = fx.placeholder "x" : tensor<4x3xf32>
+  %y = fx.placeholder "y" : tensor<6x3xf32>
+  %c = torch.cat %x, %y dim 0 : tensor<4x3xf32>, tensor<6x3xf32> -> tensor<10x3xf32>
+  %r = torch.relu %c : tensor<10x3xf32> -> tensor<10x3xf32>
+  %a = torch.slice %r dim 0 start 0 end 4 : tensor<10x3xf32> -> tensor<4x3xf32>
+  %b = torch.slice %r dim 0 start 4 end 10 : tensor<10x3xf32> -> tensor<6x3xf32>
+  %u = fx.placeholder "u" : tensor<3x4xf32>
+  %v = fx.placeholder "v" : tensor<3x6xf32>
+  %d = torch.cat %u, %v dim 1 : tensor<3x4xf32>, tensor<3x6xf32> -> tensor<3x10xf32>
+  // expected-remark@+1 {{pointwise-of-cat: torch.relu of torch.cat left alone: a user of a piece depends on strides}}
+  %q = torch.relu %d : tensor<3x10xf32> -> tensor<3x10xf32>
+  %s1 = torch.slice %q dim 1 start 0 end 4 : tensor<3x10xf32> -> tensor<3x4xf32>
+  %s2 = torch.slice %q dim 1 start 4 end 10 : tensor<3x10xf32> -> tensor<3x6xf32>
+  fx.output (%a, %b, %s1, %s2)
+}

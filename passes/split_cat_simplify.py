@@ -824,6 +824,31 @@ class JoinOfSlices(AliasAwarePattern):
         rewriter.replace(op, new_ops)
 
 
+class UnsqueezeOfSelect(RewritePattern):
+    """`unsqueeze(select(x, d, i), d)` -> `slice(x, d, i, i + 1)`: the same
+    elements of the same storage with the same shape (a size-1 dim's stride
+    does not matter), in one view instead of two; `torch.cat([x[:, i].
+    unsqueeze(1) for i in ...], 1)` then is a join of slices. Only when the
+    select has no other user (else nothing is saved) and `i` is
+    non-negative."""
+
+    name = "unsqueeze-of-select"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.UnsqueezeOp):
+            return
+        select = op.input.owner
+        if not isinstance(select, t.SelectOp) or select.dim.data != op.dim.data:
+            return
+        index = select.index.data
+        if index < 0 or only_user(select.result) is not op:
+            return
+        rewriter.replace(
+            op, [t.SliceOp(select.input, op.dim.data, index, index + 1, 1, result_type=op.result.type)]
+        )
+        rewriter.erase(select)
+
+
 class CatOfCat(AliasAwarePattern):
     """`cat([a, cat([b, c], d), e], d)` -> `cat([a, b, c, e], d)`: an inner
     cat on the same dim whose only user is the outer cat is flattened into
@@ -894,6 +919,7 @@ CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
     CatOfSplitPieces,
     UnbindOfStack,
     StackOfUnbind,
+    UnsqueezeOfSelect,
     JoinOfSlices,
     CatOfCat,
 )
@@ -911,7 +937,7 @@ class SplitCatSimplify(PatternPass):
     consecutive split pieces (the input, a slice, or a coarser split),
     stack -> unbind at the same boundaries, unbind -> stack, cat/stack of
     ordered slices or selects -> a view (or one copy of it where it is
-    returned); a pointwise op of a cat read back at the cat's boundaries ->
+    returned), unsqueeze of a select on its dim -> a slice; a pointwise op of a cat read back at the cat's boundaries ->
     the op on each input (`split_cat_pointwise`); then the view-chain
     patterns of `split_cat_views` (when present). Rewrites that change aliasing are
     guarded against in-place writes, stride-dependent users and outputs
@@ -948,6 +974,7 @@ __all__ = [
     "AliasAwarePattern",
     "CatOfCat",
     "CatOfSplitPieces",
+    "UnsqueezeOfSelect",
     "EraseDeadPlumbing",
     "JoinOfSlices",
     "MergeDeadSplitPieces",

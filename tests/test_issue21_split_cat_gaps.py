@@ -70,6 +70,13 @@ class SelectStackOtherDim(nn.Module):
         return torch.stack([x.select(0, i) for i in range(3)], dim=1).abs()
 
 
+class UnsqueezedSelectsCat(nn.Module):
+    """`cat([x[:, i].unsqueeze(1) ...], 1)`: x itself (PyTorch: 13 ops)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x[:, i].unsqueeze(1) for i in range(4)], 1).relu()
+
+
 class PointwiseOfCat(nn.Module):
     """One activation over concatenated features, then taken apart again."""
 
@@ -111,6 +118,7 @@ CASES: dict[str, tuple[type[nn.Module], tuple[tuple[int, ...], ...], dict[str, i
     "select_stack_other_dim": (
         SelectStackOtherDim, ((3, 4),), {"movedim": 1, "abs": 1, ".contiguous": 1}
     ),
+    "unsqueezed_selects_cat": (UnsqueezedSelectsCat, ((2, 4, 3),), {"relu": 1}),
     "pointwise_of_cat": (
         PointwiseOfCat, ((3, 4), (3, 6)), {"sigmoid": 2, "mul": 1, "add": 1}
     ),

@@ -95,3 +95,34 @@ fx.graph @left_alone {
   %m = fx.call_method "add_"(%z, 1) : tensor<2x3x5xf32>
   fx.output (%j1, %j2, %j3, %j4)
 }
+
+// -----
+
+// `cat([x[:, i].unsqueeze(1) for i in range(3)], 1)`: each unsqueeze of a
+// select on its dim is a size-1 slice, and a cat of all of them is x itself.
+// Left alone: a select with another user, an unsqueeze on another dim.
+
+// CHECK-LABEL: fx.graph @unsqueezed_selects
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %r = torch.relu %x : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+// CHECK-NEXT:    %d = torch.select %x dim 1 index 0
+// CHECK-NEXT:    %ud = torch.unsqueeze %d dim 1
+// CHECK-NEXT:    %e = torch.select %x dim 1 index 1
+// CHECK-NEXT:    %ue = torch.unsqueeze %e dim 0
+// CHECK-NEXT:    fx.output (%r, %ud, %d, %ue)
+fx.graph @unsqueezed_selects {
+  %x = fx.placeholder "x" : tensor<2x3x5xf32>
+  %a = torch.select %x dim 1 index 0 : tensor<2x3x5xf32> -> tensor<2x5xf32>
+  %b = torch.select %x dim 1 index 1 : tensor<2x3x5xf32> -> tensor<2x5xf32>
+  %c = torch.select %x dim 1 index 2 : tensor<2x3x5xf32> -> tensor<2x5xf32>
+  %ua = torch.unsqueeze %a dim 1 : tensor<2x5xf32> -> tensor<2x1x5xf32>
+  %ub = torch.unsqueeze %b dim 1 : tensor<2x5xf32> -> tensor<2x1x5xf32>
+  %uc = torch.unsqueeze %c dim 1 : tensor<2x5xf32> -> tensor<2x1x5xf32>
+  %j = torch.cat %ua, %ub, %uc dim 1 : tensor<2x1x5xf32>, tensor<2x1x5xf32>, tensor<2x1x5xf32> -> tensor<2x3x5xf32>
+  %r = torch.relu %j : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %d = torch.select %x dim 1 index 0 : tensor<2x3x5xf32> -> tensor<2x5xf32>
+  %ud = torch.unsqueeze %d dim 1 : tensor<2x5xf32> -> tensor<2x1x5xf32>
+  %e = torch.select %x dim 1 index 1 : tensor<2x3x5xf32> -> tensor<2x5xf32>
+  %ue = torch.unsqueeze %e dim 0 : tensor<2x5xf32> -> tensor<1x2x5xf32>
+  fx.output (%r, %ud, %d, %ue)
+}

@@ -824,6 +824,69 @@ def _mul(r: Raiser, input, other):
     return _binary(r, T.MulOp, input, other)
 
 
+def pointwise_einsum(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[int], ...] | str:
+    """For a two-operand einsum that is only a pointwise product (PyTorch's
+    einsum_to_pointwise: `"bi,bi->bi"`, `"bij,bj->bij"`, `"bi,bj->bij"`),
+    each operand's output positions where `unsqueeze` adds a size-1 dim, in
+    order; else why it is not one (a sum over a letter, an operand whose
+    letters are not in output order, a repeated letter, an ellipsis, sizes
+    that differ). Every output element is then one product of one element
+    of each operand, as einsum computes it."""
+    eq = equation.replace(" ", "")
+    if "..." in eq:
+        return "an ellipsis"
+    if "->" not in eq:
+        return "no explicit output"
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or len(shapes) != 2:
+        return "not two operands"
+    if not all(term.isalpha() for term in [*terms, out]):
+        return "letters only"
+    if any(len(set(term)) != len(term) for term in [*terms, out]):
+        return "a repeated letter (a diagonal)"
+    if set(terms[0]) | set(terms[1]) != set(out):
+        return "a sum over a letter (a contraction, not a pointwise product)"
+    sizes: dict[str, int] = {}
+    plans: list[list[int]] = []
+    for term, sh in zip(terms, shapes):
+        if len(term) != len(sh):
+            return "an operand's rank differs from its letters"
+        positions = [out.index(letter) for letter in term]
+        if positions != sorted(positions):
+            return "an operand's letters are not in output order (a transpose)"
+        for letter, size in zip(term, sh):
+            if size == DYNAMIC or sizes.setdefault(letter, size) != size:
+                return "a letter's sizes differ or are dynamic"
+        plans.append([i for i, letter in enumerate(out) if letter not in term])
+    return tuple(plans)
+
+
+@function("torch.functional.einsum", "torch.einsum", *aten("einsum.default"))
+def _einsum(r: Raiser, equation, *operands, path=None):
+    """A pointwise einsum is `unsqueeze`s and one `mul` (the product of the
+    same two elements: bitwise what einsum computes); any other stays an fx
+    op, with a remark that says why."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    values = [tensor(v) for v in operands]
+    out = r.out_tensor()
+    plans = pointwise_einsum(lit_str(equation), [shape(v) for v in values])
+    if isinstance(plans, str) or len({v.type.element_type for v in values}) != 1:  # type: ignore[attr-defined]
+        why = plans if isinstance(plans, str) else "operands of different dtypes"
+        r.remark(f"einsum-to-pointwise: einsum kept: {why}")
+        skip_unless(False)
+    chain: list[Operation] = []
+    aligned: list[SSAValue] = []
+    for value, missing in zip(values, plans):
+        for dim in missing:  # increasing: each dim is final when added
+            chain.append(T.UnsqueezeOp(value, dim))
+            value = chain[-1].results[0]
+        aligned.append(value)
+    chain.append(T.MulOp(aligned[0], aligned[1], result_type=out))
+    return chain
+
+
 @function("operator.truediv")
 def _op_truediv(r: Raiser, a, b):
     return _binary(r, T.DivOp, a, b)

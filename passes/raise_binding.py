@@ -214,6 +214,14 @@ class Raiser:
         skip_unless(all(isinstance(t, TensorType) for t in types))
         return types
 
+    # -- diagnostics ----------------------------------------------------------
+
+    def remark(self, message: str) -> None:
+        """A remark about the op being raised (why a binder keeps it)."""
+        from optimus_ir.diagnostics import emit_remark
+
+        emit_remark(self.op, message)
+
     # -- module parameters --------------------------------------------------
 
     def param(self, path: str, name: str, module: dict[str, Any]) -> SSAValue | None:

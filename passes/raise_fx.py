@@ -295,6 +295,9 @@ class _DetachedRaiser(Raiser):
         super().__init__()
         self.detached: list[Operation] = []
 
+    def remark(self, message: str) -> None:
+        """Nothing: this raiser only checks types; raise-fx itself reports."""
+
     def param(self, path: str, name: str, module: dict[str, Any]) -> SSAValue | None:
         ty = module.get(name, _MISSING)
         skip_unless(ty is not _MISSING)

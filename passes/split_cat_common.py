@@ -12,6 +12,7 @@ aliasing, mutation and layout reasoning is the core analysis layer
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,14 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from optimus_ir.analysis import shape
+from optimus_ir.analysis import (
+    AliasAnalysis,
+    alias_class,
+    can_replace_by_copy,
+    class_is_mutated,
+    shape,
+)
+from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
 from optimus_ir.types import DYNAMIC
 
@@ -206,6 +214,8 @@ def is_full_range(source: SSAValue, dim: int, start: int, end: int) -> bool:
 
 
 __all__ = [
+    "RemarkOnce",
+    "copy_instead",
     "is_full_range",
     "slice_like",
     "Piece",
@@ -224,3 +234,44 @@ __all__ = [
     "users",
     "users_are_only",
 ]
+
+
+# ---------------------------------------------------------------------------
+# One copy where a view may not stand for a join
+# ---------------------------------------------------------------------------
+
+
+def copy_instead(
+    join: Operation, view: SSAValue, source: SSAValue, aliases: AliasAnalysis | None
+) -> Operation | None:
+    """One copy of a view chain's result, `cat([view], 0)` (not inserted), to
+    stand for the fresh `join` where the view itself may not (it is returned
+    and would alias `source`, or a user depends on strides). Made where the
+    join was, it reads the same storage at the same point and is fresh like
+    the join. Only when the copy keeps the join's type and contiguous layout
+    (`can_replace_by_copy`), and not where the join or `source` is written in
+    place (that plumbing stays as it is)."""
+    fresh = join.results[0]
+    if aliases is not None:
+        if aliases.is_mutated(fresh) or aliases.is_mutated(source):
+            return None
+    elif class_is_mutated(alias_class(fresh)) or class_is_mutated(alias_class(source)):
+        return None
+    if not can_replace_by_copy(fresh, view):
+        return None
+    return t.CatOp([view], 0, result_type=fresh.type)
+
+
+class RemarkOnce:
+    """Emits a pattern's "left alone" remark about an op once: the greedy
+    driver tries an op again whenever something else in the graph changed,
+    and the reason is the same each time. Ops are held weakly."""
+
+    def __init__(self) -> None:
+        self._seen: weakref.WeakSet[Operation] = weakref.WeakSet()
+
+    def __call__(self, op: Operation, message: str) -> None:
+        if op in self._seen:
+            return
+        self._seen.add(op)
+        emit_remark(op, message)

@@ -36,6 +36,7 @@ from xdsl.rewriter import InsertPoint
 from optimus_ir.analysis import (
     AliasAnalysis,
     alias_class,
+    all_static,
     can_forward_as_alias,
     can_replace_by_copy,
     class_is_mutated,
@@ -44,14 +45,17 @@ from optimus_ir.analysis import (
     known_contiguous,
     layout_insensitive,
     reaches_output,
+    same_layout,
     shape,
     strides_of,
     view_closure,
 )
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
+    RemarkOnce,
     Run,
     consecutive_runs,
+    copy_instead,
     is_full_range,
     offsets,
     only_user,
@@ -70,7 +74,9 @@ from optimus_ir.passes.canonicalization_patterns.torch import (  # the local fol
     SingleInputJoin,
     SplitWhole,
 )
+from optimus_ir.passes.split_cat_pointwise import PointwiseOfCat
 from optimus_ir.passes.split_cat_views import view_patterns
+from optimus_ir.passes.view_programs import Step, apply_step, emit, movedim_dims, simplify
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
 
 
@@ -87,6 +93,7 @@ class AliasAwarePattern(RewritePattern):
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
+        self.remark = RemarkOnce()
 
     def forwardable(
         self, fresh: SSAValue, source: SSAValue, *, whole: bool = False, contiguous: bool = False
@@ -122,6 +129,13 @@ def _copy_of_whole(
     dim = op.dim.data if isinstance(op, t.CatOp) else 0
     rewriter.replace(op, [t.CatOp([source], dim, result_type=op.result.type)])
     return True
+
+
+def _drop(ops: Sequence[Operation]) -> None:
+    """Forget ops built for a rewrite that is not made (a detached op still
+    counts as a use of its operands)."""
+    for op in ops:
+        op.drop_all_references()
 
 
 def _forward_pieces(
@@ -630,7 +644,11 @@ class JoinOfSlices(AliasAwarePattern):
     * `cat(x[a:b], x[b:c], ..., d)` on the slice dim: `x[a:z]` (or `x`);
     * `stack(select(x, d, i), select(x, d, i+1), ..., d)`: `x[i:i+n]` (or `x`);
     * `stack(x[a:a+k], x[a+k:a+2k], ..., s)` with equal static k: `unflatten(
-      x[a:a+nk], d, [n, k])`, then `movedim(d, s)` when `s != d`.
+      x[a:a+nk], d, [n, k])`, then `movedim(d, s)` when `s != d`;
+    * `cat`/`stack` on another dim `c` of `select(x, d, i)`, ...,
+      `select(x, d, i+n-1)` (PyTorch's select -> cat, 2 ops there):
+      `x[i:i+n]` moved to `c` (and flattened into `c` for a cat), as a view,
+      or one copy of it where a view may not stand for the join.
 
     The fresh result becomes a view: only where aliasing allows."""
 
@@ -665,21 +683,22 @@ class JoinOfSlices(AliasAwarePattern):
                 self._to_range(op, source, dim, start, end, rewriter)
             else:
                 self._stack_slices(op, slices, source, dim, rewriter)
-        elif isinstance(first, t.SelectOp) and isinstance(op, t.StackOp):
+        elif isinstance(first, t.SelectOp):
             if not all(isinstance(o, t.SelectOp) for o in owners):
                 return
             selects: list[t.SelectOp] = owners  # type: ignore[assignment]
             source = first.input
             dim = first.dim.data
-            if op.dim.data != dim:
-                return
             index = first.index.data
             for k, s in enumerate(selects):
                 if s.input != source or s.dim.data != dim or s.index.data != index + k:
                     return
             if index < 0:
                 return
-            self._to_range(op, source, dim, index, index + len(selects), rewriter)
+            if isinstance(op, t.StackOp) and op.dim.data == dim:
+                self._to_range(op, source, dim, index, index + len(selects), rewriter)
+            else:
+                self._selects_moved(op, selects, source, dim, rewriter)
 
     def _to_range(
         self,
@@ -700,6 +719,72 @@ class JoinOfSlices(AliasAwarePattern):
             return
         new = slice_like(rewriter, source, dim, start, end, op.result)
         rewriter.replace(op, [], [new])
+
+    def _selects_moved(
+        self,
+        op: t.CatOp | t.StackOp,
+        selects: Sequence[t.SelectOp],
+        source: SSAValue,
+        dim: int,
+        rewriter: PatternRewriter,
+    ) -> None:
+        """`cat`/`stack` on another dim `c` of `select(x, d, i)`, ...,
+        `select(x, d, i+n-1)`: `x[i:i+n]` on `d` (or `x`), `movedim(d, c)`,
+        and for a cat `flatten(c, c + 1)` -- simplified (`x: [B, N, D]`,
+        `cat([x[:, 0], ..., x[:, N-1]], 1)` is `x.flatten(1, 2)`). The view
+        stands for the join where aliasing allows; else (returned, would
+        alias the input) one copy of it does, when that pays."""
+        sizes = shape(source)
+        if sizes is None or not all_static(sizes):
+            return
+        n = len(selects)
+        start = selects[0].index.data
+        if start + n > sizes[dim]:
+            return
+        new_ops: list[Operation] = []
+        base = source
+        if not is_full_range(source, dim, start, start + n):
+            sl = t.SliceOp(source, dim, start, start + n, 1)
+            new_ops.append(sl)
+            base = sl.result
+        base_shape = (*sizes[:dim], n, *sizes[dim + 1 :])
+        c = op.dim.data
+        steps: list[Step] = [("permute", movedim_dims(len(base_shape), dim, c))]
+        if isinstance(op, t.CatOp):
+            out = list(apply_step(base_shape, steps[0]))
+            out[c : c + 2] = [out[c] * out[c + 1]]
+            steps.append(("reshape", tuple(out)))
+        new_ops += emit(base, base_shape, simplify(base_shape, steps), always_view=False)
+        view = new_ops[-1].results[0] if new_ops else base
+        if view.type != op.result.type:  # a dtype or device the views would not keep
+            _drop(new_ops)
+            return
+        if not self.forwardable(
+            op.result,
+            source,
+            whole=base is source,  # a view of all of `source`
+            contiguous=same_layout(op.result, view),
+        ):
+            copy = copy_instead(op, view, source, self.aliases)
+            if copy is None:
+                _drop(new_ops)
+                self.remark(
+                    op,
+                    f"{self.name}: {op.name} of selects left alone: a view would alias "
+                    "their source and a copy would not keep the layout (or a tensor "
+                    "involved is written in place)",
+                )
+                return
+            new_ops.append(copy)
+        # Pays: the join goes, and each select that only fed it.
+        kept = sum(1 for s in selects if only_user(s.result) is not op)
+        if len(new_ops) + kept >= 1 + n:
+            _drop(new_ops)
+            return
+        rewriter.replace(op, new_ops)
+        for s in selects:
+            if s.result.first_use is None:
+                rewriter.erase(s)
 
     def _stack_slices(
         self,
@@ -737,6 +822,31 @@ class JoinOfSlices(AliasAwarePattern):
             moved = t.MovedimOp(unflat.result, [dim], [stack_dim], result_type=op.result.type)
             new_ops += [unflat, moved]
         rewriter.replace(op, new_ops)
+
+
+class UnsqueezeOfSelect(RewritePattern):
+    """`unsqueeze(select(x, d, i), d)` -> `slice(x, d, i, i + 1)`: the same
+    elements of the same storage with the same shape (a size-1 dim's stride
+    does not matter), in one view instead of two; `torch.cat([x[:, i].
+    unsqueeze(1) for i in ...], 1)` then is a join of slices. Only when the
+    select has no other user (else nothing is saved) and `i` is
+    non-negative."""
+
+    name = "unsqueeze-of-select"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.UnsqueezeOp):
+            return
+        select = op.input.owner
+        if not isinstance(select, t.SelectOp) or select.dim.data != op.dim.data:
+            return
+        index = select.index.data
+        if index < 0 or only_user(select.result) is not op:
+            return
+        rewriter.replace(
+            op, [t.SliceOp(select.input, op.dim.data, index, index + 1, 1, result_type=op.result.type)]
+        )
+        rewriter.erase(select)
 
 
 class CatOfCat(AliasAwarePattern):
@@ -809,6 +919,7 @@ CORE_PATTERNS: tuple[type[RewritePattern], ...] = (
     CatOfSplitPieces,
     UnbindOfStack,
     StackOfUnbind,
+    UnsqueezeOfSelect,
     JoinOfSlices,
     CatOfCat,
 )
@@ -825,8 +936,10 @@ class SplitCatSimplify(PatternPass):
     ones), dead pieces merged, size-1 split + squeeze -> unbind, cat of
     consecutive split pieces (the input, a slice, or a coarser split),
     stack -> unbind at the same boundaries, unbind -> stack, cat/stack of
-    ordered slices -> a view; then the view-chain patterns of
-    `split_cat_views` (when present). Rewrites that change aliasing are
+    ordered slices or selects -> a view (or one copy of it where it is
+    returned), unsqueeze of a select on its dim -> a slice; a pointwise op of a cat read back at the cat's boundaries ->
+    the op on each input (`split_cat_pointwise`); then the view-chain
+    patterns of `split_cat_views` (when present). Rewrites that change aliasing are
     guarded against in-place writes, stride-dependent users and outputs
     that would alias inputs (`split_cat_common.can_forward_as_alias`)."""
 
@@ -842,7 +955,7 @@ class SplitCatSimplify(PatternPass):
             FoldViewChain(aliases) if isinstance(p, FoldViewChain) else p
             for p in view_patterns(aliases)
         ]
-        return core + views
+        return [*core, PointwiseOfCat(aliases), *views]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # One alias analysis per run, kept up to date by the driver's
@@ -861,6 +974,7 @@ __all__ = [
     "AliasAwarePattern",
     "CatOfCat",
     "CatOfSplitPieces",
+    "UnsqueezeOfSelect",
     "EraseDeadPlumbing",
     "JoinOfSlices",
     "MergeDeadSplitPieces",

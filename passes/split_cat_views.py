@@ -67,6 +67,8 @@ from optimus_ir.analysis import (
 from optimus_ir.dialects import torch as t
 from optimus_ir.passes.split_cat_common import (
     Piece,
+    RemarkOnce,
+    copy_instead,
     offsets,
     piece_of,
     sections_of,
@@ -209,6 +211,7 @@ class _SplitJoinToView(RewritePattern):
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
         self.aliases = aliases
+        self.remark = RemarkOnce()
 
     def accepts(self, join: t.CatOp | t.StackOp, run: _Run) -> bool:
         return True
@@ -278,6 +281,7 @@ class _SplitJoinToView(RewritePattern):
             return sl.results[0]
 
         whole = False
+        bases_all_input = False
         groups = _adjacent_groups(items, chosen, list(join.inputs))
         for group in groups:
             if isinstance(group, SSAValue):
@@ -285,6 +289,7 @@ class _SplitJoinToView(RewritePattern):
                 continue
             flush()
             bases = [base_of(run) for run in group]
+            bases_all_input = len(bases) == 1 and bases[0] is group[0].op.input
             d = group[0].op.dim.data
             if len(bases) == 1:
                 base = bases[0]
@@ -303,15 +308,29 @@ class _SplitJoinToView(RewritePattern):
         if len(values) == 1:
             result = values[0]
             layout_kept = same_layout(join.results[0], result)
+            # A chain over all of the split input (one group, no slice or
+            # merged section) leaves no other view of that storage: returned,
+            # it is as good as the input itself (`whole`).
+            all_of_input = len(groups) == 1 and bases_all_input
             if not can_forward_as_alias(
                 join.results[0],
                 runs[0].op.input,
-                whole=whole,
+                whole=whole or all_of_input,
                 contiguous=layout_kept,
                 aliases=self.aliases,
             ):
-                _abandon(pending, new_splits)
-                return
+                copy = copy_instead(join, result, runs[0].op.input, self.aliases)
+                if copy is None:
+                    _abandon(pending, new_splits)
+                    self.remark(
+                        join,
+                        f"{self.name}: {join.name} left alone: its result would alias "
+                        "its split input and a copy would not keep its layout "
+                        "(or the tensors are written in place)",
+                    )
+                    return
+                pending.append(copy)
+                result = copy.results[0]
         else:
             new_join = t.CatOp(values, c)
             pending.append(new_join)

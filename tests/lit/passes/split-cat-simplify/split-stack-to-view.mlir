@@ -58,13 +58,17 @@ fx.graph @foreign {
 
 // -----
 
-// Left alone: the stack is a graph output (it would alias the input), the
+// The stack is a graph output: a view of the input would alias it, so the
+// view chain and one copy (cat of one tensor) stand for it. Left alone: the
 // source is written in place, a piece has another user.
 
 // CHECK-LABEL: fx.graph @left_alone
-// CHECK:         torch.stack
-// CHECK:         torch.stack
-// CHECK:         torch.stack
+// CHECK:         %[[U:.*]] = torch.unflatten %x dim 1 sizes [4, 2]
+// CHECK-NEXT:    %[[M:.*]] = torch.movedim %[[U]]
+// CHECK-NEXT:    %[[C:.*]] = torch.cat %[[M]] dim 0 : tensor<4x3x2xf32> -> tensor<4x3x2xf32>
+// CHECK:         torch.stack %e, %f, %g, %h
+// CHECK:         torch.stack %i, %j
+// CHECK:         fx.output (%[[C]], %tr, %ur, %jr, %k, %l)
 fx.graph @left_alone {
   %x = fx.placeholder "x" : tensor<3x8xf32>
   %a, %b, %c, %d = torch.split %x sections [2, 2, 2, 2] dim 1 : tensor<3x8xf32> -> tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>

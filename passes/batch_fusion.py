@@ -651,11 +651,13 @@ def choose_plan(
         if flip:
             first = ops[sets[0].members[0]]
             count = sum(len(s.members) for s in sets)
+            inputs = "one shared input" if len(sets) == 1 else f"{len(sets)} shared inputs"
             best.notes.append((
                 first,
-                f"batch-fusion: {count} torch.linear{_names([ops[s.members[0]] for s in sets])} in "
-                f"{len(sets)} sets sharing an input grouped across the sets, not on their shared "
-                f"inputs: plan gain ~{best.gain_s * 1e6:.1f} us against ~{base.gain_s * 1e6:.1f} us",
+                f"batch-fusion: plan: {count} torch.linear{_names([ops[s.members[0]] for s in sets])} "
+                f"reading {inputs} group as plain linears over stacked inputs, not on their shared "
+                f"inputs: the whole block's estimated gain ~{best.gain_s * 1e6:.1f} us against "
+                f"~{base.gain_s * 1e6:.1f} us",
             ))
     return best
 

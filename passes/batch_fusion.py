@@ -17,6 +17,15 @@ the device: the ops and launches saved against the bytes any remaining
 copy moves. Every group is fused or left alone with a remark saying why
 (`optimus-opt --remarks`, `OptimizeReport.remarks`).
 
+The plan is chosen over the whole block (`choose_plan`): linears that read
+one input can group on it (`linear-shared-input`) or with the same-shape
+linears of other inputs (`linear`, over stacked inputs; the highway
+`g[i](x[i]) * sigmoid(t[i](x[i]))`: 2-wide groups inside each branch
+against 2N-wide groups across them). Each alternative is searched and
+priced as a whole plan -- including that consumers of a batched result read
+its stack in place -- level by level, and the plan the cost model expects
+to gain most is rewritten; nothing is rewritten before the choice.
+
 A fused group becomes `batch.pack` of each member operand that differs
 between members, the batch op, and `batch.unpack` of its result; the
 conversions between two fused groups cancel (`batch.unpack` -> `batch.pack`
@@ -471,8 +480,6 @@ class _SharedInputSet:
 
     members: tuple[int, ...]
     """Indices (into the block's ops) of the set's candidates, increasing."""
-    shared_keys: tuple[GroupKey, ...]
-    """Each member's key as a linear on the shared input."""
     cross_keys: tuple[GroupKey, ...]
     """Each member's key as a plain (or grouped) linear."""
 
@@ -501,7 +508,7 @@ def _candidate_keys(
     shared = {k for k, n in shared_count.items() if n >= options.min_size}
 
     keys: list[GroupKey | None] = []
-    sets: dict[tuple, list[tuple[int, GroupKey, GroupKey]]] = {}
+    sets: dict[tuple, list[tuple[int, GroupKey]]] = {}
     segment = 0
     for index, op in enumerate(ops):
         key = None
@@ -524,15 +531,11 @@ def _candidate_keys(
             if key is not None and key.kind == "linear-shared-input":
                 cross = candidate_key(op, segment, set(), options.grouped_linear, dims)
                 if cross is not None and _exclusion(op, cross.kind, aliases) is None:
-                    sets.setdefault(_shared_input_of(op), []).append((index, key, cross))
+                    sets.setdefault(_shared_input_of(op), []).append((index, cross))
         keys.append(key)
     # dict insertion order: sets in order of their first member (no id order)
     shared_sets = [
-        _SharedInputSet(
-            tuple(i for i, _, _ in entries),
-            tuple(s for _, s, _ in entries),
-            tuple(c for _, _, c in entries),
-        )
+        _SharedInputSet(tuple(i for i, _ in entries), tuple(c for _, c in entries))
         for entries in sets.values()
         if len(entries) >= options.min_size
     ]

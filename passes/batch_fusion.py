@@ -17,6 +17,15 @@ the device: the ops and launches saved against the bytes any remaining
 copy moves. Every group is fused or left alone with a remark saying why
 (`optimus-opt --remarks`, `OptimizeReport.remarks`).
 
+The plan is chosen over the whole block (`choose_plan`): linears that read
+one input can group on it (`linear-shared-input`) or with the same-shape
+linears of other inputs (`linear`, over stacked inputs; the highway
+`g[i](x[i]) * sigmoid(t[i](x[i]))`: 2-wide groups inside each branch
+against 2N-wide groups across them). Each alternative is searched and
+priced as a whole plan -- including that consumers of a batched result read
+its stack in place -- level by level, and the plan the cost model expects
+to gain most is rewritten; nothing is rewritten before the choice.
+
 A fused group becomes `batch.pack` of each member operand that differs
 between members, the batch op, and `batch.unpack` of its result; the
 conversions between two fused groups cancel (`batch.unpack` -> `batch.pack`
@@ -295,11 +304,15 @@ class _Provenance:
     """Stacks of parameters cost nothing per call (`optimize(freeze=True)`
     computes them once); otherwise they are copies like any other."""
 
-    def record(self, results: Sequence[SSAValue]) -> None:
+    def record(self, results: Sequence[SSAValue | None]) -> None:
+        """`results` are the members of one new stack, in order; a None
+        member takes its place but is not recorded (its consumers read a
+        copy of it)."""
         stack = self.next_id
         self.next_id += 1
         for i, value in enumerate(results):
-            self.members[value] = (stack, i, len(results))
+            if value is not None:
+                self.members[value] = (stack, i, len(results))
 
 
 def _is_parameter(value: SSAValue) -> bool:
@@ -390,23 +403,114 @@ class BatchFusion(ModulePass):
 
 
 def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> int:
-    """Find, decide and fuse the groups of `block`; the number fused."""
+    """Find, decide and fuse the groups of `block`; the number fused.
+
+    The plan (which candidates group with which, and which groups fuse) is
+    chosen over the whole block before anything is rewritten: see
+    `choose_plan`."""
     context = current_pass_context(options.name)
     ops = list(block.ops)
     aliases = AliasAnalysis(block)
     dims = SymbolicDims(block)
+    candidates = _candidate_keys(ops, options, aliases, dims)
 
-    # Linears sharing one input (and weight/bias types) fuse on the shared input.
+    # the batch symbol of each candidate, read before any group is fused
+    # (fusing a producer group replaces the operands of the next level)
+    batch_symbols = {op: _batch_symbol(op, dims) for op, key in zip(ops, candidates.keys) if key is not None}
+    returned = {op for op, key in zip(ops, candidates.keys) if key is not None and _reaches_output(op, aliases)}
+    dag = block_dag(ops)
+    plan = choose_plan(ops, dag, candidates, model, options, dims, returned)
+    _explain_rejections(ops, plan.keys, plan.search, options)
+    for op, text in plan.notes:
+        emit_remark(op, text)
+
+    fused = 0
+    touched = False
+    for decision in plan.decisions:
+        key, part, estimate = decision.key, decision.members, decision.estimate
+        if decision.verdict == "cse":
+            emit_remark(
+                part[0],
+                f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: "
+                "they compute the same value (cse merges them)",
+            )
+            continue
+        if decision.verdict == "unprofitable":
+            assert estimate is not None
+            emit_remark(
+                part[0],
+                f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: unprofitable: "
+                f"{estimate.describe()}",
+            )
+            continue
+        if context.budget.exhausted:
+            continue
+        _fuse(key.kind, part, {m for m in part if m in returned})
+        context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
+        context.record.pattern(f"fuse-{key.kind}").rewrites += 1
+        fused += 1
+        touched = True
+        why = f" ({estimate.describe()})" if estimate is not None else ""
+        why += _symbolic_note(batch_symbols.get(part[0]), dims)
+        emit_remark(
+            part[0],
+            f"batch-fusion: fused {len(part)} {key.op_name}{_names(part)} into {_BATCH_OP[key.kind]}{why}",
+        )
+    if touched:
+        restore_dominance(block)
+    context.record.bump("groups fused", fused)
+    return fused
+
+
+def _reaches_output(op: Operation, aliases: AliasAnalysis) -> bool:
+    """A result of `op` (or a view of it) is returned by the graph."""
+    return any(aliases.reaches_output(r) for r in op.results)
+
+
+# ---------------------------------------------------------------------------
+# Candidates and their alternative keys
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SharedInputSet:
+    """Linears reading one input value (with one weight and bias type): they
+    can fuse on that input (`linear-shared-input`) or, each on its own, with
+    same-shape linears reading other inputs (`linear`, a stacked input)."""
+
+    members: tuple[int, ...]
+    """Indices (into the block's ops) of the set's candidates, increasing."""
+    cross_keys: tuple[GroupKey, ...]
+    """Each member's key as a plain (or grouped) linear."""
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The grouping keys of a block's ops (None: no candidate), with the
+    shared-input linears' alternative keys."""
+
+    keys: list[GroupKey | None]
+    shared_sets: list[_SharedInputSet]
+    """In order of first member."""
+
+
+def _candidate_keys(
+    ops: Sequence[Operation], options: BatchFusion, aliases: AliasAnalysis, dims: SymbolicDims
+) -> _Candidates:
+    """Every op's grouping key (remarks for the candidates excluded), and,
+    for the linears that share an input, their key as a plain linear too."""
+    # Linears sharing one input (and weight/bias types) may fuse on the shared input.
     shared_count: dict[tuple, int] = {}
     for op in ops:
         if fusion_kind(op) == "linear":
-            k = (op.input, op.weight.type, op.bias.type if op.bias is not None else None)
+            k = _shared_input_of(op)
             shared_count[k] = shared_count.get(k, 0) + 1
     shared = {k for k, n in shared_count.items() if n >= options.min_size}
 
     keys: list[GroupKey | None] = []
+    sets: dict[tuple, list[tuple[int, GroupKey]]] = {}
     segment = 0
-    for op in ops:
+    for index, op in enumerate(ops):
         key = None
         if is_barrier(op):
             segment += 1
@@ -424,60 +528,205 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
                 if reason is not None:
                     emit_remark(op, f"batch-fusion: {_name(op)} not fused: {reason}")
                     key = None
+            if key is not None and key.kind == "linear-shared-input":
+                cross = candidate_key(op, segment, set(), options.grouped_linear, dims)
+                if cross is not None and _exclusion(op, cross.kind, aliases) is None:
+                    sets.setdefault(_shared_input_of(op), []).append((index, cross))
         keys.append(key)
+    # dict insertion order: sets in order of their first member (no id order)
+    shared_sets = [
+        _SharedInputSet(tuple(i for i, _ in entries), tuple(c for _, c in entries))
+        for entries in sets.values()
+        if len(entries) >= options.min_size
+    ]
+    return _Candidates(keys, shared_sets)
 
-    # the batch symbol of each candidate, read before any group is fused
-    # (fusing a producer group replaces the operands of the next level)
-    batch_symbols = {op: _batch_symbol(op, dims) for op, key in zip(ops, keys) if key is not None}
-    result = find_independent_groups(
-        block_dag(ops), keys, min_size=options.min_size, max_size=options.max_size
-    )
-    _explain_rejections(ops, keys, result, options)
 
+def _shared_input_of(op: Operation) -> tuple:
+    """What linears fusing on a shared input agree on: the input value, the
+    weight type and the bias type."""
+    return (op.input, op.weight.type, op.bias.type if op.bias is not None else None)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------
+# The plan: chosen over the whole block by the cost model
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """One group (or part of a search group) and what to do with it."""
+
+    key: GroupKey
+    members: list[Operation]
+    """In the order the batch op takes them (`reorder_by_source`)."""
+    estimate: GroupEstimate | None
+    verdict: str
+    """"fuse", "unprofitable" or "cse" (the members compute one value)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The groups of a block and their decisions, in the order they fuse
+    (producers first), with the gain the cost model expects of them all."""
+
+    keys: list[GroupKey | None]
+    search: SearchResult
+    decisions: list[_Decision]
+    gain_s: float
+    """The sum of the fused parts' estimated gains (0 without a model)."""
+    notes: list[tuple[Operation, str]] = field(default_factory=list)
+    """Remarks on how the plan was chosen (shared-input linears grouped
+    across their sets)."""
+
+
+_MAX_FAMILY_TRIALS = 16
+"""Families (see `choose_plan`) tried one by one at most; beyond that only
+the two uniform plans are compared, so the choice costs a bounded number of
+linear-time evaluations of the block."""
+
+
+def choose_plan(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    candidates: _Candidates,
+    model: CostModel | None,
+    options: BatchFusion,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+) -> Plan:
+    """The fusion plan of a block, chosen over the whole block by the cost model.
+
+    Linears that read one input can fuse on it (`linear_shared_input`: one
+    linear over their concatenated weights, two members of a highway branch
+    `g(x) * sigmoid(t(x))`) or each with the same-shape linears of other
+    inputs (`batch.linear` over a stack of the inputs: the `g` and `t` of all
+    branches). Which pays is a property of the whole graph, not of a group:
+    a batched linear's result stays batched for the sigmoid and the mul that
+    read it (they read the stack in place), while a shared-input pair's
+    results are restacked by whoever groups them next. So each choice is
+    priced as the plan it makes -- the search over the whole block, every
+    group decided producers first with what its operands' groups left
+    behind -- and the plan with the higher total gain wins.
+
+    The shared-input sets are chosen per *family*: the sets whose members
+    would group together as plain linears (one plain key) at one depth of
+    the graph (their first member's longest-path level): level by level.
+    Plans compared: all sets on their shared input (the first and
+    preferred on ties), all sets across, then from the better of the two
+    each family flipped in turn (first-appearance order), kept when the
+    total gain grows; at most `_MAX_FAMILY_TRIALS` families are tried one
+    by one. Each plan costs one search and one pricing pass, linear in the
+    block, and the result depends only on the block (families and sets are
+    ordered by position)."""
+    base = _evaluate(ops, dag, list(candidates.keys), model, options, dims, returned)
+    if model is None or not candidates.shared_sets:
+        return base
+    level = _levels(dag)
+    families: dict[tuple[GroupKey, int], list[_SharedInputSet]] = {}
+    for shared_set in candidates.shared_sets:
+        family = (shared_set.cross_keys[0], level[shared_set.members[0]])
+        families.setdefault(family, []).append(shared_set)
+    family_sets = list(families.values())
+
+    def keys_for(across: Sequence[bool]) -> list[GroupKey | None]:
+        keys = list(candidates.keys)
+        for flip, sets in zip(across, family_sets):
+            if flip:
+                for shared_set in sets:
+                    for i, cross in zip(shared_set.members, shared_set.cross_keys):
+                        keys[i] = cross
+        return keys
+
+    best, best_across = base, [False] * len(family_sets)
+    everything = [True] * len(family_sets)
+    plan = _evaluate(ops, dag, keys_for(everything), model, options, dims, returned)
+    if _better(plan, best):
+        best, best_across = plan, everything
+    if 1 < len(family_sets) <= _MAX_FAMILY_TRIALS:
+        for f in range(len(family_sets)):
+            trial = list(best_across)
+            trial[f] = not trial[f]
+            plan = _evaluate(ops, dag, keys_for(trial), model, options, dims, returned)
+            if _better(plan, best):
+                best, best_across = plan, trial
+    for flip, sets in zip(best_across, family_sets):
+        if flip:
+            first = ops[sets[0].members[0]]
+            count = sum(len(s.members) for s in sets)
+            inputs = "one shared input" if len(sets) == 1 else f"{len(sets)} shared inputs"
+            best.notes.append((
+                first,
+                f"batch-fusion: plan: {count} torch.linear{_names([ops[s.members[0]] for s in sets])} "
+                f"reading {inputs} group as plain linears over stacked inputs, not on their shared "
+                f"inputs: the whole block's estimated gain ~{best.gain_s * 1e6:.1f} us against "
+                f"~{base.gain_s * 1e6:.1f} us",
+            ))
+    return best
+
+
+def _better(plan: Plan, than: Plan) -> bool:
+    """`plan` gains clearly more than `than` (a relative margin, so that
+    rounding in the sums never flips a tie)."""
+    return plan.gain_s > than.gain_s + 1e-9 + 1e-6 * abs(than.gain_s)
+
+
+def _levels(dag: Sequence[Sequence[int]]) -> list[int]:
+    """Each node's longest-path depth from the sources of `dag`."""
+    level = [0] * len(dag)
+    for i, preds in enumerate(dag):
+        for p in preds:
+            if level[p] >= level[i]:
+                level[i] = level[p] + 1
+    return level
+
+
+def _evaluate(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    keys: list[GroupKey | None],
+    model: CostModel | None,
+    options: BatchFusion,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+) -> Plan:
+    """The plan the keys `keys` make: the search's groups, each decided
+    producers first (`_choose_parts`), on the unrewritten block. A fused
+    part's members' results are recorded as one stack, as the results of its
+    `batch.unpack` are when it is rewritten (a returned member's consumers
+    read its copy, not the stack), so later groups see where their operands
+    lie exactly as the rewrite leaves them."""
+    result = find_independent_groups(dag, keys, min_size=options.min_size, max_size=options.max_size)
     provenance = _Provenance(constant_parameters=options.constant_parameters)
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
-    fused = 0
-    touched = False
+    decisions: list[_Decision] = []
+    gain = 0.0
     for group_ids in producers_first(result.groups, ops):
         members = [ops[i] for i in group_ids]
         key = keys[group_ids[0]]
         assert key is not None
         if all(_slot_source(v, provenance) == "shared" for v in _operand_slots(key.kind, members)):
-            emit_remark(
-                members[0],
-                f"batch-fusion: {len(members)} {key.op_name}{_names(members)} not fused: "
-                "they compute the same value (cse merges them)",
-            )
+            decisions.append(_Decision(key, members, None, "cse"))
             continue
         for part, estimate in _choose_parts(model, key, members, provenance, options, group_of, dims):
-            if context.budget.exhausted:
-                break
             if estimate is not None and not estimate.profitable:
-                emit_remark(
-                    part[0],
-                    f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: unprofitable: "
-                    f"{estimate.describe()}",
-                )
+                decisions.append(_Decision(key, part, estimate, "unprofitable"))
                 continue
             part = reorder_by_source(key.kind, part, provenance)
-            returned = {m for m in part if any(aliases.reaches_output(r) for r in m.results)}
-            results = _fuse(key.kind, part, returned)
-            if results:
-                provenance.record(results)
-            context.budget.record(options.name, f"fuse-{key.kind}", part[0], None)
-            context.record.pattern(f"fuse-{key.kind}").rewrites += 1
-            fused += 1
-            touched = True
-            why = f" ({estimate.describe()})" if estimate is not None else ""
-            why += _symbolic_note(batch_symbols.get(part[0]), dims)
-            emit_remark(
-                part[0],
-                f"batch-fusion: fused {len(part)} {key.op_name}{_names(part)} into {_BATCH_OP[key.kind]}{why}",
-            )
-    if touched:
-        restore_dominance(block)
-    context.record.bump("groups fused", fused)
-    return fused
+            if _stacks_results(key.kind, part):
+                provenance.record([None if m in returned else m.results[0] for m in part])
+            decisions.append(_Decision(key, part, estimate, "fuse"))
+            if estimate is not None:
+                gain += estimate.gain_s
+    return Plan(keys, result, decisions, gain)
+
+
+def _stacks_results(kind: str, members: Sequence[Operation]) -> bool:
+    """Whether `_fuse` leaves the members' results as one stack (every kind
+    but a grouped linear of different shapes)."""
+    if kind != "grouped-linear":
+        return True
+    return len({(m.input.type, m.weight.type) for m in members}) == 1  # type: ignore[attr-defined]
 
 
 def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -> list[Sequence[int]]:
@@ -836,8 +1085,14 @@ def estimate_group(
     else:
         estimate.fused_s = model.kernel_seconds(member_kind, n * size)
     for values, source in zip(slots, sources):
-        if source in ("shared", "parameters"):
-            continue
+        if source == "parameters":
+            continue  # stacked once, at optimize time
+        if source == "shared" and (
+            kind in ("pointwise", "softmax")
+            or (provenance.constant_parameters and _is_parameter(values[0]))
+        ):
+            continue  # broadcast, or one parameter stacked once
+        # (else a shared operand of a linear or layer_norm is stacked N times: a copy)
         if source in ("stack", "pieces"):
             estimate.views += 1 if source == "stack" else 3
             continue
@@ -1090,7 +1345,9 @@ __all__ = [
     "BatchFusion",
     "GroupKey",
     "ScalarKey",
+    "Plan",
     "candidate_key",
+    "choose_plan",
     "fuse_block",
     "restore_dominance",
     "scalar_key",

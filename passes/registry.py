@@ -125,6 +125,8 @@ CANONICALIZATION_PATTERNS: dict[str, tuple[str, str]] = {
     "torch.join": (_TORCH_PATTERNS, "JOIN_PATTERNS"),
     "torch.view-chain": (_TORCH_PATTERNS, "VIEW_CHAIN_PATTERNS"),
     "torch.plumbing": (_TORCH_PATTERNS, "PLUMBING_PATTERNS"),
+    "torch.dropout": (_TORCH_PATTERNS, "DROPOUT_PATTERNS"),
+    "fx.identity-calls": ("optimus_ir.passes.canonicalization_patterns.fx", "IDENTITY_CALL_PATTERNS"),
     "batch": ("optimus_ir.passes.canonicalization_patterns.batch", "BATCH_PATTERNS"),
 }
 """Canonicalization pattern sets by name -> (module, tuple name); an op's

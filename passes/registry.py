@@ -91,6 +91,7 @@ registered: `register_pass`)."""
 
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "raise-fx",              # fx -> torch operator dialect
+    "canonicalize",          # identities (eval dropout, no-op casts) gone before fusion sees them
     "split-cat-simplify",    # split/cat/stack/unbind plumbing
     "batch-fusion",          # independent same-kind ops -> batch ops
     "lower-batch",           # batch ops -> torch ops (bmm, stacked pointwise)

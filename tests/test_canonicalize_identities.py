@@ -266,3 +266,28 @@ def test_experts_in_eval_mode_lose_every_dropout(freeze: bool) -> None:
     before, after = unfused.optimus_report.ops_before, unfused.optimus_report.ops_after
     assert sum(after.values()) == sum(before.values()) - 8
     assert after["dropout"] == 0 and after["linear"] == before["linear"] == 8
+
+
+class ReturnsTrainingDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(torch.tanh(x))
+
+
+def test_a_returned_training_dropout_of_a_contiguous_value_gets_no_contiguous_copy() -> None:
+    """A dropout's result is laid out like its input (a mask times the
+    input in training, the input itself in eval): no `.contiguous()` is
+    added before the output."""
+    model = ReturnsTrainingDropout().train()
+    x = torch.randn(4, 6)
+    optimized = optimus_ir.optimize(model, [x])
+    assert optimized.optimus_report.ops_after == Counter({"tanh": 1, "dropout": 1})
+    torch.manual_seed(7)
+    want = model(x)
+    torch.manual_seed(7)
+    got = optimized(x)
+    _same(got, want)
+    assert got.stride() == want.stride()

@@ -76,6 +76,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.effects import FxCallEffects
+from optimus_ir.traits import LazyCanonicalizationPatterns
 
 # ---------------------------------------------------------------------------
 # String literals
@@ -740,19 +741,30 @@ class NodeOp(IRDLOperation):
         return op
 
 
+_IDENTITY_CALLS = LazyCanonicalizationPatterns("fx.identity-calls")
+"""The identities fx calls fold to (`passes/canonicalization_patterns/fx.py`,
+registered by name in the pass registry)."""
+
+
 @irdl_op_definition
 class CallFunctionOp(NodeOp):
     """An FX `call_function` node: `target` is the callable's qualified name
-    (`torch.functional.split`, `operator.getitem`, `torch.ops.aten.mm.default`)."""
+    (`torch.functional.split`, `operator.getitem`, `torch.ops.aten.mm.default`).
+    Canonicalization folds `torch.clone` of a temporary (`fx.identity-calls`)."""
 
     name = "fx.call_function"
+    traits = traits_def(FxCallEffects(), _IDENTITY_CALLS)
 
 
 @irdl_op_definition
 class CallMethodOp(NodeOp):
-    """An FX `call_method` node: `target` is the method name, args[0] the self."""
+    """An FX `call_method` node: `target` is the method name, args[0] the self.
+    Canonicalization folds the calls that return their tensor itself
+    (`.contiguous()` of a contiguous tensor, a cast to its own dtype and
+    device) and a `clone` of a temporary (`fx.identity-calls`)."""
 
     name = "fx.call_method"
+    traits = traits_def(FxCallEffects(), _IDENTITY_CALLS)
 
 
 @irdl_op_definition

@@ -54,7 +54,11 @@ class Canonicalize(PatternPass):
     live piece a slice), and chains of view ops that fold into at most one
     op that op (see `optimus_ir.passes.canonicalization_patterns.torch`).
     Rewrites that change aliasing are guarded exactly as in
-    `split-cat-simplify`, which runs the same patterns among its own.
+    `split-cat-simplify`, which runs the same plumbing patterns among its
+    own. The identities a captured graph carries go too: a dropout in eval
+    mode or with `p = 0`, and on fx calls a `.contiguous()` of a contiguous
+    value, a cast to the value's own dtype and device, a `clone` of a
+    temporary nothing writes (`canonicalization_patterns.fx`).
     Unlike MLIR's canonicalizer it does not erase other dead ops: that is
     `dce`'s job, which knows the effects of fx calls."""
 

@@ -94,6 +94,7 @@ registered: `register_pass`)."""
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "maximize-value-semantics",  # in-place writes to temporaries -> out-of-place ops
     "raise-fx",              # fx -> torch operator dialect
+    "canonicalize",          # identities (eval dropout, no-op casts) gone before fusion sees them
     "split-cat-simplify",    # split/cat/stack/unbind plumbing
     "batch-fusion",          # independent same-kind ops -> batch ops
     "lower-batch",           # batch ops -> torch ops (bmm, stacked pointwise)
@@ -128,6 +129,8 @@ CANONICALIZATION_PATTERNS: dict[str, tuple[str, str]] = {
     "torch.join": (_TORCH_PATTERNS, "JOIN_PATTERNS"),
     "torch.view-chain": (_TORCH_PATTERNS, "VIEW_CHAIN_PATTERNS"),
     "torch.plumbing": (_TORCH_PATTERNS, "PLUMBING_PATTERNS"),
+    "torch.dropout": (_TORCH_PATTERNS, "DROPOUT_PATTERNS"),
+    "fx.identity-calls": ("optimus_ir.passes.canonicalization_patterns.fx", "IDENTITY_CALL_PATTERNS"),
     "batch": ("optimus_ir.passes.canonicalization_patterns.batch", "BATCH_PATTERNS"),
 }
 """Canonicalization pattern sets by name -> (module, tuple name); an op's

@@ -39,6 +39,7 @@ from optimus_ir.dialects.fx import (
 )
 from optimus_ir.traits import (
     Elementwise,
+    LazyCanonicalizationPatterns,
     ViewLike,
 )
 from optimus_ir.dialects.torch.facts import (
@@ -612,7 +613,10 @@ class _DropoutSpeculatable(ConditionallySpeculatable):
 @irdl_op_definition
 class DropoutOp(UnaryPointwiseOp):
     """`torch.nn.functional.dropout(input, p, train)`. Not `Pure`: with
-    `train = true` it is random and must never be CSE'd or fused."""
+    `train = true` it is random and must never be CSE'd or fused. With
+    `train = false` it has no effect (removable, mergeable) and, as with
+    `p = 0`, it is its input: `canonicalize` folds it away
+    (`fold-identity-dropout`)."""
 
     name = "torch.dropout"
     FACTS: ClassVar[OpFacts] = OpFacts(
@@ -625,7 +629,10 @@ class DropoutOp(UnaryPointwiseOp):
     p = prop_def(FloatAttr)
     train = prop_def(BoolAttr, default_value=FALSE)
     traits = traits_def(
-        _DropoutEffects(), _DropoutSpeculatable(), _INEXACT_ELEMENTWISE
+        _DropoutEffects(),
+        _DropoutSpeculatable(),
+        _INEXACT_ELEMENTWISE,
+        LazyCanonicalizationPatterns("torch.dropout"),
     )
     FORMAT: ClassVar[Format] = (("p", "value"), ("train", "flag"))
 

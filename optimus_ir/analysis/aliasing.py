@@ -176,15 +176,16 @@ def may_be_a_caller_object(value: SSAValue) -> bool:
     """`value` may be the very tensor object of a graph input, parameter or
     buffer: one of those, or the result of an fx op (an in-place method
     returns its operand, an unknown call may return an argument), or of a
-    `torch.flatten` that may return its input unchanged. Every other
-    operator op makes a new tensor object."""
+    `torch.flatten` that may return its input unchanged, or of a
+    `torch.dropout` (in eval mode or with `p = 0` it returns its input
+    itself). Every other operator op makes a new tensor object."""
     while True:
         if is_graph_input(value):
             return True
         owner = value.owner
         if owner.dialect_name() == "fx":
             return True
-        if owner.name != "torch.flatten":
+        if owner.name not in ("torch.flatten", "torch.dropout"):
             return False
         value = owner.operands[0]
 

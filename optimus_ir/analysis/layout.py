@@ -78,7 +78,7 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
     at import (`fx.input_strides`: contiguous when none are recorded; the
     module `optimize` returns checks them at call time); matmul/linear/
     layer_norm/reduction results, cat/stack results of rank < 4 and
-    pointwise results of contiguous operands are contiguous; views follow
+    pointwise results (dropout included) of contiguous operands are contiguous; views follow
     their input (reshape/flatten: a contiguous copy when no view exists).
     At most `depth` defining ops are followed."""
     sizes = shape(value)
@@ -96,8 +96,9 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
             return contiguous_strides(sizes)
         return None
     if is_elementwise_op(owner):  # type: ignore[arg-type]
-        if isinstance(owner, t.DropoutOp):
-            return None
+        # a dropout too: in eval mode (or p = 0) it is its input, in training
+        # its input times a mask laid out like the input (its *values*
+        # depend on the layout, not its strides)
         tensors = [v for v in owner.operands if isinstance(v.type, TensorType)]  # type: ignore[union-attr]
         if all(known_contiguous(v, depth - 1) for v in tensors):
             return contiguous_strides(sizes)

@@ -15,7 +15,13 @@ here is rooted at the op it folds:
   section, a single live piece a slice;
 * `fold-view-chain` (reshape, view, flatten, unflatten, squeeze, unsqueeze,
   permute, transpose, movedim): a view that does nothing goes, two adjacent
-  views that fold into at most one become that one.
+  views that fold into at most one become that one;
+* `fold-identity-dropout` (dropout): a dropout in eval mode, or with
+  `p = 0`, is its input.
+
+The fx call ops add their identities in `canonicalization_patterns.fx`
+(`.contiguous()` of a contiguous value, `clone` of a temporary, a cast to
+the value's own dtype and device).
 
 The batch dialect adds its own module beside this one (a batch op with one
 member becomes the plain op).
@@ -294,6 +300,29 @@ class FoldViewChain(RewritePattern):
         return True
 
 
+class FoldIdentityDropout(RewritePattern):
+    """`dropout(x, p, train)` with `train = false`, or with `p = 0`, is `x`.
+
+    torch returns its input itself then (`at::dropout`: `if (p == 0 ||
+    !train || numel == 0) return input`; the fused CUDA kernel is taken only
+    for `0 < p < 1`), the very tensor object, in any dtype. So the fold is
+    exact whatever else happens to `x`: a write to the result was a write to
+    `x` in eager too, and returning both `x` and the dropout returned one
+    object twice there as well. A dropout in training with `p > 0` draws
+    random numbers and stays."""
+
+    name = "fold-identity-dropout"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, t.DropoutOp):
+            return
+        if t.flag(op.train) and op.p.value.data != 0.0:
+            return
+        if op.result.type != op.input.type:
+            return  # never for a verified op; a type mismatch is not ours to fix
+        rewriter.replace(op, [], [op.input])
+
+
 _ERASE_DEAD_PLUMBING = EraseDeadPlumbing()
 
 SPLIT_PATTERNS: tuple[RewritePattern, ...] = (
@@ -312,12 +341,17 @@ VIEW_CHAIN_PATTERNS: tuple[RewritePattern, ...] = (_ERASE_DEAD_PLUMBING, FoldVie
 PLUMBING_PATTERNS: tuple[RewritePattern, ...] = (_ERASE_DEAD_PLUMBING,)
 """The canonicalization patterns of unbind, slice, select and detach."""
 
+DROPOUT_PATTERNS: tuple[RewritePattern, ...] = (FoldIdentityDropout(),)
+"""The canonicalization patterns of `torch.dropout`."""
+
 __all__ = [
+    "DROPOUT_PATTERNS",
     "JOIN_PATTERNS",
     "PLUMBING_PATTERNS",
     "SPLIT_PATTERNS",
     "VIEW_CHAIN_PATTERNS",
     "EraseDeadPlumbing",
+    "FoldIdentityDropout",
     "FoldViewChain",
     "MergeDeadSplitPieces",
     "SingleInputJoin",

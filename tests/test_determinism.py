@@ -160,30 +160,80 @@ def _highway() -> tuple[Highway, list[torch.Tensor]]:
     return Highway().eval(), [torch.randn(10, 10) for _ in range(20)]
 
 
-def test_no_result_has_more_ops_than_the_captured_graph() -> None:
-    """Highway with the default cost model ended 80 -> 85 ops: the guard
-    returns the pipeline without batch fusion's result instead."""
-    model, xs = _highway()
-    gm = optimize(model, [xs], freeze=True)
+class TwoLinears(torch.nn.Module):
+    """Two linears on two inputs: fused by force, 2 ops become 11 (stacks,
+    one bmm, unbind and its getitems)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.a(x), self.b(y)
+
+
+def _forced_default_pipeline(monkeypatch) -> str:
+    """Make the default pipeline fuse every group whatever it costs (a cost
+    model that errs), so its result has more ops than the captured graph."""
+    from optimus_ir.passes import registry
+
+    forced = registry.DEFAULT_PIPELINE.replace("batch-fusion", "batch-fusion{cost-model=none}")
+    assert forced != registry.DEFAULT_PIPELINE
+    monkeypatch.setattr(registry, "DEFAULT_PIPELINE", forced)
+    return forced
+
+
+def test_no_result_has_more_ops_than_the_captured_graph(monkeypatch) -> None:
+    """A default pipeline whose fusion adds ops (2 -> 11): the guard returns
+    the pipeline without batch fusion's result instead, said so."""
+    _forced_default_pipeline(monkeypatch)
+    torch.manual_seed(0)
+    model, inputs = TwoLinears().eval(), [torch.randn(4, 8), torch.randn(4, 8)]
+    gm = optimize(model, inputs)
     report = gm.optimus_report
-    assert _total(report.ops_per_call or report.ops_after) <= _total(report.ops_before)
-    assert _total(count_per_call_ops(gm)) <= _total(count_fx_ops(api.capture(model, [xs])))
+    assert _total(report.ops_per_call or report.ops_after) <= _total(report.ops_before) == 2
+    assert _total(count_per_call_ops(gm)) <= _total(count_fx_ops(api.capture(model, inputs)))
     guard = [r.message for r in report.remarks if "op-count guard" in r.message]
     assert guard and "the pipeline 'unfused' ran instead" in guard[0]
+    assert "more than the 2 captured" in guard[0]
     assert report.groups_fused == 0
+    assert any("fused 2 torch.linear" in r.message for r in report.discarded_remarks)
     with torch.no_grad():
-        for got, want in zip(gm(xs), model(xs)):
+        for got, want in zip(gm(*inputs), model(*inputs)):
             torch.testing.assert_close(got, want, **F32)
 
 
-def test_the_guard_returns_the_captured_graph_when_the_unfused_pipeline_adds_ops_too(monkeypatch) -> None:
-    """Simulated: the fall-back pipeline is the default one, so it also ends
-    with more ops; the captured graph itself comes back, said so."""
-    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+def test_an_explicit_pipeline_runs_as_written(monkeypatch) -> None:
+    """The guard is the default pipeline's: an explicit pipeline forcing
+    the same fusion gets it."""
+    forced = _forced_default_pipeline(monkeypatch)
+    torch.manual_seed(0)
+    model, inputs = TwoLinears().eval(), [torch.randn(4, 8), torch.randn(4, 8)]
+    gm = optimize(model, inputs, pipeline=forced)
+    assert gm.optimus_report.groups_fused == 1
+    assert _total(count_fx_ops(gm)) > 2
 
-    monkeypatch.setattr(api, "SPEED_CHECK_FALLBACK", DEFAULT_PIPELINE)
+
+def test_highway_fuses_within_the_guard() -> None:
+    """20 highway branches (the issue's plan case) fuse with the default
+    cost model and end with fewer ops than captured, no guard needed."""
     model, xs = _highway()
     gm = optimize(model, [xs], freeze=True)
+    report = gm.optimus_report
+    assert report.groups_fused > 0 and report.fallback is None
+    assert not [r for r in report.remarks if "op-count guard" in r.message]
+    assert _total(count_per_call_ops(gm)) < _total(report.ops_before)
+
+
+def test_the_guard_returns_the_captured_graph_when_the_unfused_pipeline_adds_ops_too(monkeypatch) -> None:
+    """Simulated: the fall-back pipeline is the (forced) default one, so it
+    also ends with more ops; the captured graph itself comes back, said so."""
+    forced = _forced_default_pipeline(monkeypatch)
+    monkeypatch.setattr(api, "SPEED_CHECK_FALLBACK", forced)
+    torch.manual_seed(0)
+    model, inputs = TwoLinears().eval(), [torch.randn(4, 8), torch.randn(4, 8)]
+    gm = optimize(model, inputs)
     report = gm.optimus_report
     assert report.fallback is not None and "op-count guard" in report.fallback
     assert report.ops_after == report.ops_before
@@ -191,7 +241,7 @@ def test_the_guard_returns_the_captured_graph_when_the_unfused_pipeline_adds_ops
     assert [r.message for r in report.remarks] == [f"optimize: {report.fallback}"]
     assert report.groups_fused == 0 and "not optimized" in describe_outcome(report)
     with torch.no_grad():
-        for got, want in zip(gm(xs), model(xs)):
+        for got, want in zip(gm(*inputs), model(*inputs)):
             torch.testing.assert_close(got, want, **F32)
 
 

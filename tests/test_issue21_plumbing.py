@@ -181,3 +181,28 @@ def test_a_member_read_elsewhere_keeps_its_value() -> None:
         # the returned hidden member is read alone: a select of the
         # batched relu, not an unbind and a getitem, and no copy of it
         assert kinds(gm)["select"] == 1 and single_tensor_joins(gm) == 0, gm.code
+
+
+class GatedCat(nn.Module):
+    """`cat([g(x) * sigmoid(t(y))])`: the linears fuse into one group whose
+    halves are strided slices; the batched sigmoid and mul read them, and the
+    final cat is the batched mul moved and flattened (row-major)."""
+
+    def __init__(self, n: int = 4, width: int = 6) -> None:
+        super().__init__()
+        self.g = nn.ModuleList(nn.Linear(width, width) for _ in range(n))
+        self.t = nn.ModuleList(nn.Linear(width, width) for _ in range(n))
+
+    def forward(self, xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([g(x) * torch.sigmoid(t(y)) for g, t, x, y in zip(self.g, self.t, xs, ys)], 1)
+
+
+def test_gated_cat_stays_batched_without_a_restore() -> None:
+    torch.manual_seed(0)
+    model, xs, ys = GatedCat().eval(), _inputs(), [x + 1 for x in _inputs()]
+    gm = optimize(model, [xs, ys], pipeline=FUSE_ALL)
+    found = kinds(gm)
+    assert found["unbind"] == 0 and found["cat"] == 0 and found[".contiguous"] == 0, gm.code
+    assert single_tensor_joins(gm) == 0, gm.code
+    with torch.no_grad():
+        assert_same_outputs(gm(xs, ys), model(xs, ys))

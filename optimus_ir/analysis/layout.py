@@ -104,6 +104,8 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
         tensors = [v for v in owner.operands if isinstance(v.type, TensorType)]  # type: ignore[union-attr]
         if all(known_contiguous(v, depth - 1) for v in tensors):
             return contiguous_strides(sizes)
+        if _operands_order_dims_row_major(owner, sizes, depth - 1):  # type: ignore[arg-type]
+            return contiguous_strides(sizes)
         return None
     if not is_view_op(owner):  # type: ignore[arg-type]
         return None
@@ -198,6 +200,26 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
     if shape(target) != sizes:
         return None
     return strides_of(target, depth - 1)
+
+
+def _operands_order_dims_row_major(owner: Operation, sizes: Sequence[int], depth: int) -> bool:
+    """Every tensor operand of the elementwise op `owner` has known strides
+    that decrease outwards (size-1 and broadcast dims aside): TensorIterator
+    then keeps the dims in order and allocates the result row-major (a
+    pointwise op of strided slices of a stack, for instance)."""
+    for operand in owner.operands:
+        osizes = shape(operand)
+        if osizes is None:
+            continue
+        if len(osizes) > len(sizes):
+            return False
+        ostrides = strides_of(operand, depth)
+        if ostrides is None:
+            return False
+        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
+        if any(a <= b for a, b in zip(significant, significant[1:])):
+            return False
+    return True
 
 
 def same_layout(a: SSAValue, b: SSAValue) -> bool:

@@ -134,6 +134,43 @@ def _first_members(rewriter: PatternRewriter, stack: SSAValue, n: int) -> SSAVal
     return piece.result
 
 
+_FRESH_BATCH_RESULTS = (B.LinearOp, B.LayerNormOp, B.PointwiseOp)
+"""Batch compute ops whose result is fresh storage that is only ever read
+through the stacked value itself (their lowering allocates it)."""
+
+
+def _may_share_with_join(aliases: AliasAnalysis | None, stack: SSAValue, join: SSAValue) -> bool:
+    """The result of the cat `join` of all members of `stack` may become a
+    view of `stack` (no copy): `stack` is a fresh batch result, nothing
+    aliasing it or the join is written in place, and the join and `stack`
+    do not both reach the graph's output (distinct outputs keep distinct
+    storage)."""
+    if aliases is None or not isinstance(stack.owner, _FRESH_BATCH_RESULTS):
+        return False
+    if aliases.is_mutated(stack) or aliases.is_mutated(join):
+        return False
+    return not (aliases.reaches_output(join) and aliases.reaches_output(stack))
+
+
+def _one_stack_in_member_order(
+    rewriter: PatternRewriter, stack: SSAValue, n: int, dim: int
+) -> SSAValue:
+    """The cat along member dim `dim` of the first `n` members of one
+    stack: the stack's member axis moved next to `dim` and flattened into
+    it. A view when the layout allows it (dim 0 of a contiguous stack),
+    else the one copy `flatten` makes; no single-tensor `stack`/`cat`."""
+    rank = len(shape(stack)) - 1
+    dim = dim % rank if rank else 0
+    value = _first_members(rewriter, stack, n)
+    if dim != 0:
+        moved = T.MovedimOp(value, [0], [dim])
+        rewriter.insert(moved)
+        value = moved.result
+    flat = T.FlattenOp(value, dim, dim + 1)
+    rewriter.insert(flat)
+    return flat.result
+
+
 def _member_order_value(
     rewriter: PatternRewriter, stacks: list[SSAValue], n: int, dim: int
 ) -> SSAValue:
@@ -164,10 +201,16 @@ class CatOfMembers(RewritePattern):
     """`torch.cat` of a run of members that are the whole of one stack in
     order, or m stacks interleaved periodically -> one `stack + flatten` of
     the (moved) stacks in place of the run (`cat + flatten` when the stacks'
-    members differ in size, see `_member_order_value`)."""
+    members differ in size, see `_member_order_value`). A cat of the members
+    of one fresh stack and nothing else is the stack moved and flattened
+    (`_one_stack_in_member_order`: a view where the layout allows, else one
+    copy), where sharing the stack's storage is safe (`_may_share_with_join`)."""
 
     name = "cat-of-members"
     roots = (T.CatOp,)
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, T.CatOp):
@@ -184,7 +227,15 @@ class CatOfMembers(RewritePattern):
                 i += 1
                 continue
             stacks, n = run
-            out.append(_member_order_value(rewriter, stacks, n, dim))
+            whole = n * len(stacks) == len(inputs)
+            # a run among other inputs is copied by the cat that joins them:
+            # its storage never escapes, whatever the view shares
+            if len(stacks) == 1 and (
+                not whole or _may_share_with_join(self.aliases, stacks[0], op.result)
+            ):
+                out.append(_one_stack_in_member_order(rewriter, stacks[0], n, dim))
+            else:
+                out.append(_member_order_value(rewriter, stacks, n, dim))
             i += n * len(stacks)
             changed = True
         if not changed:
@@ -193,6 +244,38 @@ class CatOfMembers(RewritePattern):
             rewriter.replace(op, [], out)
         else:
             rewriter.replace(op, [T.CatOp(out, dim, result_type=op.result.type)])
+
+
+class ReturnedMemberCopy(RewritePattern):
+    """`cat([m])` of a member `m` of a fresh batch result `s`, returned by
+    the graph (the copy `batch-fusion` makes so that a returned member has
+    storage of its own) -> `m` itself, when nothing else of `s`'s storage is
+    returned and nothing aliasing it is written: one copy only where
+    distinct outputs would otherwise share storage (the first returned
+    member of a stack keeps the stack's storage, the others are copied)."""
+
+    name = "returned-member-copy"
+    roots = (T.CatOp,)
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        aliases = self.aliases
+        if aliases is None or not isinstance(op, T.CatOp) or len(op.inputs) != 1:
+            return
+        member = op.inputs[0]
+        unpack = member.owner
+        if not isinstance(unpack, B.UnpackOp) or member.type != op.result.type:
+            return
+        stack = unpack.input
+        if not isinstance(stack.owner, _FRESH_BATCH_RESULTS):
+            return
+        if not aliases.reaches_output(op.result) or aliases.reaches_output(stack):
+            return
+        if aliases.is_mutated(stack) or aliases.is_mutated(op.result):
+            return
+        rewriter.replace(op, [], [member])
 
 
 # ---------------------------------------------------------------------------
@@ -295,14 +378,23 @@ def _pieces_view(
 
 
 class LowerUnpack(RewritePattern):
-    """`batch.unpack` -> `torch.unbind(stack, 0)`."""
+    """`batch.unpack` -> `torch.unbind(stack, 0)`; `stack[i]` (one
+    `torch.select`, not an unbind and a getitem) when member `i` is the only
+    one read."""
 
     name = "lower-unpack"
     roots = (B.UnpackOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if isinstance(op, B.UnpackOp):
-            rewriter.replace(op, [T.UnbindOp(op.input, 0, result_types=[r.type for r in op.outputs])])
+        if not isinstance(op, B.UnpackOp):
+            return
+        used = [r for r in op.outputs if r.uses]
+        if len(used) == 1:
+            member = used[0]
+            select = T.SelectOp(op.input, 0, member.index, result_type=member.type)
+            rewriter.replace(op, [select], [select.result if r is member else None for r in op.outputs])
+            return
+        rewriter.replace(op, [T.UnbindOp(op.input, 0, result_types=[r.type for r in op.outputs])])
 
 
 # ---------------------------------------------------------------------------
@@ -488,7 +580,7 @@ class LowerBatch(ModulePass):
             # before cats of members are rewritten: a cat of kernel results
             # is one cat of the getitems, not a stack of stacks
             GreedyRewriteDriver([*canonical, *kernels], config, name=self.name, listeners=listeners).rewrite(op)
-        GreedyRewriteDriver([*canonical, CatOfMembers()], config, name=self.name, listeners=listeners).rewrite(op)
+        GreedyRewriteDriver([*canonical, CatOfMembers(aliases), ReturnedMemberCopy(aliases)], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver(
             [LowerLinear(), LowerLinearSharedInput(), LowerGroupedLinear(), LowerLayerNorm(), LowerPointwise()],
             config, name=self.name, listeners=listeners,
@@ -499,6 +591,7 @@ class LowerBatch(ModulePass):
 
 __all__ = [
     "CatOfMembers",
+    "ReturnedMemberCopy",
     "LowerBatch",
     "LowerGroupedLinear",
     "LowerLayerNorm",

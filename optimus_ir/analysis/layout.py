@@ -24,6 +24,7 @@ from optimus_ir.analysis.op_classes import (
     is_join_op,
     is_layout_exact_elementwise,
     is_view_op,
+    target_name,
 )
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
@@ -91,6 +92,8 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
         return recorded if recorded is not None else contiguous_strides(sizes)
     if has_contiguous_result(owner):  # type: ignore[arg-type]
         return contiguous_strides(sizes)
+    if isinstance(owner, fx.CallFunctionOp | fx.CallMethodOp):
+        return _fx_call_strides(owner, sizes, depth)
     if is_join_op(owner):  # type: ignore[arg-type]
         if len(sizes) < 4 or all(known_contiguous(v, depth - 1) for v in owner.inputs):  # type: ignore[union-attr]
             return contiguous_strides(sizes)
@@ -101,6 +104,8 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
         # depend on the layout, not its strides)
         tensors = [v for v in owner.operands if isinstance(v.type, TensorType)]  # type: ignore[union-attr]
         if all(known_contiguous(v, depth - 1) for v in tensors):
+            return contiguous_strides(sizes)
+        if _operands_order_dims_row_major(owner, sizes, depth - 1):  # type: ignore[arg-type]
             return contiguous_strides(sizes)
         return None
     if not is_view_op(owner):  # type: ignore[arg-type]
@@ -143,6 +148,79 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
     if isinstance(owner, t.ReshapeOp | t.FlattenOp):
         return contiguous_strides(sizes)  # reshape copies
     return None
+
+
+ROW_MAJOR_FACTORIES: frozenset[str] = frozenset(
+    "zeros ones full empty new_zeros new_ones new_full new_empty arange linspace logspace "
+    "eye tensor scalar_tensor contiguous".split()
+)
+"""fx call targets (last name component) whose result is a fresh row-major
+tensor unless a `memory_format`/`layout` argument says otherwise (the
+`*_like` factories and `clone` preserve their input's layout: not here)."""
+
+IN_PLACE_KEEPING_LAYOUT: frozenset[str] = frozenset(
+    "iadd isub imul itruediv ifloordiv imod ipow iand ior ixor ilshift irshift "
+    "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ "
+    "__iand__ __ior__ __ixor__ __ilshift__ __irshift__ "
+    "add_ sub_ mul_ div_ true_divide_ floor_divide_ remainder_ pow_ neg_ abs_ exp_ log_ "
+    "sqrt_ rsqrt_ reciprocal_ clamp_ clamp_min_ clamp_max_ relu_ sigmoid_ tanh_ "
+    "fill_ zero_ masked_fill_ copy_ addcmul_ addcdiv_ lerp_".split()
+)
+"""In-place fx calls that write values into their first argument and return
+it, its sizes and strides unchanged (metadata-changing in-place ops such as
+`t_`, `resize_`, `as_strided_`, `unsqueeze_` are not here)."""
+
+
+def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:
+    """The strides of an fx call's result, where its target alone says them:
+    a row-major factory (`new_zeros`, `torch.zeros`, `.contiguous()`, ...)
+    without a layout argument, or an in-place arithmetic call (`+=`,
+    `add_`, ...) whose result is its first argument (DeepFM's
+    `logit = x.new_zeros(...); logit += ...`). None otherwise."""
+    name = target_name(owner)
+    if name is None:
+        return None
+    if isinstance(owner, fx.CallFunctionOp) and not owner.target.data.startswith(
+        ("torch.", "_operator.", "operator.")
+    ):
+        return None  # a user function that happens to be called `zeros`
+    kwargs = owner.kwargs.data  # type: ignore[attr-defined]
+    if name in ROW_MAJOR_FACTORIES:
+        if "memory_format" in kwargs or "layout" in kwargs:
+            return None
+        if name == "contiguous" and len(owner.args.data) > 1:  # type: ignore[attr-defined]
+            return None  # a positional memory format
+        return contiguous_strides(sizes)
+    if name not in IN_PLACE_KEEPING_LAYOUT:
+        return None
+    args = owner.args.data  # type: ignore[attr-defined]
+    first = args[0] if args else None
+    if not isinstance(first, fx.RefAttr):
+        return None
+    target = owner.operands[first.index.data]
+    if shape(target) != sizes:
+        return None
+    return strides_of(target, depth - 1)
+
+
+def _operands_order_dims_row_major(owner: Operation, sizes: Sequence[int], depth: int) -> bool:
+    """Every tensor operand of the elementwise op `owner` has known strides
+    that decrease outwards (size-1 and broadcast dims aside): TensorIterator
+    then keeps the dims in order and allocates the result row-major (a
+    pointwise op of strided slices of a stack, for instance)."""
+    for operand in owner.operands:
+        osizes = shape(operand)
+        if osizes is None:
+            continue
+        if len(osizes) > len(sizes):
+            return False
+        ostrides = strides_of(operand, depth)
+        if ostrides is None:
+            return False
+        significant = [st for st, n in zip(ostrides, osizes) if n != 1 and st != 0]
+        if any(a <= b for a, b in zip(significant, significant[1:])):
+            return False
+    return True
 
 
 def same_layout(a: SSAValue, b: SSAValue) -> bool:

@@ -111,9 +111,13 @@ fx.graph @on_cuda {
 // CHECK-NEXT:    %r1 = torch.cat %s.1 dim 0
 // CHECK-NEXT:    %n1 = torch.neg %s.1
 // CHECK-NEXT:    fx.output [%s.0, %r1, %n1]
+// Lowered to torch ops, the members share the stack's storage: the first
+// returned member takes it (no copy), the second keeps its copy.
 // TORCH-LABEL: fx.graph @returned_members
-// TORCH:         %r0 = torch.cat
-// TORCH:         %r1 = torch.cat
+// TORCH:         %a, %b = torch.unbind %s dim 0
+// TORCH-NEXT:    %r1 = torch.cat %b dim 0
+// TORCH-NEXT:    %n1 = torch.neg %b
+// TORCH-NEXT:    fx.output [%a, %r1, %n1]
 fx.graph @returned_members {
   %x0 = fx.placeholder "x0" : tensor<5x4xf32>
   %x1 = fx.placeholder "x1" : tensor<5x4xf32>

@@ -1,14 +1,15 @@
 // RUN: optimus-opt %s -p lower-batch --split-input-file | filecheck %s
 
 // A pack of the equal, consecutive pieces of one split is a view of the
-// split's input; a cat of all members in order is one stack + flatten.
+// split's input; a cat of all members in order is the stack moved and
+// flattened (one copy, made by flatten; no single-tensor stack).
 // CHECK-LABEL: fx.graph @pieces
 // CHECK:         %[[U:.*]] = torch.unflatten %x dim 1 sizes [3, 16]
 // CHECK-NEXT:    %s = torch.movedim %[[U]] source [1] destination [0]
 // CHECK-NEXT:    %t = torch.clamp %s min -1.0 max 2.0
 // CHECK-NEXT:    %[[M:.*]] = torch.movedim %t source [0] destination [1]
-// CHECK-NEXT:    %[[S:.*]] = torch.stack %[[M]] dim 2
-// CHECK-NEXT:    %r = torch.flatten %[[S]] start_dim 1 end_dim 3
+// CHECK-NEXT:    %r = torch.flatten %[[M]] start_dim 1 end_dim 2
+// CHECK-NOT:     torch.stack
 // CHECK-NOT:     torch.cat
 fx.graph @pieces {
   %x = fx.placeholder "x" : tensor<4x48xf32>
@@ -130,4 +131,101 @@ fx.graph @ragged_interleaved_cat {
   %b0, %b1 = batch.unpack %yb : tensor<2x4x12xf32> -> tensor<4x12xf32>, tensor<4x12xf32>
   %c = torch.cat %a0, %b0, %a1, %b1, %z dim 1 : tensor<4x8xf32>, tensor<4x12xf32>, tensor<4x8xf32>, tensor<4x12xf32>, tensor<4x16xf32> -> tensor<4x56xf32>
   fx.output %c
+}
+
+// -----
+
+// Issue 21: plumbing between fused ops. A cat along dim 0 of all members of
+// a fresh stack is a view of it (flatten), no copy, when nothing else of the
+// stack is returned.
+// CHECK-LABEL: fx.graph @cat_dim0_view
+// CHECK:         %t = torch.sigmoid %s
+// CHECK-NEXT:    %r = torch.flatten %t start_dim 0 end_dim 1
+// CHECK-NEXT:    fx.output %r
+fx.graph @cat_dim0_view {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %r = torch.cat %a, %b, %c dim 0 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<12x16xf32>
+  fx.output %r
+}
+
+// -----
+
+// The cat is returned and so is another member of the stack: a view would
+// make the two outputs share storage, so the cat stays one copy (a stack).
+// CHECK-LABEL: fx.graph @cat_and_member_returned
+// CHECK:         %t = torch.sigmoid %s
+// CHECK:         torch.stack
+// CHECK:         %r = torch.flatten
+// CHECK:         fx.output [%r, %a]
+fx.graph @cat_and_member_returned {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %r = torch.cat %a, %b, %c dim 0 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<12x16xf32>
+  fx.output [%r, %a]
+}
+
+// -----
+
+// A run of one stack among other cat inputs: moved and flattened (the cat
+// copies it), no single-tensor stack.
+// CHECK-LABEL: fx.graph @run_among_others
+// CHECK:         %[[M:.*]] = torch.movedim %t source [0] destination [1]
+// CHECK-NEXT:    %[[F:.*]] = torch.flatten %[[M]] start_dim 1 end_dim 2
+// CHECK-NEXT:    %r = torch.cat %[[F]], %y dim 1
+// CHECK-NOT:     torch.stack
+fx.graph @run_among_others {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %y = fx.placeholder "y" : tensor<4x2xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %r = torch.cat %a, %b, %c, %y dim 1 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x2xf32> -> tensor<4x50xf32>
+  fx.output %r
+}
+
+// -----
+
+// Returned members of one stack: the first keeps the stack's storage (its
+// copy goes), the others keep theirs (distinct outputs, distinct storage).
+// Only one member read: one select, not an unbind and a getitem.
+// CHECK-LABEL: fx.graph @returned_member_copies
+// CHECK:         %t = torch.sigmoid %s
+// CHECK-NEXT:    %a, %b, %c = torch.unbind %t dim 0
+// CHECK-NEXT:    %rb = torch.cat %b dim 0
+// CHECK-NEXT:    %rc = torch.cat %c dim 0
+// CHECK-NEXT:    %u = torch.relu %s
+// CHECK-NEXT:    %[[V:.*]] = torch.select %u dim 0 index 2
+// CHECK-NEXT:    fx.output [%a, %rb, %rc, %[[V]]]
+fx.graph @returned_member_copies {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %ra = torch.cat %a dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %rb = torch.cat %b dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %rc = torch.cat %c dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %u = batch.pointwise %s fn "torch.relu" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %u0, %u1, %u2 = batch.unpack %u : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %ru = torch.cat %u2 dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  fx.output [%ra, %rb, %rc, %ru]
+}
+
+// -----
+
+// A copy of a returned member stays where the stack is written in place,
+// or where the stack is a graph input's view (not fresh storage).
+// CHECK-LABEL: fx.graph @copies_that_stay
+// CHECK:         %ra = torch.cat %a dim 0
+// CHECK:         %rw = torch.cat
+// CHECK:         fx.output [%ra, %rw]
+fx.graph @copies_that_stay {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %s : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %ra = torch.cat %a dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %w0, %w1, %w2 = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %rw = torch.cat %w0 dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %z = fx.call_method "add_"(%w1, %w1) : tensor<4x16xf32>
+  fx.output [%ra, %rw]
 }

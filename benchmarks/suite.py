@@ -176,20 +176,10 @@ class ModelResult:
 # ---------------------------------------------------------------------------
 
 
-PLUMBING_KINDS = frozenset(
-    "getitem view reshape unsqueeze squeeze flatten unflatten movedim permute transpose t "
-    "expand expand_as unfold unbind split split_with_sizes chunk narrow select slice as_strided "
-    "size dim values".split()
-)
-"""Call kinds (`optimus_ir.api.op_kind`, methods without the dot) that
-compute nothing: tuple indexing, views, metadata, and the lookup of the
-values `freeze=True` computed once (`optimus_ir.param_cache`). Every other call reads and writes data."""
-
-
 def op_counts(gm: Any) -> tuple[int, int]:
     """(compute ops, all calls): the calls that compute or move data
     (every call less `PLUMBING_KINDS`), and every call (getitem included)."""
-    from optimus_ir.api import op_kind
+    from optimus_ir.api import PLUMBING_KINDS, op_kind
 
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
     return sum(1 for n in calls if op_kind(n).lstrip(".") not in PLUMBING_KINDS), len(calls)

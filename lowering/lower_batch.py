@@ -377,10 +377,23 @@ def _pieces_view(
     return value
 
 
+def _sole_copy(member: SSAValue) -> T.CatOp | None:
+    """The `cat([member])` copy that is `member`'s only reader (what
+    `batch-fusion` makes so that a returned member has storage of its
+    own), or None."""
+    reader = member.get_user_of_unique_use()
+    if isinstance(reader, T.CatOp) and len(reader.inputs) == 1 and reader.result.type == member.type:
+        return reader
+    return None
+
+
 class LowerUnpack(RewritePattern):
     """`batch.unpack` -> `torch.unbind(stack, 0)`; `stack[i]` (one
     `torch.select`, not an unbind and a getitem) when member `i` is the only
-    one read."""
+    one read; `torch.unbind_copy(stack, 0)` when two or more members are
+    read only by a copy of their own (`cat([m])`, returned members that
+    must not share storage): one op makes every member a tensor of its own,
+    in place of an unbind and a copy per member."""
 
     name = "lower-unpack"
     roots = (B.UnpackOp,)
@@ -394,7 +407,15 @@ class LowerUnpack(RewritePattern):
             select = T.SelectOp(op.input, 0, member.index, result_type=member.type)
             rewriter.replace(op, [select], [select.result if r is member else None for r in op.outputs])
             return
-        rewriter.replace(op, [T.UnbindOp(op.input, 0, result_types=[r.type for r in op.outputs])])
+        copies = {r: c for r in used if (c := _sole_copy(r)) is not None}
+        if len(copies) < 2:
+            rewriter.replace(op, [T.UnbindOp(op.input, 0, result_types=[r.type for r in op.outputs])])
+            return
+        pieces = T.UnbindCopyOp(op.input, 0, result_types=[r.type for r in op.outputs])
+        rewriter.replace(op, [pieces])
+        for member, copy in zip(op.outputs, pieces.outputs, strict=True):
+            if member in copies:
+                rewriter.replace(copies[member], [], [copy])
 
 
 # ---------------------------------------------------------------------------

@@ -165,6 +165,11 @@ def _unbind(op):
     return _tuple_call(op, "torch.unbind", [op.input, op.dim])
 
 
+@lowers(T.UnbindCopyOp)
+def _unbind_copy(op):
+    return _tuple_call(op, "torch.unbind_copy", [op.input, op.dim])
+
+
 @lowers(T.CatOp, T.StackOp)
 def _join(op):
     target = "torch.cat" if isinstance(op, T.CatOp) else "torch.stack"

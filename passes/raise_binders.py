@@ -232,6 +232,16 @@ def _unbind(r: Raiser, input, dim=0):
     return op, list(op.results)
 
 
+@function("torch.unbind_copy", *aten("unbind_copy.int"))
+def _unbind_copy(r: Raiser, input, dim=0):
+    x = tensor(input)
+    d = canon_dim(dim, rank(x))
+    pieces = r.out_pieces()
+    skip_unless(shape(x)[d] == len(pieces))
+    op = T.UnbindCopyOp(x, d, result_types=pieces)
+    return op, list(op.results)
+
+
 # ---------------------------------------------------------------------------
 # Plumbing: cat / stack
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from xdsl.traits import (
 )
 
 from optimus_ir.traits import (
+    ContiguousResult,
     ViewLike,
 )
 from optimus_ir.dialects.torch.facts import OpFacts
@@ -137,6 +138,42 @@ class UnbindOp(TorchOp):
 
     name = "torch.unbind"
     traits = traits_def(Pure(), ViewLike(_unbind_relation), _PLUMBING_CANONICALIZATION)
+    input = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    outputs = var_result_def(TensorType)
+    FORMAT: ClassVar[Format] = (("dim", "value"),)
+
+    def __init__(
+        self,
+        input: Value,
+        dim: int,
+        *,
+        result_types: Sequence[Attribute] | None = None,
+    ) -> None:
+        if result_types is None:
+            input_type = _tensor_of(self.name, input, _operand(0, "input"))
+            result_types = infer_unbind_types(input_type, int(dim))
+        super().__init__(
+            operands=[input],
+            result_types=[list(result_types)],
+            properties={"dim": _int_attr(dim)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        return infer_unbind_types(self.input.type, self.dim.data, len(self.results))
+
+
+@irdl_op_definition
+class UnbindCopyOp(TorchOp):
+    """`torch.unbind_copy(input, dim)`: one result per index of `dim`, each
+    a fresh contiguous copy with storage of its own (not a view). One op
+    where returned members of a batched value must not share storage: it
+    replaces an unbind and a copy per member."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="copy")
+
+    name = "torch.unbind_copy"
+    traits = traits_def(Pure(), ContiguousResult())
     input = operand_def(TensorType)
     dim = prop_def(IntAttr)
     outputs = var_result_def(TensorType)

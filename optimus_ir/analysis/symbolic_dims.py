@@ -199,7 +199,7 @@ def _derive(analysis: SymbolicDims, value: OpResult) -> Sequence[Dim | None] | N
         x = list(_known(analysis, op.input))
         x[op.dim.data] = None  # type: ignore[call-overload]
         return x
-    if isinstance(op, T.UnbindOp | T.SelectOp):
+    if isinstance(op, T.UnbindOp | T.UnbindCopyOp | T.SelectOp):
         x = list(_known(analysis, op.input))
         del x[op.dim.data]
         return x
@@ -283,6 +283,7 @@ _RULE_OPS = (
     T.SliceOp,
     T.UnfoldOp,
     T.UnbindOp,
+    T.UnbindCopyOp,
     T.SelectOp,
     T.UnsqueezeOp,
     T.SqueezeOp,

@@ -187,17 +187,16 @@ fx.graph @run_among_others {
 
 // -----
 
-// Returned members of one stack: the first keeps the stack's storage (its
-// copy goes), the others keep theirs (distinct outputs, distinct storage).
-// Only one member read: one select, not an unbind and a getitem.
+// Returned members of one stack, each read only by its own copy: one
+// unbind_copy gives every member storage of its own (no unbind and a copy
+// per member). Only one member read: one select, not an unbind and a getitem.
 // CHECK-LABEL: fx.graph @returned_member_copies
 // CHECK:         %t = torch.sigmoid %s
-// CHECK-NEXT:    %a, %b, %c = torch.unbind %t dim 0
-// CHECK-NEXT:    %rb = torch.cat %b dim 0
-// CHECK-NEXT:    %rc = torch.cat %c dim 0
-// CHECK-NEXT:    %u = torch.relu %s
+// CHECK-NEXT:    %a, %b, %c = torch.unbind_copy %t dim 0
+// CHECK-NOT:     torch.cat
+// CHECK:         %u = torch.relu %s
 // CHECK-NEXT:    %[[V:.*]] = torch.select %u dim 0 index 2
-// CHECK-NEXT:    fx.output [%a, %rb, %rc, %[[V]]]
+// CHECK-NEXT:    fx.output [%a, %b, %c, %[[V]]]
 fx.graph @returned_member_copies {
   %s = fx.placeholder "s" : tensor<3x4x16xf32>
   %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
@@ -209,6 +208,29 @@ fx.graph @returned_member_copies {
   %u0, %u1, %u2 = batch.unpack %u : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
   %ru = torch.cat %u2 dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
   fx.output [%ra, %rb, %rc, %ru]
+}
+
+// -----
+
+// One returned member copied, another member read by an op: an unbind (the
+// pieces stay views), and the returned member keeps the stack's storage
+// (nothing else of it is returned): its copy goes. A member read by its
+// copy and by another op keeps the copy (distinct outputs).
+// CHECK-LABEL: fx.graph @one_returned_member_copy
+// CHECK:         %a, %b, %c = torch.unbind %t dim 0
+// CHECK-NEXT:    %n = torch.neg %b
+// CHECK-NEXT:    %rc = torch.cat %c dim 0
+// CHECK-NEXT:    %m = torch.neg %c
+// CHECK-NEXT:    fx.output [%a, %n, %rc, %m]
+fx.graph @one_returned_member_copy {
+  %s = fx.placeholder "s" : tensor<3x4x16xf32>
+  %t = batch.pointwise %s fn "torch.sigmoid" stacked [true] fn_properties {} : tensor<3x4x16xf32> -> tensor<3x4x16xf32>
+  %a, %b, %c = batch.unpack %t : tensor<3x4x16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %ra = torch.cat %a dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %n = torch.neg %b : tensor<4x16xf32> -> tensor<4x16xf32>
+  %rc = torch.cat %c dim 0 : tensor<4x16xf32> -> tensor<4x16xf32>
+  %m = torch.neg %c : tensor<4x16xf32> -> tensor<4x16xf32>
+  fx.output [%ra, %n, %rc, %m]
 }
 
 // -----

@@ -20,7 +20,7 @@ copy moves. Every group is fused or left alone with a remark saying why
 The plan is chosen over the whole block (`choose_plan`): linears that read
 one input can group on it (`linear-shared-input`) or with the same-shape
 linears of other inputs (`linear`, over stacked inputs; the highway
-`g[i](x[i]) * sigmoid(t[i](x[i]))`: 2-wide groups inside each branch
+`g[i](x[i]) * gate(t[i](x[i]))` (gate: a pointwise activation): 2-wide groups inside each branch
 against 2N-wide groups across them). Each alternative is searched and
 priced as a whole plan -- including that consumers of a batched result read
 its stack in place -- level by level, and the plan the cost model expects
@@ -599,10 +599,10 @@ def choose_plan(
 
     Linears that read one input can fuse on it (`linear_shared_input`: one
     linear over their concatenated weights, two members of a highway branch
-    `g(x) * sigmoid(t(x))`) or each with the same-shape linears of other
+    `g(x) * gate(t(x))`) or each with the same-shape linears of other
     inputs (`batch.linear` over a stack of the inputs: the `g` and `t` of all
     branches). Which pays is a property of the whole graph, not of a group:
-    a batched linear's result stays batched for the sigmoid and the mul that
+    a batched linear's result stays batched for the gate activation and the mul that
     read it (they read the stack in place), while a shared-input pair's
     results are restacked by whoever groups them next. So each choice is
     priced as the plan it makes -- the search over the whole block, every

@@ -51,9 +51,10 @@ the rewritten and the kept ones.
 Forms known (anything else in place, such as `copy_`, `fill_`, `index_add_`,
 `setitem`, is left alone without a remark):
 
-* `torch.nn.functional.<act>(x, ..., inplace=True)` (relu, relu6, elu, selu,
-  celu, leaky_relu, hardtanh, threshold, hardsigmoid, hardswish, silu, mish;
-  the dropouts with `training=False`), by keyword or position;
+* `torch.nn.functional.<act>(x, ..., inplace=True)` (every function of
+  torch's with an `inplace` parameter, read from its signature: relu,
+  relu6, threshold, ...; the dropouts with `training=False`), by
+  keyword or position;
 * `fx.call_module` of `nn.ReLU`, `nn.LeakyReLU`, `nn.Hardtanh`, ... with
   `inplace=True` in its recorded `module_attrs`: the matching functional call;
 * `operator.iadd`/`isub`/`imul`/`itruediv`/`ifloordiv`/`imod`/`ipow`/`iand`/
@@ -69,11 +70,13 @@ map as the walk reaches them (linear in the graph size).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
@@ -126,21 +129,38 @@ INPLACE_POINTWISE: frozenset[str] = frozenset(
 aten ops) whose out-of-place form is the same name without the `_`, with the
 same arguments."""
 
-FUNCTIONAL_INPLACE_POSITION: dict[str, int] = {
-    "relu": 1,
-    "relu6": 1,
-    "selu": 1,
-    "hardsigmoid": 1,
-    "hardswish": 1,
-    "silu": 1,
-    "mish": 1,
-    "elu": 2,
-    "celu": 2,
-    "leaky_relu": 2,
-    "hardtanh": 3,
-    "threshold": 3,
-}
-"""`torch.nn.functional.<name>`: the position of its `inplace` argument."""
+def _inplace_position(function: Any) -> int | None:
+    """The position of `function`'s `inplace` parameter, or None."""
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
+def _functional_inplace_positions() -> dict[str, int]:
+    """`torch.nn.functional.<name>` -> the position of its `inplace`
+    parameter, for the functions that have one and no `training` parameter
+    (the activations; the dropouts and rrelu, random in training, are
+    `FUNCTIONAL_DROPOUTS`), read from torch's own signatures."""
+    positions: dict[str, int] = {}
+    for name in dir(F):
+        function = getattr(F, name)
+        if name.startswith("_") or not callable(function) or isinstance(function, type):
+            continue
+        position = _inplace_position(function)
+        if position is None:
+            continue
+        if "training" in inspect.signature(function).parameters:
+            continue
+        positions[name] = position
+    return positions
+
+
+FUNCTIONAL_INPLACE_POSITION: dict[str, int] = _functional_inplace_positions()
+"""`torch.nn.functional.<name>`: the position of its `inplace` argument
+(relu, relu6, selu, celu, threshold, ... as the
+installed torch has them)."""
 
 FUNCTIONAL_DROPOUTS: dict[str, int] = {
     "dropout": 3,
@@ -157,26 +177,38 @@ need not draw the same random numbers."""
 
 _F = "torch.nn.functional."
 
-MODULE_FUNCTIONALS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "torch.nn.modules.activation.ReLU": ("relu", ()),
-    "torch.nn.modules.activation.ReLU6": ("relu6", ()),
-    "torch.nn.modules.activation.SELU": ("selu", ()),
-    "torch.nn.modules.activation.SiLU": ("silu", ()),
-    "torch.nn.modules.activation.Mish": ("mish", ()),
-    "torch.nn.modules.activation.Hardswish": ("hardswish", ()),
-    "torch.nn.modules.activation.Hardsigmoid": ("hardsigmoid", ()),
-    "torch.nn.modules.activation.ELU": ("elu", ("alpha",)),
-    "torch.nn.modules.activation.CELU": ("celu", ("alpha",)),
-    "torch.nn.modules.activation.LeakyReLU": ("leaky_relu", ("negative_slope",)),
-    "torch.nn.modules.activation.Hardtanh": ("hardtanh", ("min_val", "max_val")),
-    "torch.nn.modules.activation.Threshold": ("threshold", ("threshold", "value")),
-    "torch.nn.modules.dropout.Dropout": ("dropout", ("p",)),
-    "torch.nn.modules.dropout.Dropout1d": ("dropout1d", ("p",)),
-    "torch.nn.modules.dropout.Dropout2d": ("dropout2d", ("p",)),
-    "torch.nn.modules.dropout.Dropout3d": ("dropout3d", ("p",)),
-    "torch.nn.modules.dropout.AlphaDropout": ("alpha_dropout", ("p",)),
-    "torch.nn.modules.dropout.FeatureAlphaDropout": ("feature_alpha_dropout", ("p",)),
-}
+def _module_functionals() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The activation and dropout modules that take `inplace`, each with the
+    `torch.nn.functional` function its forward calls (the class name
+    lower-cased, underscores aside: `ReLU6` -> `relu6`) and the
+    constructor parameters before `inplace`, which it passes on in order."""
+    functions = {
+        name.replace("_", ""): name
+        for name in dir(F)
+        if not name.startswith("_") and not name.endswith("_")  # `relu_` is relu's in-place form
+    }
+    table: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for module in (torch.nn.modules.activation, torch.nn.modules.dropout):
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+                continue
+            if cls.__module__ != module.__name__:
+                continue
+            function = functions.get(cls.__name__.lower())
+            if function is None or (
+                function not in FUNCTIONAL_INPLACE_POSITION and function not in FUNCTIONAL_DROPOUTS
+            ):
+                continue
+            parameters = list(inspect.signature(cls.__init__).parameters)[1:]
+            if "inplace" not in parameters:
+                continue
+            table[f"{cls.__module__}.{cls.__name__}"] = (
+                function, tuple(parameters[: parameters.index("inplace")])
+            )
+    return table
+
+
+MODULE_FUNCTIONALS: dict[str, tuple[str, tuple[str, ...]]] = _module_functionals()
 """Module class -> (its `torch.nn.functional` function, the module attributes
 passed to it positionally after the input). A dropout module is rewritten
 only in eval mode (`training` false in its `module_attrs`)."""

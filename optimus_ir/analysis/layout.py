@@ -171,12 +171,25 @@ it, its sizes and strides unchanged (metadata-changing in-place ops such as
 `t_`, `resize_`, `as_strided_`, `unsqueeze_` are not here)."""
 
 
+ELEMENTWISE_KEEPING_LAYOUT: frozenset[str] = frozenset(
+    "add sub mul truediv floordiv mod pow neg pos abs div true_divide "
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ "
+    "__floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __pos__ __abs__ "
+    "double float half bfloat16 int long short bool to type_as batch_norm".split()
+)
+"""Elementwise fx calls (unraised arithmetic such as `1 / t`, and casts),
+and batch_norm (its result is allocated like its input): the result is laid
+out like the operands, so a result of operands that are all contiguous is
+contiguous (a `memory_format` argument aside)."""
+
+
 def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:
     """The strides of an fx call's result, where its target alone says them:
     a row-major factory (`new_zeros`, `torch.zeros`, `.contiguous()`, ...)
     without a layout argument, or an in-place arithmetic call (`+=`,
     `add_`, ...) whose result is its first argument (DeepFM's
-    `logit = x.new_zeros(...); logit += ...`). None otherwise."""
+    `logit = x.new_zeros(...); logit += ...`), or an elementwise call of
+    contiguous operands (`1 / t`, `t.double()`). None otherwise."""
     name = target_name(owner)
     if name is None:
         return None
@@ -191,6 +204,13 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
         if name == "contiguous" and len(owner.args.data) > 1:  # type: ignore[attr-defined]
             return None  # a positional memory format
         return contiguous_strides(sizes)
+    if name in ELEMENTWISE_KEEPING_LAYOUT:
+        if "memory_format" in kwargs:
+            return None
+        tensors = [v for v in owner.operands if isinstance(v.type, TensorType)]
+        if tensors and all(known_contiguous(v, depth - 1) for v in tensors):
+            return contiguous_strides(sizes)
+        return None
     if name not in IN_PLACE_KEEPING_LAYOUT:
         return None
     args = owner.args.data  # type: ignore[attr-defined]

@@ -37,3 +37,4 @@ fx.graph @fx_calls {
   %mine_out = torch.sigmoid %m : tensor<4x6xf32, "cpu"> -> tensor<4x6xf32, "cpu">
   fx.output (%deepfm, %made, %turned_out, %cl_out, %mine_out)
 }
+

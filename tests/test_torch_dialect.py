@@ -352,6 +352,7 @@ def _all_ops_graph() -> ModuleOp:
     add(T.LayerNormOp(x, [12], None, g))
     add(split := T.SplitOp(x, [4, 8], 1))
     add(unbind := T.UnbindOp(x, 0))
+    add(T.UnbindCopyOp(x, 1))
     add(T.CatOp([split.results[0], split.results[0]], 1))
     add(T.StackOp(list(unbind.results), 0))
     add(unsq := T.UnsqueezeOp(x, 0))

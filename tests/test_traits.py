@@ -61,7 +61,7 @@ VIEW_OPS = {
 }
 CONTIGUOUS_OPS = {
     T.LinearOp, T.MmOp, T.AddmmOp, T.BmmOp, T.BaddbmmOp, T.MatmulOp, T.LayerNormOp,
-    T.SumOp, T.MeanOp, T.SoftmaxOp, T.LogSoftmaxOp, T.MaskedFillOp,
+    T.SumOp, T.MeanOp, T.SoftmaxOp, T.LogSoftmaxOp, T.MaskedFillOp, T.UnbindCopyOp,
 }
 
 
@@ -203,6 +203,7 @@ CONTIGUOUS_CASES: dict[type[Operation], Callable[[Callable[..., list[torch.Tenso
     + [torch.matmul(a, b) for a in s(5, 4) for b in s(2, 4, 3)]
     + [torch.matmul(a, b) for a in s(4) for b in s(2, 4, 3)]
     + [torch.matmul(a, b) for a in s(2, 1, 5, 4) for b in s(3, 4, 6)],
+    T.UnbindCopyOp: lambda s: [p for a in s(3, 5, 4) for d in (0, 1, 2) for p in torch.unbind_copy(a, d)],
     T.LayerNormOp: lambda s: [F.layer_norm(a, [4]) for a in s(3, 5, 4)]
     + [F.layer_norm(a, [5, 4]) for a in s(3, 5, 4)],
     T.SumOp: lambda s: [a.sum(d, keepdim=k) for a in s(3, 4, 5) for d in (0, 1, 2) for k in (False, True)]

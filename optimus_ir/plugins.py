@@ -33,7 +33,9 @@ import importlib.metadata
 import logging
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from optimus_ir.environment import environment
 from optimus_ir.passes import registry
@@ -172,7 +174,7 @@ def _load(entry_point: importlib.metadata.EntryPoint) -> PluginOutcome:
     return PluginOutcome(name, value, distribution)
 
 
-def _restore(passes_before: dict) -> None:
+def _restore(passes_before: dict[str, Callable[..., Any]]) -> None:
     """Undo the registrations made since `passes_before` was taken."""
     for pass_name in set(registry.PASSES) - set(passes_before):
         del registry.PASSES[pass_name]

@@ -200,20 +200,20 @@ def loading_plugin(label: str) -> Iterator[None]:
         _loading_plugins.pop()
 
 
-PassClass = TypeVar("PassClass", bound=type[ModulePass])
+_Pass = TypeVar("_Pass", bound=ModulePass)
 
 
 @overload
-def register_pass(pass_class: PassClass, /) -> PassClass: ...
+def register_pass(pass_class: type[_Pass], /) -> type[_Pass]: ...
 
 
 @overload
-def register_pass(*, replace: bool = False) -> Callable[[PassClass], PassClass]: ...
+def register_pass(*, replace: bool = False) -> Callable[[type[_Pass]], type[_Pass]]: ...
 
 
 def register_pass(
-    pass_class: PassClass | None = None, /, *, replace: bool = False
-) -> PassClass | Callable[[PassClass], PassClass]:
+    pass_class: type[_Pass] | None = None, /, *, replace: bool = False
+) -> type[_Pass] | Callable[[type[_Pass]], type[_Pass]]:
     """Class decorator: register a `ModulePass` subclass as the pass named by
     its `name` class attribute (kebab-case), so that pipelines can name it
     (`optimize(..., pipeline=...)`, the backend's and the Inductor hook's
@@ -247,7 +247,7 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _register(pass_class: PassClass, replace: bool) -> PassClass:
+def _register(pass_class: type[_Pass], replace: bool) -> type[_Pass]:
     if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
         raise TypeError(f"@register_pass: {pass_class!r} is not a subclass of xdsl.passes.ModulePass")
     who = _qualified(pass_class)

@@ -12,6 +12,11 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
   `optimus_ir.backend(**options)` makes a backend with options;
 * `optimus_ir.inductor_pass(**options)`: the pipeline as Inductor's pre-grad
   custom pass (`torch._inductor.config.pre_grad_custom_pass`);
+* `@register_pass`: class decorator registering a user's `ModulePass` under
+  its kebab-case `name` (pipelines, `optimus-opt -p` can then name it);
+  installed plugin packages (entry points, group `optimus_ir.plugins`) are
+  loaded once, lazily (`optimus_ir.plugins`; a broken one is one
+  `OptimusPluginWarning`);
 * `OptimizeOptions` (`optimus_ir.options`): the knobs of all three, one
   frozen dataclass (`options=OptimizeOptions(...)` instead of keywords);
   the environment variables optimus-ir reads are read there, in one place.
@@ -39,6 +44,8 @@ _LAZY = {
     "CaptureError": "optimus_ir.api",
     "OptimusFallbackWarning": "optimus_ir.diagnostics",
     "OptimusGuardWarning": "optimus_ir.guards",
+    "register_pass": "optimus_ir.passes.registry",
+    "OptimusPluginWarning": "optimus_ir.plugins",
     "import_graph": "optimus_ir.importer",
     "ImportedGraph": "optimus_ir.importer",
     "GraphImportError": "optimus_ir.importer",

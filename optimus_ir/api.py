@@ -56,6 +56,7 @@ from optimus_ir.importer import ImportedGraph, graph_of, import_graph
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
 from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
+from optimus_ir.plugins import load_plugins
 
 
 @dataclass(frozen=True)
@@ -455,6 +456,7 @@ def optimize(
                 f"(got {', '.join(map(repr, given))} too)"
             )
     options.check_entry("optimize")
+    load_plugins(strict=options.strict)  # installed plugins (passes, replacements): once per process
 
     optimize_for = _OptimizeFor(model, options.resolved(), statistics)
     kwargs = dict(example_kwargs or {})

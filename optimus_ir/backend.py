@@ -191,9 +191,11 @@ def optimize_dynamo_graph(
     inside optimus-ir unless `options.is_strict`. The knobs `options`
     leaves None are read from the environment now, once per graph."""
     from optimus_ir.api import count_fx_ops
+    from optimus_ir.plugins import load_plugins
 
     _configure_logging_from_env()
     options = options.resolved()
+    load_plugins(strict=options.strict)  # installed plugins, once per process (the Inductor hook comes here too)
     graph = current_graph_name()
     ops_before = sum(count_fx_ops(gm).values())
     if ops_before == 0:

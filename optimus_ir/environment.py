@@ -32,6 +32,9 @@ variable                   meaning (where it applies)
                            interpreter configurations
 `OPTIMUS_TRACEBACK`        not empty: `optimus-opt` prints the Python traceback of an
                            internal error
+`OPTIMUS_PLUGINS`          `0`/`false`/`no`/`off`: installed plugins (entry points of
+                           group `optimus_ir.plugins`) are not loaded
+                           (`optimus_ir.plugins.load_plugins`)
 =========================  =========================================================
 """
 
@@ -55,6 +58,7 @@ LOG_ENV = "OPTIMUS_LOG"
 TRITON_ON_CPU_ENV = "OPTIMUS_TRITON_ON_CPU"
 TRITON_INTERPRET_ENV = "TRITON_INTERPRET"
 TRACEBACK_ENV = "OPTIMUS_TRACEBACK"
+PLUGINS_ENV = "OPTIMUS_PLUGINS"
 
 ENVIRONMENT_VARIABLES: tuple[str, ...] = (
     STRICT_ENV,
@@ -66,10 +70,12 @@ ENVIRONMENT_VARIABLES: tuple[str, ...] = (
     TRITON_ON_CPU_ENV,
     TRITON_INTERPRET_ENV,
     TRACEBACK_ENV,
+    PLUGINS_ENV,
 )
 """Every environment variable optimus-ir reads (see the module docs)."""
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,9 @@ class Environment:
     """`OPTIMUS_TRITON_ON_CPU=1` and `TRITON_INTERPRET=1`."""
     traceback: bool = False
     """`OPTIMUS_TRACEBACK` is set (not empty)."""
+    plugins: bool = True
+    """`OPTIMUS_PLUGINS` is not 0, false, no or off: installed plugins
+    (entry points) are loaded."""
 
 
 def environment(environ: Mapping[str, str] | None = None) -> Environment:
@@ -112,6 +121,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         triton_interpret=interpret,
         triton_on_cpu=interpret and env.get(TRITON_ON_CPU_ENV) == "1",
         traceback=bool(env.get(TRACEBACK_ENV)),
+        plugins=env.get(PLUGINS_ENV, "").strip().lower() not in _FALSE_WORDS,
     )
 
 

@@ -36,6 +36,7 @@ from optimus_ir.environment import (  # noqa: F401 - re-exported
     InnerCompiler,
     KernelChoice,
     LOG_ENV,
+    PLUGINS_ENV,
     STRICT_ENV,
     TRACEBACK_ENV,
     TRITON_INTERPRET_ENV,
@@ -118,7 +119,9 @@ class OptimizeOptions:
                 raise TypeError(f"optimus: option {name!r} must be True, False or None, not {getattr(self, name)!r}")
         if self.pipeline is not None:
             from optimus_ir.pipeline import parse_pipeline
+            from optimus_ir.plugins import load_plugins
 
+            load_plugins(strict=self.strict)  # installed plugins' passes may be named in it
             parse_pipeline(self.pipeline)  # a bad pipeline (or not a text) raises PipelineError here
 
     # -- building ---------------------------------------------------------------------------
@@ -232,6 +235,7 @@ __all__ = [
     "KernelChoice",
     "LOG_ENV",
     "OptimizeOptions",
+    "PLUGINS_ENV",
     "STRICT_ENV",
     "TRACEBACK_ENV",
     "TRITON_INTERPRET_ENV",

@@ -15,22 +15,26 @@ so that no lower layer imports a pass module, even lazily
 (`python -m optimus_ir.tools.check_layers` checks it).
 
 Passes from outside the project (the test-only passes of
-`tests/plugins/miscompile_passes.py`, a user's own) are registered by a
-pass plugin: a Python file or module that calls `register_pass(name, cls)`
-when it is imported. `load_pass_plugin(path_or_module)` imports one
-(`optimus-opt --load-pass-plugin=...`); a missing file or module, a plugin
-that fails to import, and a name registered twice are `PassPluginError`s.
+`tests/plugins/miscompile_passes.py`, a user's own) register themselves with
+the class decorator `@register_pass` (`optimus_ir.register_pass`), run when
+their module is imported. `load_pass_plugin(path_or_module)` imports such a
+module (`optimus-opt --load-pass-plugin=...`); a missing file or module or a
+plugin that fails to import (a refused registration included) is a
+`PassPluginError`. Installed packages declare plugins as entry points
+(group `optimus_ir.plugins`), loaded by `optimus_ir.plugins.load_plugins`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from xdsl.passes import ModulePass
 
@@ -89,7 +93,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "match-output-strides": lazy("optimus_ir.passes.output_layout"),
 }
 """Every pass of the project, by its kebab-case name (and those plugins
-registered: `register_pass`)."""
+registered: `@register_pass`)."""
 
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "maximize-value-semantics",  # in-place writes to temporaries -> out-of-place ops
@@ -171,84 +175,190 @@ def get_pass_class(name: str) -> type[ModulePass]:
 
 
 class PassPluginError(Exception):
-    """A pass plugin cannot be loaded, or registers a name already taken."""
+    """A pass plugin cannot be loaded: a missing file or module, a plugin
+    whose import fails (a registration it makes refused included), or a
+    broken entry-point plugin in strict mode. The message is one line that
+    names the plugin."""
 
 
-def register_pass(name: str, pass_class: type[ModulePass]) -> None:
-    """Register `pass_class` as the pass `name` (what a pass plugin calls
-    when imported). `name` must be the class's `name`; registering the same
-    class again is a no-op; a name already taken by another pass is a
-    `PassPluginError` naming both."""
-    if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
-        raise PassPluginError(f"register_pass('{name}', ...): {pass_class!r} is not a ModulePass class")
-    if getattr(pass_class, "name", None) != name:
-        raise PassPluginError(
-            f"register_pass('{name}', {pass_class.__name__}): the class's name is "
-            f"'{getattr(pass_class, 'name', None)}', not '{name}'"
+_KEBAB_CASE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*\Z")
+
+_loading_plugins: list[str] = []
+"""The plugins being imported now, innermost last (`loading_plugin`): a
+registration records the innermost as where it came from."""
+
+
+@contextlib.contextmanager
+def loading_plugin(label: str) -> Iterator[None]:
+    """Inside the block, passes registered are recorded as coming from the
+    plugin `label` (`load_pass_plugin`'s argument, an entry point), which a
+    later clash names."""
+    _loading_plugins.append(label)
+    try:
+        yield
+    finally:
+        _loading_plugins.pop()
+
+
+_Pass = TypeVar("_Pass", bound=ModulePass)
+
+
+@overload
+def register_pass(pass_class: type[_Pass], /) -> type[_Pass]: ...
+
+
+@overload
+def register_pass(*, replace: bool = False) -> Callable[[type[_Pass]], type[_Pass]]: ...
+
+
+def register_pass(
+    pass_class: type[_Pass] | None = None, /, *, replace: bool = False
+) -> type[_Pass] | Callable[[type[_Pass]], type[_Pass]]:
+    """Class decorator: register a `ModulePass` subclass as the pass named by
+    its `name` class attribute (kebab-case), so that pipelines can name it
+    (`optimize(..., pipeline=...)`, the backend's and the Inductor hook's
+    `pipeline`, `optimus-opt -p`). Returns the class unchanged::
+
+        @optimus_ir.register_pass
+        @dataclass(frozen=True)
+        class FuseMyOps(PatternPass):
+            name = "fuse-my-ops"
+            ...
+
+    A name already registered by another class is a `ValueError` naming
+    both classes and where the first came from, unless
+    `@register_pass(replace=True)` (which may also replace a built-in
+    pass). Registering the same class again is a no-op, and so is the same
+    class defined again by re-importing its module (it replaces the old
+    definition). A class that is not a `ModulePass` or has no string `name`
+    is a `TypeError`; a name that is not kebab-case or is a named
+    pipeline's (`default`, ...) is a `ValueError`."""
+    if pass_class is None:
+        return lambda cls: _register(cls, replace)
+    if isinstance(pass_class, str):
+        raise TypeError(
+            f"register_pass({pass_class!r}): register_pass is a class decorator "
+            "(`@register_pass` above the pass class; the name is the class's `name`)"
         )
-    existing = PASSES.get(name)
-    if existing is not None:
-        if getattr(existing, "pass_class", None) is pass_class:
-            return
-        owner = getattr(existing, "module", None) or getattr(existing, "__module__", "?")
-        raise PassPluginError(
-            f"pass '{name}' is already registered (by {owner}); "
-            f"{pass_class.__module__}.{pass_class.__qualname__} cannot take its name"
+    return _register(pass_class, replace)
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _register(pass_class: type[_Pass], replace: bool) -> type[_Pass]:
+    if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
+        raise TypeError(f"@register_pass: {pass_class!r} is not a subclass of xdsl.passes.ModulePass")
+    who = _qualified(pass_class)
+    name = getattr(pass_class, "name", None)
+    if not isinstance(name, str):
+        raise TypeError(
+            f"@register_pass: {who} has no pass name (set the class attribute `name = \"my-pass\"`)"
+        )
+    if not _KEBAB_CASE.match(name):
+        raise ValueError(
+            f"@register_pass: {who}: pass name {name!r} is not kebab-case "
+            "(lower-case letters and digits in words joined by '-', e.g. 'fuse-my-ops')"
         )
     if name in PIPELINES:
-        raise PassPluginError(f"'{name}' is the name of a pipeline; a pass cannot take it")
+        raise ValueError(f"@register_pass: {who}: '{name}' is the name of a pipeline; a pass cannot take it")
+    existing = PASSES.get(name)
+    if existing is not None and not replace:
+        existing_class = getattr(existing, "pass_class", None)
+        if existing_class is pass_class:
+            return pass_class
+        # the same definition, made again by re-importing its module
+        same_definition = existing_class is not None and _qualified(existing_class) == who
+        if not same_definition:
+            raise ValueError(
+                f"@register_pass: pass '{name}' is already registered ({_describe_registration(name, existing)}); "
+                f"{who} cannot take its name (use @register_pass(replace=True) to replace it)"
+            )
 
     def load(expected_name: str | None = None) -> type[ModulePass]:
         return pass_class
 
     load.module = pass_class.__module__  # type: ignore[attr-defined]
     load.pass_class = pass_class  # type: ignore[attr-defined]
+    load.registered_by = _loading_plugins[-1] if _loading_plugins else pass_class.__module__  # type: ignore[attr-defined]
     PASSES[name] = load
+    return pass_class
+
+
+def _describe_registration(name: str, factory: Callable[..., type[ModulePass]]) -> str:
+    """`<class> by <module or plugin>` for the pass registered as `name`."""
+    pass_class = getattr(factory, "pass_class", None)
+    if pass_class is not None:
+        return f"{_qualified(pass_class)}, registered by {factory.registered_by}"  # type: ignore[attr-defined]
+    module = getattr(factory, "module", None) or getattr(factory, "__module__", "?")
+    try:
+        described = _qualified(_bind(name, factory)())
+    except Exception:  # noqa: BLE001 - only for the message; the module is named anyway
+        described = "a pass"
+    return f"{described}, registered by {module}"
 
 
 def load_pass_plugin(plugin: str) -> list[str]:
     """Import the pass plugin `plugin` (a `.py` file, or a module name) and
     return the names of the passes it registered (none when it was loaded
     before). A file already imported, under any module name, is not
-    imported again. Raises `PassPluginError` with a one-line reason."""
+    imported again. Raises `PassPluginError` with a one-line reason naming
+    the plugin (a registration the plugin makes that is refused included)."""
     before = set(PASSES)
     looks_like_path = plugin.endswith(".py") or "/" in plugin or "\\" in plugin
-    if looks_like_path:
-        path = Path(plugin).expanduser()
-        if not path.is_file():
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': no such file")
-        resolved = path.resolve()
-        for module in list(sys.modules.values()):
-            file = getattr(module, "__file__", None)
-            if file and Path(file).resolve() == resolved:
-                return []
-        module_name = f"optimus_pass_plugin_{resolved.stem}_{abs(hash(str(resolved))):x}"
-        spec = importlib.util.spec_from_file_location(module_name, resolved)
-        if spec is None or spec.loader is None:
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': not a Python file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except PassPluginError as error:
-            sys.modules.pop(module_name, None)
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
-        except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
-            sys.modules.pop(module_name, None)
-            raise PassPluginError(
-                f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}"
-            ) from error
-    else:
-        if plugin in sys.modules:
-            return []
-        try:
-            importlib.import_module(plugin)
-        except PassPluginError as error:
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
-        except ModuleNotFoundError as error:
-            if error.name is not None and plugin.startswith(error.name):
-                raise PassPluginError(f"cannot load pass plugin '{plugin}': no module named '{error.name}'") from None
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}") from error
-        except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
-            raise PassPluginError(f"cannot load pass plugin '{plugin}': {type(error).__name__}: {error}") from error
+    with loading_plugin(plugin):
+        if looks_like_path:
+            _load_plugin_file(plugin)
+        else:
+            _load_plugin_module(plugin)
     return sorted(set(PASSES) - before)
+
+
+def _failure(plugin: str, error: BaseException) -> PassPluginError:
+    return PassPluginError(f"cannot load pass plugin '{plugin}': {type(error).__name__}: {_first_line(error)}")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _load_plugin_file(plugin: str) -> None:
+    path = Path(plugin).expanduser()
+    if not path.is_file():
+        raise PassPluginError(f"cannot load pass plugin '{plugin}': no such file")
+    resolved = path.resolve()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve() == resolved:
+            return
+    module_name = f"optimus_pass_plugin_{resolved.stem}_{abs(hash(str(resolved))):x}"
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:
+        raise PassPluginError(f"cannot load pass plugin '{plugin}': not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except PassPluginError as error:
+        sys.modules.pop(module_name, None)
+        raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
+    except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
+        sys.modules.pop(module_name, None)
+        raise _failure(plugin, error) from error
+
+
+def _load_plugin_module(plugin: str) -> None:
+    if plugin in sys.modules:
+        return
+    try:
+        importlib.import_module(plugin)
+    except PassPluginError as error:
+        raise PassPluginError(f"cannot load pass plugin '{plugin}': {error}") from None
+    except ModuleNotFoundError as error:
+        if error.name is not None and (plugin == error.name or plugin.startswith(error.name + ".")):
+            raise PassPluginError(f"cannot load pass plugin '{plugin}': no module named '{error.name}'") from None
+        raise _failure(plugin, error) from error
+    except Exception as error:  # noqa: BLE001 - any failure of the plugin's code is reported
+        raise _failure(plugin, error) from error

@@ -528,18 +528,16 @@ def isolated_registry(monkeypatch):
 PLUGIN_SOURCE = '''
 from dataclasses import dataclass
 from xdsl.passes import ModulePass
-from optimus_ir.passes.registry import register_pass
+import optimus_ir
 
 
+@optimus_ir.register_pass
 @dataclass(frozen=True)
 class {cls}(ModulePass):
     name = "{name}"
 
     def apply(self, ctx, op):
         pass
-
-
-register_pass("{name}", {cls})
 '''
 
 
@@ -555,6 +553,8 @@ def test_load_pass_plugin_from_a_file_and_a_module(tmp_path, capsys, monkeypatch
     assert registry.load_pass_plugin("other_plugin") == ["my-other"]
     assert registry.load_pass_plugin("other_plugin") == []
     assert registry.load_pass_plugin(str(tmp_path / "my_plugin.py")) == []
+    # where a registration came from is recorded (a later clash names it)
+    assert registry.PASSES["my-noop"].registered_by == str(tmp_path / "my_plugin.py")
 
 
 @pytest.mark.parametrize(
@@ -563,11 +563,18 @@ def test_load_pass_plugin_from_a_file_and_a_module(tmp_path, capsys, monkeypatch
         ("missing.py", None, "cannot load pass plugin '{dir}/missing.py': no such file"),
         ("no_such_module_anywhere", None, "cannot load pass plugin 'no_such_module_anywhere': no module named 'no_such_module_anywhere'"),
         ("clash.py", PLUGIN_SOURCE.format(cls="MyDce", name="dce"),
-         "cannot load pass plugin '{dir}/clash.py': pass 'dce' is already registered (by optimus_ir.passes.dce)"),
-        ("broken.py", "raise RuntimeError('plugin bug')\n",
+         "cannot load pass plugin '{dir}/clash.py': ValueError: @register_pass: pass 'dce' is already registered "
+         "(optimus_ir.passes.dce.DeadCodeElimination, registered by optimus_ir.passes.dce); "
+         "optimus_pass_plugin_clash_"),
+        ("broken.py", "raise RuntimeError('plugin bug\\nsecond line')\n",
          "cannot load pass plugin '{dir}/broken.py': RuntimeError: plugin bug"),
-        ("misnamed.py", PLUGIN_SOURCE.format(cls="X", name="x").replace('register_pass("x"', 'register_pass("y"'),
-         "register_pass('y', X): the class's name is 'x', not 'y'"),
+        ("camel.py", PLUGIN_SOURCE.format(cls="X", name="MyPass"),
+         "cannot load pass plugin '{dir}/camel.py': ValueError: @register_pass: "
+         "optimus_pass_plugin_camel_"),
+        ("nameless.py", PLUGIN_SOURCE.format(cls="X", name="x").replace('    name = "x"\n', ""),
+         "TypeError: @register_pass: "),
+        ("old_form.py", "from optimus_ir.passes.registry import register_pass\nregister_pass('x')\n",
+         "cannot load pass plugin '{dir}/old_form.py': TypeError: register_pass('x'): register_pass is a class decorator"),
     ],
 )
 def test_load_pass_plugin_errors(plugin, source, message, tmp_path, capsys, isolated_registry):
@@ -581,4 +588,5 @@ def test_load_pass_plugin_errors(plugin, source, message, tmp_path, capsys, isol
     assert err.splitlines()[0].startswith("optimus-opt: error: ")
     assert message.format(dir=tmp_path) in err
     assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err  # one line naming the plugin
     assert "dce" in registry.PASSES and registry.get_pass_class("dce").__module__ == "optimus_ir.passes.dce"

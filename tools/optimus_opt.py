@@ -28,11 +28,17 @@ pipeline; `--bisect` finds by itself the single rewrite after which the
 results first differ, and names its pass, pattern, op and source line.
 
 `--load-pass-plugin=FILE.py` (or `=package.module`) imports a pass plugin
-before the pipeline is parsed: a module that registers passes with
-`optimus_ir.passes.registry.register_pass(name, cls)` when imported (the
-test-only passes `test-miscompile`, `test-alias-miscompile` and `test-fail`
-live in `tests/plugins/miscompile_passes.py`). A missing file or module, a
-plugin that fails to import and a pass name taken twice are errors.
+before the pipeline is parsed: a module that registers passes with the
+class decorator `@optimus_ir.register_pass` when imported (the test-only
+passes `test-miscompile`, `test-alias-miscompile` and `test-fail` live in
+`tests/plugins/miscompile_passes.py`). A missing file or module, or a plugin
+that fails to import (a pass name taken twice included), is one
+`optimus-opt: error: ...` line naming the plugin, and exit status 1.
+
+Installed plugins (entry points of group `optimus_ir.plugins`,
+`optimus_ir.plugins`) are loaded first, before `--load-pass-plugin` and the
+pipeline; a broken one is an `optimus-opt: warning: ...` line and is
+skipped. `OPTIMUS_PLUGINS=0` loads none.
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ class OptimusOptMain(xDSLOptMain):
         # them first. A failure raises PassPluginError (`main` reports it).
         from optimus_ir.passes.registry import load_pass_plugin
 
+        _load_installed_plugins()
         for plugin in _pass_plugins(sys.argv[1:] if args is None else args):
             load_pass_plugin(plugin)
         super().__init__(description="optimus-ir modular optimizer driver", args=args)
@@ -119,8 +126,10 @@ class OptimusOptMain(xDSLOptMain):
             action="append",
             default=[],
             metavar="FILE.py|MODULE",
-            help="import a pass plugin (a Python file or module that calls "
-            "optimus_ir.passes.registry.register_pass) before the pipeline is parsed; repeatable",
+            help="import a pass plugin (a Python file or module whose passes are "
+            "registered with @optimus_ir.register_pass) before the pipeline is parsed; "
+            "repeatable. Installed plugins (entry points 'optimus_ir.plugins') are "
+            "loaded anyway, unless OPTIMUS_PLUGINS=0",
         )
         arg_parser.add_argument(
             "--print-ir-after-all",
@@ -438,6 +447,28 @@ class OptimusOptMain(xDSLOptMain):
 # ---------------------------------------------------------------------------
 # Input splitting
 # ---------------------------------------------------------------------------
+
+
+def _load_installed_plugins() -> None:
+    """Load the installed plugins (entry points); each broken one is printed
+    as a warning on stderr and skipped (optimus-opt goes on: a pass the
+    pipeline needs from it is then an unknown pass, an error there)."""
+    import warnings
+
+    from optimus_ir.plugins import OptimusPluginWarning, load_plugins, plugin_outcomes
+
+    if not environment().plugins:  # OPTIMUS_PLUGINS=0
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OptimusPluginWarning)  # printed below, in optimus-opt's form
+        load_plugins(strict=False)
+    for outcome in plugin_outcomes():
+        if not outcome.loaded:
+            print(
+                f"{PROG}: warning: installed plugin {outcome.describe()} failed to load "
+                f"and is skipped: {outcome.error}",
+                file=sys.stderr,
+            )
 
 
 def _pass_plugins(argv: Sequence[str]) -> list[str]:

@@ -3,7 +3,7 @@ wrong pass, for testing validation (and `test-fail`, a pass that crashes,
 for testing fallbacks; `test-alias-miscompile`, one that breaks aliasing).
 
 They are not in the production registry: importing this module registers
-them (`optimus_ir.passes.registry.register_pass`). `optimus-opt
+them (the `@optimus_ir.register_pass` class decorator). `optimus-opt
 --load-pass-plugin=tests/plugins/miscompile_passes.py` loads it (the lit
 tests: `%{test_passes}`); the pytest tests that use them import it
 (`from plugins import miscompile_passes`).
@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects.torch import SigmoidOp, TanhOp
-from optimus_ir.passes.registry import register_pass
+from optimus_ir import register_pass
 from optimus_ir.rewriting import PatternPass, RewriteConfig
 
 _REWRITTEN = "test_miscompile_done"
@@ -93,6 +93,7 @@ class TanhToTanh(RewritePattern):
         rewriter.replace(op, clone)
 
 
+@register_pass
 @dataclass(frozen=True)
 class TestMiscompilePass(PatternPass):
     """Deliberately miscompile: turn the `nth` tanh into a sigmoid (testing only)."""
@@ -122,6 +123,7 @@ AliasMiscompileMode = Literal["copy-output", "merge-outputs", "drop-write"]
 ALIAS_MISCOMPILE_MODES: tuple[str, ...] = get_args(AliasMiscompileMode)
 
 
+@register_pass
 @dataclass(frozen=True)
 class TestAliasMiscompilePass(ModulePass):
     """Deliberately change aliasing while keeping the returned values
@@ -169,6 +171,7 @@ class TestPassFailure(RuntimeError):
     """What `test-fail` raises: a stand-in for a bug inside a pass."""
 
 
+@register_pass
 @dataclass(frozen=True)
 class TestFailPass(ModulePass):
     """Deliberately crash (testing only): raise `TestPassFailure` with
@@ -182,7 +185,3 @@ class TestFailPass(ModulePass):
 
     def apply(self, ctx, op: ModuleOp) -> None:  # type: ignore[override]
         raise TestPassFailure(self.message)
-
-
-for _pass in (TestMiscompilePass, TestAliasMiscompilePass, TestFailPass):
-    register_pass(_pass.name, _pass)

@@ -126,7 +126,10 @@ LAYERS: tuple[Layer, ...] = (
         ("optimus_ir",)
         + tuple(
             f"optimus_ir.{name}"
-            for name in ("api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache")
+            for name in (
+                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache",
+                "replacements",
+            )
         ),
     ),
     Layer("tools", 8, ("optimus_ir.tools", "optimus_ir.tools.*")),

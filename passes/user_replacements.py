@@ -1,0 +1,607 @@
+"""`user-replacements`: the rewrites users register as two torch functions.
+
+`optimus_ir.register_replacement(name, pattern, replacement, example_inputs)`
+(`optimus_ir/replacements.py`) traces both functions, imports and raises them
+to the torch dialect in memory, checks that they agree, and stores the result
+here as a `CompiledReplacement` in `REPLACEMENTS`. This module is the pass
+that applies them; it knows nothing of tracing (layering: a pass may not
+import the importer or the pipeline).
+
+Matching (`ReplacementPattern`, one named `RewritePattern` per replacement,
+so `--pass-statistics`, `--bisect-rewrites` and `--validate-each` see each
+replacement by its name):
+
+* the pattern's ops form a DAG from its inputs to its root (the op that
+  computes its last output); the driver tries a replacement only on ops of
+  the root's class (`roots`), and the matcher walks the pattern backwards
+  from the root through operands: same op name, same properties and
+  attributes (the literal arguments), same result index; pattern inputs are
+  wildcards bound consistently (an input used twice must be the same SSA
+  value); two pattern ops never match one graph op. Cost: the pattern's size
+  per candidate root, so the pass is linear in the graph;
+* types: each bound input must be a tensor of the example's dtype and rank;
+  its sizes must be static (a symbolic `?` size declines, with a remark) and
+  equal to the example's where the registration check found that the
+  functions need them (`InputPolicy.fixed_dims`);
+* safety: every matched op is pure (`optimus_ir.effects`); every result of a
+  matched op that is not a pattern output is used only inside the match
+  (else it "escapes": a graph output or another reader would lose it); no
+  op that may write to the alias class of a bound input or of a non-root
+  output (an in-place write, an unknown call) lies between the first matched
+  op and the root, and no reader of a non-root output lies before the root
+  (the replacement is computed at the root);
+* `extra_check(match)`, when given, is called with a `ReplacementMatch` and
+  must return True;
+* the replacement is rebuilt for the matched types: its template's torch
+  ops are cloned onto the bound values and their result types inferred by
+  the ops themselves (`TorchOp.expected_types`); the new outputs' types must
+  equal the matched outputs' types, else no rewrite.
+
+Every match that passed the structural walk and was then declined gets a
+remark saying why (`user-replacements: 'NAME' not applied: ...`), every
+rewrite a remark saying where (`user-replacements: 'NAME' applied`); each
+(op, replacement, reason) is reported once per run.
+
+Pass options: `user-replacements{only=a,b}` runs only the named
+replacements. Each replacement is also registered as a pass of its own name
+(`replacement_pass_class`, written into the pass registry by
+`register_replacement_pass`), so `-p raise-fx,my-replacement` runs just it.
+With no replacement registered the pass returns before looking at the IR.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from optimus_ir.analysis import alias_class, may_write_operands
+from optimus_ir.diagnostics import OptimusError, emit_remark
+from optimus_ir.effects import effect_kind
+from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig
+from optimus_ir.statistics import current_pass_context
+from optimus_ir.types import dtype_of
+
+PASS_NAME = "user-replacements"
+
+KEBAB_CASE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+"""What a replacement's name must look like (a pass name)."""
+
+
+# ---------------------------------------------------------------------------
+# What registration stores
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """Which tensors a pattern input may be bound to: the example's dtype
+    and rank, and the sizes the registration check could not vary."""
+
+    dtype: torch.dtype
+    element_type: Attribute
+    rank: int
+    fixed_dims: tuple[int | None, ...]
+    """Per dim: the size it must have, or None for any static size."""
+
+    def problem(self, value: SSAValue) -> str | None:
+        """Why `value` cannot be bound to this input (None: it can)."""
+        ty = value.type
+        if not isinstance(ty, TensorType):
+            return f"{_value_name(value)} is not a tensor"
+        if ty.element_type != self.element_type:
+            return (
+                f"{_value_name(value)} has dtype {_dtype_name(ty.element_type)}; the replacement "
+                f"was checked for {str(self.dtype).removeprefix('torch.')}"
+            )
+        shape = ty.get_shape()
+        if len(shape) != self.rank:
+            return f"{_value_name(value)} has rank {len(shape)}, the pattern's input has rank {self.rank}"
+        if any(size < 0 for size in shape):
+            return f"{_value_name(value)} has symbolic sizes ({_format_type(ty)})"
+        for dim, (size, fixed) in enumerate(zip(shape, self.fixed_dims)):
+            if fixed is not None and size != fixed:
+                return (
+                    f"{_value_name(value)} has size {size} in dim {dim}; the replacement was "
+                    f"checked only with size {fixed} there"
+                )
+        return None
+
+
+@dataclass(frozen=True)
+class ReplacementMatch:
+    """What `extra_check(match)` is given: one match of a pattern.
+
+    `inputs[i]` is the SSA value bound to the pattern function's i-th
+    parameter (`input_names[i]`), `input_types[i]` its `TensorType`,
+    `input_shapes[i]` / `input_dtypes[i]` the same as Python values;
+    `ops` are the matched graph ops in the pattern's order (the root last),
+    `root` the op computing the pattern's last output, `outputs` the matched
+    values of the pattern's outputs."""
+
+    name: str
+    inputs: tuple[SSAValue, ...]
+    input_names: tuple[str, ...]
+    input_types: tuple[TensorType, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    input_dtypes: tuple[torch.dtype, ...]
+    ops: tuple[Operation, ...]
+    root: Operation
+    outputs: tuple[SSAValue, ...]
+
+
+@dataclass
+class CompiledReplacement:
+    """A registered replacement, ready for the matcher: the raised pattern
+    and replacement graphs (kept in memory), the input policies and the
+    user's `extra_check`."""
+
+    name: str
+    input_names: tuple[str, ...]
+    inputs: tuple[InputPolicy, ...]
+    pattern_block: Block
+    """The raised pattern graph's block: placeholders, ops, `fx.output`."""
+    replacement_block: Block
+    """The raised replacement graph's block; its ops are torch ops only."""
+    extra_check: Callable[[ReplacementMatch], bool] | None = None
+    keep_alive: tuple[Any, ...] = ()
+    """The modules owning the blocks (so they stay attached)."""
+    # derived by `__post_init__`:
+    pattern_inputs: dict[SSAValue, int] = field(init=False)
+    pattern_ops: tuple[Operation, ...] = field(init=False)
+    pattern_outputs: tuple[SSAValue, ...] = field(init=False)
+    root: Operation = field(init=False)
+    replacement_inputs: dict[SSAValue, int] = field(init=False)
+    replacement_ops: tuple[Operation, ...] = field(init=False)
+    replacement_outputs: tuple[SSAValue, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pattern_inputs, body, self.pattern_outputs = _split_graph(self.pattern_block)
+        self.replacement_inputs, self.replacement_ops, self.replacement_outputs = _split_graph(
+            self.replacement_block
+        )
+        owners = [v.owner for v in self.pattern_outputs if isinstance(v.owner, Operation)]
+        if not owners:
+            raise ValueError("the pattern returns its inputs unchanged: it has no op to match")
+        position = {op: i for i, op in enumerate(body)}
+        self.root = max(owners, key=lambda op: position.get(op, -1))
+        # the ops the root depends on, in block order (dead ops left out)
+        needed: set[Operation] = set()
+        stack = [self.root]
+        while stack:
+            op = stack.pop()
+            if op in needed:
+                continue
+            needed.add(op)
+            for operand in op.operands:
+                owner = operand.owner
+                if isinstance(owner, Operation) and owner in position:
+                    stack.append(owner)
+        self.pattern_ops = tuple(op for op in body if op in needed)
+
+
+def _split_graph(block: Block) -> tuple[dict[SSAValue, int], tuple[Operation, ...], tuple[SSAValue, ...]]:
+    """(placeholder result -> parameter index, the ops between, the returned
+    values) of a raised `fx.graph` block of a traced function."""
+    inputs: dict[SSAValue, int] = {}
+    ops: list[Operation] = []
+    outputs: tuple[SSAValue, ...] = ()
+    for op in block.ops:
+        if op.name == "fx.placeholder":
+            inputs[op.results[0]] = len(inputs)
+        elif op.name == "fx.output":
+            outputs = tuple(op.operands)
+        else:
+            ops.append(op)
+    return inputs, tuple(ops), outputs
+
+
+REPLACEMENTS: dict[str, CompiledReplacement] = {}
+"""Every registered replacement by name, in registration order (the order
+the pass tries them in). Written by `optimus_ir.replacements`."""
+
+
+# ---------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------
+
+
+class _WriteIndex:
+    """Per pass run: the ops that may write to a value's alias class,
+    computed once per value. Replacements insert only pure torch ops and
+    erase only pure ones, so a list stays a (conservative) superset."""
+
+    def __init__(self) -> None:
+        self.writers: dict[SSAValue, tuple[Operation, ...]] = {}
+
+    def of(self, value: SSAValue) -> tuple[Operation, ...]:
+        known = self.writers.get(value)
+        if known is None:
+            found: dict[Operation, None] = {}
+            for member in alias_class(value):
+                for use in member.uses:
+                    if may_write_operands(use.operation):
+                        found[use.operation] = None
+            known = self.writers[value] = tuple(found)
+        return known
+
+
+class ReplacementPattern(RewritePattern):
+    """One registered replacement as a rewrite pattern named after it."""
+
+    def __init__(self, replacement: CompiledReplacement, writes: _WriteIndex, reported: set) -> None:
+        self.replacement = replacement
+        self.name = replacement.name
+        self.roots = (type(replacement.root),)
+        self._writes = writes
+        self._reported = reported
+
+    # -- the structural walk ------------------------------------------------
+
+    def _walk(self, root: Operation) -> tuple[dict[Operation, Operation], list[SSAValue | None]] | None:
+        """Map the pattern's ops onto the graph's from `root` backwards;
+        None when the structure differs."""
+        spec = self.replacement
+        op_map: dict[Operation, Operation] = {}
+        used: set[Operation] = set()
+        binding: list[SSAValue | None] = [None] * len(spec.pattern_inputs)
+        inputs = spec.pattern_inputs
+
+        def same_op(pattern_op: Operation, graph_op: Operation) -> bool:
+            return (
+                graph_op.name == pattern_op.name
+                and len(graph_op.operands) == len(pattern_op.operands)
+                and len(graph_op.results) == len(pattern_op.results)
+                and graph_op.properties == pattern_op.properties
+                and graph_op.attributes == pattern_op.attributes
+            )
+
+        # an explicit stack of (pattern value, graph value) pairs to unify
+        if not same_op(spec.root, root):
+            return None
+        op_map[spec.root] = root
+        used.add(root)
+        stack: list[tuple[SSAValue, SSAValue]] = list(zip(spec.root.operands, root.operands))
+        while stack:
+            pattern_value, graph_value = stack.pop()
+            index = inputs.get(pattern_value)
+            if index is not None:
+                bound = binding[index]
+                if bound is None:
+                    binding[index] = graph_value
+                elif bound is not graph_value:
+                    return None
+                continue
+            pattern_op = pattern_value.owner
+            graph_op = graph_value.owner
+            if not isinstance(graph_op, Operation) or not isinstance(pattern_op, Operation):
+                return None
+            if graph_value.index != pattern_value.index:  # type: ignore[attr-defined]
+                return None
+            mapped = op_map.get(pattern_op)
+            if mapped is not None:
+                if mapped is not graph_op:
+                    return None
+                continue
+            if graph_op in used or not same_op(pattern_op, graph_op):
+                return None
+            op_map[pattern_op] = graph_op
+            used.add(graph_op)
+            stack.extend(zip(pattern_op.operands, graph_op.operands))
+        return op_map, binding
+
+    # -- the rewrite --------------------------------------------------------
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        walked = self._walk(op)
+        if walked is None:
+            return
+        op_map, binding = walked
+        spec = self.replacement
+        if any(value is None for value in binding):  # an input the root does not reach
+            return
+        bound: list[SSAValue] = binding  # type: ignore[assignment]
+        matched = [op_map[p] for p in spec.pattern_ops]
+        outputs = [op_map[v.owner].results[v.index] for v in spec.pattern_outputs]  # type: ignore[union-attr,index,attr-defined]
+        reason = self._problem(op, matched, bound, outputs)
+        if reason is None and spec.extra_check is not None:
+            match = ReplacementMatch(
+                name=spec.name,
+                inputs=tuple(bound),
+                input_names=spec.input_names,
+                input_types=tuple(v.type for v in bound),  # type: ignore[misc]
+                input_shapes=tuple(tuple(v.type.get_shape()) for v in bound),  # type: ignore[attr-defined]
+                input_dtypes=tuple(p.dtype for p in spec.inputs),
+                ops=tuple(matched),
+                root=op,
+                outputs=tuple(outputs),
+            )
+            if spec.extra_check(match) is not True:
+                reason = "extra_check returned False"
+        new_ops: list[Operation] = []
+        new_values: list[SSAValue] = []
+        if reason is None:
+            new_ops, new_values, reason = self._build(bound, outputs)
+        if reason is not None:
+            self._remark(op, f"user-replacements: '{spec.name}' not applied: {reason}")
+            return
+        self._remark(op, f"user-replacements: '{spec.name}' applied")
+        rewriter.insert_op(new_ops, InsertPoint.before(op))
+        for old, new in zip(outputs, new_values, strict=True):
+            if old is not new:
+                rewriter.replace_all_uses_with(old, new)
+        for graph_op in reversed(matched):
+            rewriter.erase_op(graph_op)
+
+    def _problem(
+        self, root: Operation, matched: list[Operation], bound: list[SSAValue], outputs: list[SSAValue]
+    ) -> str | None:
+        """Why this structural match may not be rewritten (None: it may)."""
+        spec = self.replacement
+        for value, policy, name in zip(bound, spec.inputs, spec.input_names):
+            problem = policy.problem(value)
+            if problem is not None:
+                return f"input '{name}': {problem}"
+        block = root.parent
+        for graph_op in matched:
+            if graph_op.parent is not block:
+                return f"'{graph_op.name}' is in another block than the root"
+            kind = effect_kind(graph_op)
+            if kind != "pure":
+                return f"'{graph_op.name}' has effects ({kind})"
+        members = set(matched)
+        returned = set(outputs)
+        for graph_op in matched:
+            for result in graph_op.results:
+                if result in returned:
+                    continue
+                for use in result.uses:
+                    if use.operation not in members:
+                        return (
+                            f"the inner value {_value_name(result)} escapes: it is used by "
+                            f"'{use.operation.name}' outside the match"
+                        )
+        # in-place writes between the first matched op and the root, and
+        # readers of an earlier output before the root
+        watched = [*bound, *(v for v in outputs if v.owner is not root)]
+        writers = {w for value in watched for w in self._writes.of(value)} - members
+        early_outputs = [v for v in outputs if v.owner is not root]
+        if writers or early_outputs:
+            span = _span(root, members)
+            if span is None:
+                return "the matched ops are not all before the root"
+            written = writers & span
+            if written:
+                writer = min(written, key=lambda w: w.name)  # name one, deterministically
+                return f"'{writer.name}' may write in place to an input between the matched ops"
+            for value in early_outputs:
+                for use in value.uses:
+                    if use.operation in span and use.operation not in members:
+                        return (
+                            f"the output {_value_name(value)} is read by '{use.operation.name}' "
+                            "before the root"
+                        )
+        return None
+
+    def _build(
+        self, bound: list[SSAValue], outputs: list[SSAValue]
+    ) -> tuple[list[Operation], list[SSAValue], str | None]:
+        """The replacement's ops for the bound values, their output values,
+        or why it cannot be built for these types."""
+        spec = self.replacement
+        values: dict[SSAValue, SSAValue] = {
+            placeholder: bound[index] for placeholder, index in spec.replacement_inputs.items()
+        }
+        new_ops: list[Operation] = []
+        for template in spec.replacement_ops:
+            operands = [values[v] for v in template.operands]
+            properties = dict(template.properties)
+            attributes = dict(template.attributes)
+            new = type(template).create(
+                operands=operands,
+                result_types=[r.type for r in template.results],
+                properties=properties,
+                attributes=attributes,
+            )
+            try:
+                expected = list(new.expected_types())  # type: ignore[attr-defined]
+            except Exception as err:  # noqa: BLE001 - the op's inference refuses these types
+                _discard([new, *new_ops])
+                return [], [], f"the replacement's '{template.name}' does not accept these types: {err}"
+            if expected != [r.type for r in new.results]:
+                _discard([new])  # the probe: its operand uses must go
+                new = type(template).create(
+                    operands=operands, result_types=expected, properties=properties, attributes=attributes
+                )
+            for old, result in zip(template.results, new.results):
+                values[old] = result
+                result.name_hint = old.name_hint
+            new_ops.append(new)
+        new_values = [values[v] for v in spec.replacement_outputs]
+        for index, (old, new) in enumerate(zip(outputs, new_values)):
+            if old.type != new.type:
+                _discard(new_ops)
+                return [], [], (
+                    f"the replacement's output #{index} has type {_format_type(new.type)}, "
+                    f"the matched value {_value_name(old)} has {_format_type(old.type)}"
+                )
+        return new_ops, new_values, None
+
+    def _remark(self, op: Operation, text: str) -> None:
+        key = (id(op), text)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        emit_remark(op, text)
+
+
+def _discard(ops: Sequence[Operation]) -> None:
+    """Drop ops that were built but never inserted (their operands'
+    use lists must forget them), users first."""
+    for op in reversed(ops):
+        op.drop_all_references()
+
+
+def _span(root: Operation, members: set[Operation]) -> set[Operation] | None:
+    """The ops from the first matched op up to the root (both included),
+    found by walking back from the root until every matched op is seen;
+    None if some matched op is not before the root."""
+    span: set[Operation] = set()
+    missing = len(members)
+    op: Operation | None = root
+    while op is not None:
+        span.add(op)
+        if op in members:
+            missing -= 1
+            if missing == 0:
+                return span
+        op = op.prev_op
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserReplacementsPass(PatternPass):
+    """Apply the registered user replacements (`register_replacement`),
+    each a pattern named after it; `only` runs the named ones alone. A
+    no-op that does not look at the IR when none is registered."""
+
+    name = "user-replacements"
+
+    only: tuple[str, ...] = ()
+    """Names of the replacements to run (default: every registered one)."""
+
+    def selected(self) -> tuple[str, ...]:
+        """The names of the replacements this pass runs, in registration order."""
+        if self.only:
+            return tuple(self.only)
+        return tuple(REPLACEMENTS)
+
+    def check_options(self) -> None:
+        """Refuse names of replacements that are not registered."""
+        unknown = [n for n in self.only if n not in REPLACEMENTS]
+        if unknown:
+            known = ", ".join(REPLACEMENTS) or "none"
+            raise OptimusError(
+                f"{self.name}: unknown replacement(s) {', '.join(repr(n) for n in unknown)} "
+                f"(registered: {known})"
+            )
+
+    def patterns(self) -> Sequence[RewritePattern]:
+        writes = _WriteIndex()
+        reported: set = set()
+        return [ReplacementPattern(REPLACEMENTS[n], writes, reported) for n in self.selected()]
+
+    def rewrite_config(self) -> RewriteConfig:
+        return RewriteConfig()
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.check_options()
+        if not self.selected():
+            current_pass_context(self.name)  # the pass shows in the statistics, with nothing done
+            return
+        GreedyRewriteDriver(self.patterns(), self.rewrite_config(), name=self.name).rewrite(op)
+
+
+def replacement_pass_class(name: str) -> type[ModulePass]:
+    """The pass that runs the replacement `name` alone, under its own name
+    (so a pipeline can say `-p raise-fx,NAME`)."""
+
+    @dataclass(frozen=True)
+    class SingleReplacementPass(UserReplacementsPass):
+        __doc__ = f"Apply the user replacement '{name}' alone."
+
+        def selected(self) -> tuple[str, ...]:
+            return (self.name,) if self.name in REPLACEMENTS else ()
+
+        def check_options(self) -> None:
+            if self.only:
+                raise OptimusError(f"{self.name}: 'only' is an option of '{PASS_NAME}'")
+
+    SingleReplacementPass.name = name  # type: ignore[misc]
+    SingleReplacementPass.__qualname__ = SingleReplacementPass.__name__ = (
+        "Replacement_" + name.replace("-", "_")
+    )
+    return SingleReplacementPass
+
+
+_REPLACEMENT_PASS_MARK = "replacement"
+
+
+def register_replacement_pass(name: str, passes: dict[str, Callable[..., type[ModulePass]]]) -> None:
+    """Write the single-replacement pass `name` into the pass registry
+    `passes` (`optimus_ir.passes.registry.PASSES`), as a loader of the shape
+    the registry's own entries have (`module` attribute; called with the
+    expected name), marked as a replacement's (`unregister_replacement_pass`
+    removes only such entries)."""
+    pass_class = replacement_pass_class(name)
+
+    def load(expected_name: str | None = None) -> type[ModulePass]:
+        return pass_class
+
+    load.module = __name__  # type: ignore[attr-defined]
+    load.pass_class = pass_class  # type: ignore[attr-defined]
+    load.kind = _REPLACEMENT_PASS_MARK  # type: ignore[attr-defined]
+    passes[name] = load
+
+
+def is_replacement_pass_entry(entry: object) -> bool:
+    """Whether a pass registry entry is a replacement's own pass."""
+    return getattr(entry, "kind", None) == _REPLACEMENT_PASS_MARK
+
+
+def unregister_replacement_pass(name: str, passes: dict[str, Callable[..., type[ModulePass]]]) -> None:
+    """Remove the single-replacement pass `name` from `passes` (if it is one)."""
+    if is_replacement_pass_entry(passes.get(name)):
+        del passes[name]
+
+
+# ---------------------------------------------------------------------------
+# Printing
+# ---------------------------------------------------------------------------
+
+
+def _value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
+
+
+def _dtype_name(element_type: Attribute) -> str:
+    try:
+        return str(dtype_of(element_type)).removeprefix("torch.")
+    except (KeyError, ValueError, TypeError):
+        return str(element_type)
+
+
+def _format_type(ty: Attribute) -> str:
+    if isinstance(ty, TensorType):
+        dims = "x".join("?" if d < 0 else str(d) for d in ty.get_shape())
+        return f"tensor<{dims}{'x' if dims else ''}{_dtype_name(ty.element_type)}>"
+    return str(ty)
+
+
+__all__ = [
+    "CompiledReplacement",
+    "InputPolicy",
+    "KEBAB_CASE",
+    "REPLACEMENTS",
+    "ReplacementMatch",
+    "ReplacementPattern",
+    "UserReplacementsPass",
+    "is_replacement_pass_entry",
+    "register_replacement_pass",
+    "replacement_pass_class",
+    "unregister_replacement_pass",
+]

@@ -191,6 +191,12 @@ def register_replacement(
                 f"{where}: the pattern's output #{index} is not computed on the way to its last "
                 "output (the matcher starts at the last output's op)"
             )
+    for index, value in enumerate(compiled.replacement_outputs):
+        if value in compiled.replacement_inputs:
+            raise ValueError(
+                f"{where}: the replacement's output #{index} is its input unchanged (after raising); "
+                "the rewrite would make a new tensor an alias of its input"
+            )
     if len(compiled.replacement_outputs) != len(compiled.pattern_outputs):
         raise ValueError(
             f"{where}: the pattern returns {len(compiled.pattern_outputs)} tensor(s), "
@@ -385,18 +391,30 @@ def _run_both(pattern, replacement, inputs, *, scaled: bool = False):
     results = []
     errors = []
     for function in (pattern, replacement):
+        copies = [t.clone() for t in inputs]
         try:
             with torch.no_grad():
-                results.append(function(*(t.clone() for t in inputs)))
+                result = function(*copies)
+            results.append((result, _aliasing(result, copies)))
             errors.append(None)
         except Exception as err:  # noqa: BLE001 - the user's function
-            results.append(None)
+            results.append((None, []))
             errors.append(err)
     if scaled and any(errors):
         raise _ScaledFailure
     if all(errors):
         return None
     return results[0], results[1], errors[0], errors[1]
+
+
+def _aliasing(result: Any, inputs: list[torch.Tensor]) -> list[bool]:
+    """Per output: does it share storage with an input (a view, or the
+    input itself)?"""
+    storages = {t.untyped_storage().data_ptr() for t in inputs if t.numel()}
+    return [
+        isinstance(out, torch.Tensor) and out.numel() > 0 and out.untyped_storage().data_ptr() in storages
+        for out in _flatten(result)
+    ]
 
 
 def _flatten(value: Any) -> list[Any]:
@@ -411,6 +429,7 @@ def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error
     if error_pattern is not None or error_replacement is not None:
         role, err = ("pattern", error_pattern) if error_pattern is not None else ("replacement", error_replacement)
         raise ValueError(f"{where}: the {role} raises {on} and the other does not: {type(err).__name__}: {err}")
+    (got_pattern, aliases_p), (got_replacement, aliases_r) = got_pattern, got_replacement
     outs_p, outs_r = _flatten(got_pattern), _flatten(got_replacement)
     if len(outs_p) != len(outs_r):
         raise ValueError(f"{where}: the pattern returns {len(outs_p)} value(s), the replacement {len(outs_r)}, {on}")
@@ -427,6 +446,12 @@ def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error
                 f"{where}: the functions differ {on}: output #{index} has dtype "
                 f"{str(a.dtype).removeprefix('torch.')} from the pattern and "
                 f"{str(b.dtype).removeprefix('torch.')} from the replacement"
+            )
+        if aliases_p[index] != aliases_r[index]:
+            which, other = ("pattern", "replacement") if aliases_p[index] else ("replacement", "pattern")
+            raise ValueError(
+                f"{where}: the functions differ {on}: output #{index} of the {which} shares storage "
+                f"with an input (a view or the input itself), the {other}'s is a new tensor"
             )
         rtol, atol = TOLERANCES.get(a.dtype, (0.0, 0.0))
         a_cpu, b_cpu = a.detach().cpu(), b.detach().cpu()

@@ -64,7 +64,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from optimus_ir.analysis import alias_class, may_write_operands
+from optimus_ir.analysis import alias_class, may_write_operands, target_name
 from optimus_ir.diagnostics import OptimusError, emit_remark
 from optimus_ir.effects import effect_kind
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig
@@ -335,12 +335,12 @@ class ReplacementPattern(RewritePattern):
             self._remark(op, f"user-replacements: '{spec.name}' not applied: {reason}")
             return
         self._remark(op, f"user-replacements: '{spec.name}' applied")
-        rewriter.insert_op(new_ops, InsertPoint.before(op))
+        rewriter.insert(new_ops, InsertPoint.before(op))
         for old, new in zip(outputs, new_values, strict=True):
             if old is not new:
                 rewriter.replace_all_uses_with(old, new)
         for graph_op in reversed(matched):
-            rewriter.erase_op(graph_op)
+            rewriter.erase(graph_op)
 
     def _problem(
         self, root: Operation, matched: list[Operation], bound: list[SSAValue], outputs: list[SSAValue]
@@ -357,7 +357,7 @@ class ReplacementPattern(RewritePattern):
                 return f"'{graph_op.name}' is in another block than the root"
             kind = effect_kind(graph_op)
             if kind != "pure":
-                return f"'{graph_op.name}' has effects ({kind})"
+                return f"{_describe_op(graph_op)} has effects ({kind})"
         members = set(matched)
         returned = set(outputs)
         for graph_op in matched:
@@ -372,17 +372,21 @@ class ReplacementPattern(RewritePattern):
                         )
         # in-place writes between the first matched op and the root, and
         # readers of an earlier output before the root
-        watched = [*bound, *(v for v in outputs if v.owner is not root)]
-        writers = {w for value in watched for w in self._writes.of(value)} - members
         early_outputs = [v for v in outputs if v.owner is not root]
+        watched = [
+            *((f"input '{n}'", v) for n, v in zip(spec.input_names, bound)),
+            *((f"the output {_value_name(v)}", v) for v in early_outputs),
+        ]
+        writers = {
+            writer: what for what, value in watched for writer in self._writes.of(value) if writer not in members
+        }
         if writers or early_outputs:
             span = _span(root, members)
             if span is None:
                 return "the matched ops are not all before the root"
-            written = writers & span
-            if written:
-                writer = min(written, key=lambda w: w.name)  # name one, deterministically
-                return f"'{writer.name}' may write in place to an input between the matched ops"
+            for writer, what in writers.items():
+                if writer in span:
+                    return f"{_describe_op(writer)} may write in place to {what} between the matched ops"
             for value in early_outputs:
                 for use in value.uses:
                     if use.operation in span and use.operation not in members:
@@ -587,9 +591,15 @@ def _dtype_name(element_type: Attribute) -> str:
 
 def _format_type(ty: Attribute) -> str:
     if isinstance(ty, TensorType):
-        dims = "x".join("?" if d < 0 else str(d) for d in ty.get_shape())
-        return f"tensor<{dims}{'x' if dims else ''}{_dtype_name(ty.element_type)}>"
+        dims = "".join(f"{'?' if d < 0 else d}x" for d in ty.get_shape())
+        return f"tensor<{dims}{ty.element_type}>"
     return str(ty)
+
+
+def _describe_op(op: Operation) -> str:
+    """`'add_' (fx.call_method)` for fx calls, `'torch.mul'` for others."""
+    target = target_name(op)
+    return f"'{target}' ({op.name})" if target is not None else f"'{op.name}'"
 
 
 __all__ = [

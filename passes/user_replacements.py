@@ -67,7 +67,7 @@ from xdsl.rewriter import InsertPoint
 from optimus_ir.analysis import alias_class, may_write_operands, target_name
 from optimus_ir.diagnostics import OptimusError, emit_remark
 from optimus_ir.effects import effect_kind
-from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig
+from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig, patch_operands
 from optimus_ir.statistics import current_pass_context
 from optimus_ir.types import dtype_of
 
@@ -235,15 +235,58 @@ class _WriteIndex:
         return known
 
 
+class _Run:
+    """What the patterns of one pass run share.
+
+    Rewrites are applied in two steps so that the pass stays linear when a
+    replaced value feeds a wide op (a `cat` of thousands of towers): xDSL
+    rebuilds an op's operand tuple for each operand replaced, so redirecting
+    the uses at every rewrite would cost the consumer's width each time.
+    A rewrite inserts the replacement's ops and records old value -> new
+    value (`subst`); the matched ops stay, marked dead (no later match may
+    use them), until `finish` patches every op's operands in one walk and
+    erases the dead ops."""
+
+    def __init__(self) -> None:
+        self.writes = _WriteIndex()
+        self.reported: set[tuple[int, str]] = set()
+        self.subst: dict[SSAValue, SSAValue] = {}
+        self.dead: list[Operation] = []
+        self.dead_set: set[Operation] = set()
+
+    def finish(self, root: Operation) -> None:
+        """Point every use of a replaced value at its replacement and erase
+        the replaced ops."""
+        if not self.subst:
+            return
+        final: dict[SSAValue, SSAValue] = {}
+        for old in self.subst:
+            new = self.subst[old]
+            while new in self.subst:  # a replacement's value replaced again
+                new = self.subst[new]
+            final[old] = new
+        for op in root.walk():
+            patch_operands(op, final)
+        for op in reversed(self.dead):
+            op.parent_block().erase_op(op)  # type: ignore[union-attr]
+        self.subst.clear()
+        self.dead.clear()
+        self.dead_set.clear()
+
+
 class ReplacementPattern(RewritePattern):
     """One registered replacement as a rewrite pattern named after it."""
 
-    def __init__(self, replacement: CompiledReplacement, writes: _WriteIndex, reported: set) -> None:
+    def __init__(self, replacement: CompiledReplacement, run: _Run) -> None:
         self.replacement = replacement
         self.name = replacement.name
         self.roots = (type(replacement.root),)
-        self._writes = writes
-        self._reported = reported
+        self._run = run
+        self._writes = run.writes
+        self._reported = run.reported
+        self._types: dict[tuple[Attribute, ...], list[list[Attribute]] | str] = {}
+        """Per tuple of bound input types: the result types of the
+        replacement's ops (or why it cannot be built for them)."""
 
     # -- the structural walk ------------------------------------------------
 
@@ -266,7 +309,8 @@ class ReplacementPattern(RewritePattern):
             )
 
         # an explicit stack of (pattern value, graph value) pairs to unify
-        if not same_op(spec.root, root):
+        dead = self._run.dead_set
+        if root in dead or not same_op(spec.root, root):
             return None
         op_map[spec.root] = root
         used.add(root)
@@ -292,7 +336,7 @@ class ReplacementPattern(RewritePattern):
                 if mapped is not graph_op:
                     return None
                 continue
-            if graph_op in used or not same_op(pattern_op, graph_op):
+            if graph_op in used or graph_op in dead or not same_op(pattern_op, graph_op):
                 return None
             op_map[pattern_op] = graph_op
             used.add(graph_op)
@@ -336,11 +380,11 @@ class ReplacementPattern(RewritePattern):
             return
         self._remark(op, f"user-replacements: '{spec.name}' applied")
         rewriter.insert(new_ops, InsertPoint.before(op))
+        run = self._run
         for old, new in zip(outputs, new_values, strict=True):
-            if old is not new:
-                rewriter.replace_all_uses_with(old, new)
-        for graph_op in reversed(matched):
-            rewriter.erase(graph_op)
+            run.subst[old] = new
+        run.dead.extend(matched)
+        run.dead_set.update(matched)
 
     def _problem(
         self, root: Operation, matched: list[Operation], bound: list[SSAValue], outputs: list[SSAValue]
@@ -400,32 +444,26 @@ class ReplacementPattern(RewritePattern):
         self, bound: list[SSAValue], outputs: list[SSAValue]
     ) -> tuple[list[Operation], list[SSAValue], str | None]:
         """The replacement's ops for the bound values, their output values,
-        or why it cannot be built for these types."""
+        or why it cannot be built for these types. The result types are
+        inferred once per tuple of input types (`_types`)."""
         spec = self.replacement
+        key = tuple(v.type for v in bound)
+        types = self._types.get(key)
+        if types is None:
+            types = self._types[key] = self._infer(bound)
+        if isinstance(types, str):
+            return [], [], types
         values: dict[SSAValue, SSAValue] = {
             placeholder: bound[index] for placeholder, index in spec.replacement_inputs.items()
         }
         new_ops: list[Operation] = []
-        for template in spec.replacement_ops:
-            operands = [values[v] for v in template.operands]
-            properties = dict(template.properties)
-            attributes = dict(template.attributes)
+        for template, result_types in zip(spec.replacement_ops, types):
             new = type(template).create(
-                operands=operands,
-                result_types=[r.type for r in template.results],
-                properties=properties,
-                attributes=attributes,
+                operands=[values[v] for v in template.operands],
+                result_types=result_types,
+                properties=dict(template.properties),
+                attributes=dict(template.attributes),
             )
-            try:
-                expected = list(new.expected_types())  # type: ignore[attr-defined]
-            except Exception as err:  # noqa: BLE001 - the op's inference refuses these types
-                _discard([new, *new_ops])
-                return [], [], f"the replacement's '{template.name}' does not accept these types: {err}"
-            if expected != [r.type for r in new.results]:
-                _discard([new])  # the probe: its operand uses must go
-                new = type(template).create(
-                    operands=operands, result_types=expected, properties=properties, attributes=attributes
-                )
             for old, result in zip(template.results, new.results):
                 values[old] = result
                 result.name_hint = old.name_hint
@@ -439,6 +477,44 @@ class ReplacementPattern(RewritePattern):
                     f"the matched value {_value_name(old)} has {_format_type(old.type)}"
                 )
         return new_ops, new_values, None
+
+    def _infer(self, bound: list[SSAValue]) -> list[list[Attribute]] | str:
+        """The result types of the replacement's ops for inputs of the
+        types of `bound`, from the ops' own inference (on probes that are
+        never inserted and are dropped after), or why they refuse."""
+        spec = self.replacement
+        values: dict[SSAValue, SSAValue] = {
+            placeholder: bound[index] for placeholder, index in spec.replacement_inputs.items()
+        }
+        probes: list[Operation] = []
+        types: list[list[Attribute]] = []
+        try:
+            for template in spec.replacement_ops:
+                properties = dict(template.properties)
+                attributes = dict(template.attributes)
+                operands = [values[v] for v in template.operands]
+                probe = type(template).create(
+                    operands=operands,
+                    result_types=[r.type for r in template.results],
+                    properties=properties,
+                    attributes=attributes,
+                )
+                probes.append(probe)
+                try:
+                    expected = list(probe.expected_types())  # type: ignore[attr-defined]
+                except Exception as err:  # noqa: BLE001 - the op's inference refuses these types
+                    return f"the replacement's '{template.name}' does not accept these types: {err}"
+                if expected != [r.type for r in probe.results]:
+                    probe = type(template).create(
+                        operands=operands, result_types=expected, properties=properties, attributes=attributes
+                    )
+                    probes.append(probe)
+                for old, result in zip(template.results, probe.results):
+                    values[old] = result
+                types.append(expected)
+            return types
+        finally:
+            _discard(probes)
 
     def _remark(self, op: Operation, text: str) -> None:
         key = (id(op), text)
@@ -504,10 +580,9 @@ class UserReplacementsPass(PatternPass):
                 f"(registered: {known})"
             )
 
-    def patterns(self) -> Sequence[RewritePattern]:
-        writes = _WriteIndex()
-        reported: set = set()
-        return [ReplacementPattern(REPLACEMENTS[n], writes, reported) for n in self.selected()]
+    def patterns(self, run: _Run | None = None) -> Sequence[RewritePattern]:
+        run = run if run is not None else _Run()
+        return [ReplacementPattern(REPLACEMENTS[n], run) for n in self.selected()]
 
     def rewrite_config(self) -> RewriteConfig:
         return RewriteConfig()
@@ -517,7 +592,11 @@ class UserReplacementsPass(PatternPass):
         if not self.selected():
             current_pass_context(self.name)  # the pass shows in the statistics, with nothing done
             return
-        GreedyRewriteDriver(self.patterns(), self.rewrite_config(), name=self.name).rewrite(op)
+        run = _Run()
+        try:
+            GreedyRewriteDriver(self.patterns(run), self.rewrite_config(), name=self.name).rewrite(op)
+        finally:
+            run.finish(op)
 
 
 def replacement_pass_class(name: str) -> type[ModulePass]:

@@ -17,8 +17,11 @@ replacement by its name):
   from the root through operands: same op name, same properties and
   attributes (the literal arguments), same result index; pattern inputs are
   wildcards bound consistently (an input used twice must be the same SSA
-  value); two pattern ops never match one graph op. Cost: the pattern's size
-  per candidate root, so the pass is linear in the graph;
+  value); two pattern ops never match one graph op. The pattern's commuted
+  spellings (swapped operands of up to `MAX_COMMUTED_OPS` two-tensor
+  `torch.mul` / alpha-1 `torch.add` ops) are templates too, tried in turn.
+  Cost: the pattern's size times its templates per candidate root, so the
+  pass is linear in the graph;
 * types: each bound input must be a tensor of the example's dtype and rank;
   its sizes must be static (a symbolic `?` size declines, with a remark) and
   equal to the example's where the registration check found that the
@@ -156,27 +159,61 @@ class CompiledReplacement:
     keep_alive: tuple[Any, ...] = ()
     """The modules owning the blocks (so they stay attached)."""
     # derived by `__post_init__`:
-    pattern_inputs: dict[SSAValue, int] = field(init=False)
-    pattern_ops: tuple[Operation, ...] = field(init=False)
-    pattern_outputs: tuple[SSAValue, ...] = field(init=False)
-    root: Operation = field(init=False)
+    templates: tuple[PatternTemplate, ...] = field(init=False)
+    """The pattern as written, then its commuted spellings (`_commuted`)."""
     replacement_inputs: dict[SSAValue, int] = field(init=False)
     replacement_ops: tuple[Operation, ...] = field(init=False)
     replacement_outputs: tuple[SSAValue, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pattern_inputs, body, self.pattern_outputs = _split_graph(self.pattern_block)
+        written = PatternTemplate.of(self.pattern_block)
+        self.templates = (written, *_commuted(written))
         self.replacement_inputs, self.replacement_ops, self.replacement_outputs = _split_graph(
             self.replacement_block
         )
-        owners = [v.owner for v in self.pattern_outputs if isinstance(v.owner, Operation)]
+
+    # the pattern as written
+    @property
+    def pattern_inputs(self) -> dict[SSAValue, int]:
+        return self.templates[0].inputs
+
+    @property
+    def pattern_ops(self) -> tuple[Operation, ...]:
+        return self.templates[0].ops
+
+    @property
+    def pattern_outputs(self) -> tuple[SSAValue, ...]:
+        return self.templates[0].outputs
+
+    @property
+    def root(self) -> Operation:
+        return self.templates[0].root
+
+
+@dataclass(frozen=True)
+class PatternTemplate:
+    """One spelling of a pattern for the matcher: its placeholders (value ->
+    parameter index), the ops its last output depends on (block order), its
+    outputs and its root (the op computing the last output)."""
+
+    inputs: dict[SSAValue, int]
+    ops: tuple[Operation, ...]
+    outputs: tuple[SSAValue, ...]
+    root: Operation
+    block: Block
+
+    @staticmethod
+    def of(block: Block) -> PatternTemplate:
+        """The template of a raised pattern graph's block."""
+        inputs, body, outputs = _split_graph(block)
+        owners = [v.owner for v in outputs if isinstance(v.owner, Operation)]
         if not owners:
             raise ValueError("the pattern returns its inputs unchanged: it has no op to match")
         position = {op: i for i, op in enumerate(body)}
-        self.root = max(owners, key=lambda op: position.get(op, -1))
+        root = max(owners, key=lambda op: position.get(op, -1))
         # the ops the root depends on, in block order (dead ops left out)
         needed: set[Operation] = set()
-        stack = [self.root]
+        stack = [root]
         while stack:
             op = stack.pop()
             if op in needed:
@@ -186,7 +223,48 @@ class CompiledReplacement:
                 owner = operand.owner
                 if isinstance(owner, Operation) and owner in position:
                     stack.append(owner)
-        self.pattern_ops = tuple(op for op in body if op in needed)
+        return PatternTemplate(inputs, tuple(op for op in body if op in needed), outputs, root, block)
+
+
+MAX_COMMUTED_OPS = 3
+"""Commuted spellings are made for at most this many commutative ops of a
+pattern (2**3 = 8 templates); operands of further ones match as written."""
+
+
+def _is_commutative(op: Operation) -> bool:
+    """A two-tensor `torch.mul`, or `torch.add` with alpha 1: the same value
+    (bit for bit, with the same result type) with the operands swapped."""
+    if len(op.operands) != 2 or op.operands[0] is op.operands[1]:
+        return False
+    if op.name == "torch.mul":
+        return True
+    if op.name == "torch.add":
+        alpha = op.properties.get("alpha")
+        return alpha is None or getattr(alpha, "data", None) == 1
+    return False
+
+
+def _commuted(template: PatternTemplate) -> list[PatternTemplate]:
+    """The pattern's other spellings: every combination of swapped operands
+    of its first `MAX_COMMUTED_OPS` commutative ops (`x * sigmoid(x)` for
+    `sigmoid(x) * x`). Each is a clone of the pattern's graph op."""
+    positions = [i for i, op in enumerate(template.ops) if _is_commutative(op)][:MAX_COMMUTED_OPS]
+    graph = template.block.parent_op()
+    if not positions or graph is None:
+        return []
+    body_index = {op: i for i, op in enumerate(template.block.ops)}
+    wanted = [body_index[template.ops[i]] for i in positions]
+    variants: list[PatternTemplate] = []
+    for mask in range(1, 2 ** len(wanted)):
+        clone = graph.clone()
+        block = clone.regions[0].blocks[0]
+        ops = list(block.ops)
+        for bit, index in enumerate(wanted):
+            if mask >> bit & 1:
+                op = ops[index]
+                op.operands = [op.operands[1], op.operands[0]]
+        variants.append(PatternTemplate.of(block))
+    return variants
 
 
 def _split_graph(block: Block) -> tuple[dict[SSAValue, int], tuple[Operation, ...], tuple[SSAValue, ...]]:
@@ -280,7 +358,7 @@ class ReplacementPattern(RewritePattern):
     def __init__(self, replacement: CompiledReplacement, run: _Run) -> None:
         self.replacement = replacement
         self.name = replacement.name
-        self.roots = (type(replacement.root),)
+        self.roots = tuple({type(t.root): None for t in replacement.templates})
         self._run = run
         self._writes = run.writes
         self._reported = run.reported
@@ -290,14 +368,15 @@ class ReplacementPattern(RewritePattern):
 
     # -- the structural walk ------------------------------------------------
 
-    def _walk(self, root: Operation) -> tuple[dict[Operation, Operation], list[SSAValue | None]] | None:
-        """Map the pattern's ops onto the graph's from `root` backwards;
+    def _walk(
+        self, root: Operation, spec: PatternTemplate
+    ) -> tuple[dict[Operation, Operation], list[SSAValue | None]] | None:
+        """Map the template's ops onto the graph's from `root` backwards;
         None when the structure differs."""
-        spec = self.replacement
         op_map: dict[Operation, Operation] = {}
         used: set[Operation] = set()
-        binding: list[SSAValue | None] = [None] * len(spec.pattern_inputs)
-        inputs = spec.pattern_inputs
+        binding: list[SSAValue | None] = [None] * len(spec.inputs)
+        inputs = spec.inputs
 
         def same_op(pattern_op: Operation, graph_op: Operation) -> bool:
             return (
@@ -346,16 +425,19 @@ class ReplacementPattern(RewritePattern):
     # -- the rewrite --------------------------------------------------------
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        walked = self._walk(op)
-        if walked is None:
+        spec = self.replacement
+        for template in spec.templates:
+            walked = self._walk(op, template)
+            if walked is not None:
+                break
+        else:
             return
         op_map, binding = walked
-        spec = self.replacement
         if any(value is None for value in binding):  # an input the root does not reach
             return
         bound: list[SSAValue] = binding  # type: ignore[assignment]
-        matched = [op_map[p] for p in spec.pattern_ops]
-        outputs = [op_map[v.owner].results[v.index] for v in spec.pattern_outputs]  # type: ignore[union-attr,index,attr-defined]
+        matched = [op_map[p] for p in template.ops]
+        outputs = [op_map[v.owner].results[v.index] for v in template.outputs]  # type: ignore[union-attr,index,attr-defined]
         reason = self._problem(op, matched, bound, outputs)
         if reason is None and spec.extra_check is not None:
             match = ReplacementMatch(

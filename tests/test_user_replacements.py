@@ -379,3 +379,19 @@ def test_an_input_used_twice_binds_one_value(silu_registered) -> None:
     text = str(imported.module)
     assert text.count("torch.silu") == 1 and "torch.silu %b" in text
     assert "torch.sigmoid %a" in text
+
+
+def test_commuted_spelling_matches(silu_registered) -> None:
+    assert len(REPLACEMENTS[SILU].templates) == 2
+    gm = torch.fx.symbolic_trace(lambda a: a * torch.sigmoid(a))
+    imported = import_graph(gm, (torch.randn(3, 8),))
+    run_pipeline(imported.module, "raise-fx,user-replacements")
+    text = str(imported.module)
+    assert "torch.silu %a" in text and "torch.mul" not in text
+
+
+def test_validate_each_accepts_the_replacement(silu_registered) -> None:
+    model = TwoSwishes().eval()
+    x = torch.randn(5, 8)
+    optimized = optimus_ir.optimize(model, (x,), validate=True)
+    assert _calls(optimized).count(F.silu) == 2

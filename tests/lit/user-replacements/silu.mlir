@@ -94,15 +94,18 @@ fx.graph @symbolic {
 
 // -----
 
-// Another rank than the example's, and the operands the other way round
-// (x * sigmoid(x)): not this pattern.
-// CHECK-LABEL: fx.graph @not_the_pattern
-// CHECK-NOT:     torch.silu
+// Another rank than the example's: not matched (a remark); the operands
+// the other way round (y * sigmoid(y)): matched by the commuted spelling.
+// CHECK-LABEL: fx.graph @commuted
+// CHECK:         %m = torch.mul %s, %x : tensor<8xf32>
+// CHECK:         %y = fx.placeholder "y"
+// CHECK-NEXT:    %{{.*}} = torch.silu %y : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    fx.output
 // REMARK: silu.mlir:[[# @LINE + 7]]:{{[0-9]+}}: remark: user-replacements: 'sigmoid-mul-to-silu' not applied: input 'x': %x has rank 1, the pattern's input has rank 2
 // REMARK-NEXT: %m = torch.mul
 // REMARK-NEXT: ^
-// REMARK-NEXT: silu.mlir:{{[0-9]+}}:{{[0-9]+}}: remark: user-replacements: 'tanh-half-to-sigmoid' applied
-fx.graph @not_the_pattern {
+// REMARK-NEXT: silu.mlir:[[# @LINE + 7]]:{{[0-9]+}}: remark: user-replacements: 'sigmoid-mul-to-silu' applied
+fx.graph @commuted {
   %x = fx.placeholder "x" : tensor<8xf32>
   %s = torch.sigmoid %x : tensor<8xf32> -> tensor<8xf32>
   %m = torch.mul %s, %x : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>

@@ -313,6 +313,11 @@ class _WriteIndex:
         return known
 
 
+MAX_ROUNDS = 4
+"""Driver runs per pass run at most: a round after one that rewrote finds
+the matches over the previous round's replacements."""
+
+
 class _Run:
     """What the patterns of one pass run share.
 
@@ -323,20 +328,22 @@ class _Run:
     A rewrite inserts the replacement's ops and records old value -> new
     value (`subst`); the matched ops stay, marked dead (no later match may
     use them), until `finish` patches every op's operands in one walk and
-    erases the dead ops."""
+    erases the dead ops. A match that needs a replaced value's new users
+    (a pattern over another replacement's result) is found by the next
+    round (`MAX_ROUNDS`)."""
 
     def __init__(self) -> None:
         self.writes = _WriteIndex()
-        self.reported: set[tuple[int, str]] = set()
+        self.reported: set[tuple[Operation, str]] = set()
         self.subst: dict[SSAValue, SSAValue] = {}
         self.dead: list[Operation] = []
         self.dead_set: set[Operation] = set()
 
-    def finish(self, root: Operation) -> None:
+    def finish(self, root: Operation) -> bool:
         """Point every use of a replaced value at its replacement and erase
-        the replaced ops."""
+        the replaced ops; returns whether there was anything to do."""
         if not self.subst:
-            return
+            return False
         final: dict[SSAValue, SSAValue] = {}
         for old in self.subst:
             new = self.subst[old]
@@ -350,6 +357,7 @@ class _Run:
         self.subst.clear()
         self.dead.clear()
         self.dead_set.clear()
+        return True
 
 
 class ReplacementPattern(RewritePattern):
@@ -599,7 +607,7 @@ class ReplacementPattern(RewritePattern):
             _discard(probes)
 
     def _remark(self, op: Operation, text: str) -> None:
-        key = (id(op), text)
+        key = (op, text)
         if key in self._reported:
             return
         self._reported.add(key)
@@ -675,10 +683,14 @@ class UserReplacementsPass(PatternPass):
             current_pass_context(self.name)  # the pass shows in the statistics, with nothing done
             return
         run = _Run()
-        try:
-            GreedyRewriteDriver(self.patterns(run), self.rewrite_config(), name=self.name).rewrite(op)
-        finally:
-            run.finish(op)
+        patterns = self.patterns(run)
+        for _ in range(MAX_ROUNDS):
+            try:
+                GreedyRewriteDriver(patterns, self.rewrite_config(), name=self.name).rewrite(op)
+            finally:
+                rewrote = run.finish(op)
+            if not rewrote:
+                return
 
 
 def replacement_pass_class(name: str) -> type[ModulePass]:

@@ -395,3 +395,50 @@ def test_validate_each_accepts_the_replacement(silu_registered) -> None:
     x = torch.randn(5, 8)
     optimized = optimus_ir.optimize(model, (x,), validate=True)
     assert _calls(optimized).count(F.silu) == 2
+
+
+def test_a_pattern_over_another_replacement_result_matches_next_round(silu_registered) -> None:
+    optimus_ir.register_replacement(
+        "double-silu", lambda x: F.silu(x) * 2.0, lambda x: F.silu(x) + F.silu(x), [torch.randn(4, 8)]
+    )
+    text, remarks, stats = _run(_graph(between="", out="%d").replace(
+        "fx.output %d", "%d = torch.mul %m scalar 2.0 : tensor<4x8xf32> -> tensor<4x8xf32>\n  fx.output %d"
+    ))
+    assert text.count("torch.silu") == 2 and "torch.mul" not in text and "torch.add" in text
+    assert remarks == [f"user-replacements: '{SILU}' applied", "user-replacements: 'double-silu' applied"]
+
+
+def _tanh_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    h = torch.tanh(x)
+    return h, h * 2.0
+
+
+def _tanh_pair_replacement(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    h = torch.tanh(x)
+    return h, h + h
+
+
+PAIR_GRAPH = """
+fx.graph @pair {{
+  %x = fx.placeholder "x" : tensor<4xf32>
+  %h = torch.tanh %x : tensor<4xf32> -> tensor<4xf32>
+  {before}
+  %d = torch.mul %h scalar 2.0 : tensor<4xf32> -> tensor<4xf32>
+  %r = torch.relu %h : tensor<4xf32> -> tensor<4xf32>
+  fx.output ({outputs})
+}}
+"""
+
+
+def test_several_outputs(clean) -> None:
+    optimus_ir.register_replacement("tanh-pair", _tanh_pair, _tanh_pair_replacement, [torch.randn(4)])
+    text, remarks, _ = _run(PAIR_GRAPH.format(before="", outputs="%d, %r"))
+    assert "torch.mul" not in text and "torch.add" in text
+    assert "torch.relu %tanh" in text  # the earlier output's reader follows the new tanh
+    assert remarks == ["user-replacements: 'tanh-pair' applied"]
+    # a reader of the earlier output before the root: the replacement,
+    # computed at the root, would come too late for it
+    before = "%e = torch.exp %h : tensor<4xf32> -> tensor<4xf32>"
+    text, remarks, _ = _run(PAIR_GRAPH.format(before=before, outputs="%d, %r, %e"))
+    assert "torch.mul" in text
+    assert remarks == ["user-replacements: 'tanh-pair' not applied: the output %h is read by 'torch.exp' before the root"]

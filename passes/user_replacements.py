@@ -732,6 +732,8 @@ def register_replacement_pass(name: str, passes: dict[str, Callable[..., type[Mo
     load.module = __name__  # type: ignore[attr-defined]
     load.pass_class = pass_class  # type: ignore[attr-defined]
     load.kind = _REPLACEMENT_PASS_MARK  # type: ignore[attr-defined]
+    # what the registry names when another registration clashes with it
+    load.registered_by = f"register_replacement({name!r})"  # type: ignore[attr-defined]
     passes[name] = load
 
 

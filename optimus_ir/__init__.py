@@ -56,6 +56,7 @@ _LAZY = {
     "OptimizeOptions": "optimus_ir.options",
     "inductor_pass": "optimus_ir.inductor_hook",
     "OptimusInductorPass": "optimus_ir.inductor_hook",
+    "register_replacement": "optimus_ir.replacements",
 }
 
 

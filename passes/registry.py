@@ -83,6 +83,9 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "maximize-value-semantics": lazy("optimus_ir.passes.value_semantics"),
     # levels:
     "raise-fx": lazy("optimus_ir.passes.raise_fx"),
+    # the users' `register_replacement` rewrites (each replacement is also a
+    # pass of its own name: `user_replacements.register_replacement_pass`)
+    "user-replacements": lazy("optimus_ir.passes.user_replacements", "UserReplacementsPass"),
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
@@ -98,6 +101,7 @@ registered: `@register_pass`)."""
 DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "maximize-value-semantics",  # in-place writes to temporaries -> out-of-place ops
     "raise-fx",              # fx -> torch operator dialect
+    "user-replacements",     # the users' registered replacements (no-op when none)
     "canonicalize",          # identities (eval dropout, no-op casts) gone before fusion sees them
     "split-cat-simplify",    # split/cat/stack/unbind plumbing
     "batch-fusion",          # independent same-kind ops -> batch ops

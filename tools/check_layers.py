@@ -25,7 +25,7 @@ rank   layer       modules
 6      pipeline    optimus_ir.{pipeline, validation}
 7      api         optimus_ir (the package), optimus_ir.{api, backend,
                    guards, inductor_hook, inductor_handoff, param_cache,
-                   plugins}
+                   plugins, replacements}
 8      tools       optimus_ir.tools.*
 -      registry    optimus_ir.passes.registry: the one place that names
                    passes and pattern modules by string; any layer may
@@ -129,6 +129,7 @@ LAYERS: tuple[Layer, ...] = (
             f"optimus_ir.{name}"
             for name in (
                 "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache", "plugins",
+                "replacements",
             )
         ),
     ),

@@ -1,0 +1,483 @@
+"""`register_replacement`: a rewrite written as two plain torch functions, checked.
+
+    import torch, torch.nn.functional as F
+    import optimus_ir
+
+    optimus_ir.register_replacement(
+        "sigmoid-mul-to-silu",
+        lambda x: torch.sigmoid(x) * x,     # the pattern
+        lambda x: F.silu(x),                # what it becomes
+        [torch.randn(8, 16)],               # example inputs
+    )
+
+Both functions are traced with `torch.fx.symbolic_trace`, imported with the
+example inputs (`import_graph`) and raised in memory: the pattern through
+`maximize-value-semantics,raise-fx` (the form the graph has when
+`user-replacements` runs, right after `raise-fx` in the default pipeline),
+the replacement through `maximize-value-semantics,raise-fx,canonicalize`.
+The pass `user-replacements` (`optimus_ir/passes/user_replacements.py`)
+then matches the pattern's ops and rebuilds the replacement for the matched
+types; see that module for the matching and safety rules.
+
+At registration both functions run, on copies, on
+
+1. the example inputs;
+2. variants with the example shapes: new random values, zeros, negative
+   values, large magnitudes (up to 1e4, less for float16), tiny magnitudes
+   (around the dtype's smallest normal), and non-finite values (+inf, -inf,
+   NaN mixed with zeros of both signs and +-1): floating inputs only;
+   integer inputs get random values within the example's range, bool inputs
+   random bools;
+3. random values at scaled shapes: every size above 1 doubled, then every
+   size above 1 plus one (sizes 0 and 1 stay: they are what broadcasting
+   depends on).
+
+Each output must agree in shape, dtype and value within the dtype's
+tolerance (`torch.testing.assert_close`'s defaults; integers and bools
+exactly); NaN must be at the same positions, and infinities must be equal:
+the non-finite variant is checked like any other, so `sigmoid(x) * x` and
+`F.silu(x)` (inf at +inf, NaN at -inf and NaN, for both) register, and a
+rewrite that differs at an infinity is refused. A disagreement is a
+`ValueError` naming the variant, the output, the first differing index, both
+values and the largest absolute difference. Variants at the example shapes
+on which *both* functions raise are skipped (the graph would raise too); one
+raising is a disagreement. When either function fails at the scaled shapes,
+the replacement matches only inputs of exactly the example shapes;
+otherwise any static shape of the example's ranks whose size-0 and size-1
+dims are kept. Dtypes are always the example's.
+
+Other refusals (`ValueError`): a name that is not kebab-case or is taken (by
+a replacement, a pass or a named pipeline), functions that do not trace,
+input counts that differ from the examples, non-tensor examples, a pattern
+without an op, a pattern op with effects (in-place, random, unknown calls:
+such a pattern could never match), a pattern that reads a constant tensor,
+a replacement that does not raise completely to the torch dialect, and
+different numbers of outputs.
+
+Each replacement is registered as a pass of its own name as well, so
+`optimus-opt -p raise-fx,sigmoid-mul-to-silu` runs it alone;
+`user-replacements{only=a,b}` runs a selection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from optimus_ir.importer import import_graph
+from optimus_ir.passes.registry import PASSES, PIPELINES
+from optimus_ir.passes.user_replacements import (
+    KEBAB_CASE,
+    PASS_NAME,
+    REPLACEMENTS,
+    CompiledReplacement,
+    InputPolicy,
+    ReplacementMatch,
+    register_replacement_pass,
+    unregister_replacement_pass,
+)
+from optimus_ir.pipeline import run_pipeline
+from optimus_ir.types import element_type_of
+
+PATTERN_PIPELINE = "maximize-value-semantics,raise-fx"
+"""What the pattern is raised with: the graph's form when the pass runs."""
+
+REPLACEMENT_PIPELINE = "maximize-value-semantics,raise-fx,canonicalize"
+"""What the replacement is raised with."""
+
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+"""(rtol, atol) per dtype: `torch.testing.assert_close`'s defaults; other
+dtypes compare exactly."""
+
+_SPECIAL_VALUES = (math.inf, -math.inf, math.nan, 0.0, -0.0, 1.0, -1.0)
+
+
+def register_replacement(
+    name: str,
+    pattern: Callable[..., Any],
+    replacement: Callable[..., Any],
+    example_inputs: Sequence[torch.Tensor],
+    *,
+    extra_check: Callable[[ReplacementMatch], bool] | None = None,
+) -> None:
+    """Register the rewrite `pattern(*xs) -> replacement(*xs)` under `name`.
+
+    `pattern` and `replacement` are plain torch functions of the same
+    tensors, traceable by `torch.fx.symbolic_trace`; `example_inputs` are
+    tensors for them. Both are checked to agree (see the module docstring)
+    and `ValueError` says where they do not. From then on the
+    `user-replacements` pass (in the default pipeline, right after
+    `raise-fx`) rewrites every safe match, and the pass named `name` runs
+    this replacement alone. `extra_check(match)`, if given, is called with
+    a `ReplacementMatch` (the bound input values, their types, shapes and
+    dtypes, the matched ops, the root) and must return True for the rewrite
+    to happen."""
+    where = f"register_replacement({name!r})"
+    _check_name(name, where)
+    for role, function in (("pattern", pattern), ("replacement", replacement)):
+        if not callable(function):
+            raise ValueError(f"{where}: the {role} must be a function, not {type(function).__name__}")
+    if extra_check is not None and not callable(extra_check):
+        raise ValueError(f"{where}: extra_check must be a function, not {type(extra_check).__name__}")
+    if isinstance(example_inputs, torch.Tensor) or not isinstance(example_inputs, Sequence):
+        raise ValueError(f"{where}: example_inputs must be a list or tuple of tensors")
+    examples = tuple(example_inputs)
+    if not examples:
+        raise ValueError(f"{where}: example_inputs is empty; the functions need at least one tensor")
+    for index, example in enumerate(examples):
+        if not isinstance(example, torch.Tensor):
+            raise ValueError(
+                f"{where}: example input #{index} is a {type(example).__name__}, not a tensor "
+                "(literal arguments belong in the functions' bodies)"
+            )
+    examples = tuple(e.detach() for e in examples)
+
+    pattern_graph = _trace(pattern, "pattern", examples, where)
+    replacement_graph = _trace(replacement, "replacement", examples, where)
+    input_names = tuple(n.name for n in pattern_graph.graph.nodes if n.op == "placeholder")
+    pattern_module = _raise(pattern_graph, examples, PATTERN_PIPELINE, "pattern", where)
+    replacement_module = _raise(replacement_graph, examples, REPLACEMENT_PIPELINE, "replacement", where)
+    pattern_block = pattern_module.ops.first.regions[0].blocks[0]  # type: ignore[union-attr]
+    replacement_block = replacement_module.ops.first.regions[0].blocks[0]  # type: ignore[union-attr]
+    _check_pattern_ops(pattern_block, input_names, where)
+    _check_replacement_ops(replacement_block, where)
+
+    shapes_vary = check_agreement(name, pattern, replacement, examples)
+    policies = tuple(
+        InputPolicy(
+            dtype=e.dtype,
+            element_type=element_type_of(e.dtype),
+            rank=e.dim(),
+            fixed_dims=tuple(s if (not shapes_vary or s <= 1) else None for s in e.shape),
+        )
+        for e in examples
+    )
+    try:
+        compiled = CompiledReplacement(
+            name=name,
+            input_names=input_names,
+            inputs=policies,
+            pattern_block=pattern_block,
+            replacement_block=replacement_block,
+            extra_check=extra_check,
+            keep_alive=(pattern_module, replacement_module),
+        )
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    reached = {v for op in compiled.pattern_ops for v in op.operands}
+    for placeholder, index in compiled.pattern_inputs.items():
+        if placeholder not in reached:
+            raise ValueError(
+                f"{where}: the pattern's input '{input_names[index]}' is not read by the ops "
+                "that compute its last output"
+            )
+    needed = set(compiled.pattern_ops)
+    for index, value in enumerate(compiled.pattern_outputs):
+        if value in compiled.pattern_inputs:
+            raise ValueError(f"{where}: the pattern's output #{index} is one of its inputs, not computed")
+        if value.owner not in needed:
+            raise ValueError(
+                f"{where}: the pattern's output #{index} is not computed on the way to its last "
+                "output (the matcher starts at the last output's op)"
+            )
+    for index, value in enumerate(compiled.replacement_outputs):
+        if value in compiled.replacement_inputs:
+            raise ValueError(
+                f"{where}: the replacement's output #{index} is its input unchanged (after raising); "
+                "the rewrite would make a new tensor an alias of its input"
+            )
+    if len(compiled.replacement_outputs) != len(compiled.pattern_outputs):
+        raise ValueError(
+            f"{where}: the pattern returns {len(compiled.pattern_outputs)} tensor(s), "
+            f"the replacement {len(compiled.replacement_outputs)}"
+        )
+    REPLACEMENTS[name] = compiled
+    register_replacement_pass(name, PASSES)
+
+
+def unregister_replacement(name: str) -> None:
+    """Forget the replacement `name` and its pass (KeyError if it is not
+    registered); for tests and interactive sessions."""
+    del REPLACEMENTS[name]
+    unregister_replacement_pass(name, PASSES)
+
+
+def registered_replacements() -> tuple[str, ...]:
+    """The names of the registered replacements, in registration order."""
+    return tuple(REPLACEMENTS)
+
+
+# ---------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------
+
+
+def _check_name(name: object, where: str) -> None:
+    if not isinstance(name, str) or not KEBAB_CASE.match(name):
+        raise ValueError(f"{where}: the name must be kebab-case (like 'sigmoid-mul-to-silu')")
+    if name in REPLACEMENTS:
+        raise ValueError(f"{where}: a replacement named '{name}' is already registered")
+    if name == PASS_NAME or name in PASSES:
+        raise ValueError(f"{where}: '{name}' is the name of a pass; choose another name")
+    if name in PIPELINES:
+        raise ValueError(f"{where}: '{name}' is the name of a pipeline; choose another name")
+
+
+def _trace(function: Callable[..., Any], role: str, examples: tuple[torch.Tensor, ...], where: str) -> torch.fx.GraphModule:
+    try:
+        traced = torch.fx.symbolic_trace(function)
+    except Exception as err:  # noqa: BLE001 - any tracing failure is the user's function
+        raise ValueError(
+            f"{where}: the {role} cannot be traced by torch.fx.symbolic_trace: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(examples):
+        raise ValueError(
+            f"{where}: the {role} takes {len(placeholders)} argument(s) but "
+            f"{len(examples)} example input(s) were given"
+        )
+    return traced
+
+
+def _raise(gm: torch.fx.GraphModule, examples: tuple[torch.Tensor, ...], pipeline: str, role: str, where: str):
+    try:
+        imported = import_graph(gm, examples)
+        run_pipeline(imported.module, pipeline, verify_each=True)
+    except Exception as err:  # noqa: BLE001 - reported with the function's role
+        raise ValueError(
+            f"{where}: the {role} cannot be imported with the example inputs: {type(err).__name__}: {err}"
+        ) from err
+    return imported.module
+
+
+def _check_pattern_ops(block, input_names: tuple[str, ...], where: str) -> None:
+    from optimus_ir.effects import effect_kind
+
+    ops = [op for op in block.ops if op.name not in ("fx.placeholder", "fx.output")]
+    if not ops:
+        raise ValueError(f"{where}: the pattern has no op (it returns its inputs)")
+    for op in ops:
+        if op.name == "fx.get_attr":
+            raise ValueError(
+                f"{where}: the pattern reads a constant or parameter ('{op.name}'); "
+                "pass such tensors as inputs"
+            )
+        kind = effect_kind(op)
+        if kind != "pure":
+            raise ValueError(
+                f"{where}: the pattern's op '{_describe(op)}' has effects ({kind}: in-place, random "
+                "or unknown); a pattern must be pure to ever match"
+            )
+
+
+def _check_replacement_ops(block, where: str) -> None:
+    from optimus_ir.effects import effect_kind
+
+    for op in block.ops:
+        if op.name in ("fx.placeholder", "fx.output"):
+            continue
+        if not hasattr(op, "expected_types") or op.name.startswith("fx."):
+            raise ValueError(
+                f"{where}: the replacement's op '{_describe(op)}' is not an operator of the torch "
+                "dialect after raise-fx; a replacement must raise completely (it is rebuilt for "
+                "each match's types)"
+            )
+        if effect_kind(op) != "pure":
+            raise ValueError(f"{where}: the replacement's op '{_describe(op)}' has effects")
+
+
+def _describe(op) -> str:
+    target = op.properties.get("target") or op.attributes.get("target")
+    data = getattr(target, "data", None)
+    return f"{op.name} {data}" if isinstance(data, str) else op.name
+
+
+# ---------------------------------------------------------------------------
+# The numerical check
+# ---------------------------------------------------------------------------
+
+
+def check_agreement(
+    name: str,
+    pattern: Callable[..., Any],
+    replacement: Callable[..., Any],
+    examples: tuple[torch.Tensor, ...],
+    seed: int = 0,
+) -> bool:
+    """Run both functions on the examples and their variants and raise
+    `ValueError` where they differ; returns whether they also ran at
+    scaled shapes (then the replacement may match any static shape)."""
+    where = f"register_replacement({name!r})"
+    generator = torch.Generator().manual_seed(seed)
+    shapes = [tuple(e.shape) for e in examples]
+    value_variants: list[tuple[str, tuple[torch.Tensor, ...]]] = [("the example inputs", examples)]
+    for kind in ("random values", "zeros", "negative values", "large magnitudes", "tiny magnitudes",
+                 "infinities and NaN"):
+        value_variants.append(
+            (kind, tuple(_make(kind, e, s, i, generator) for i, (e, s) in enumerate(zip(examples, shapes))))
+        )
+    for label, inputs in value_variants:
+        outcome = _run_both(pattern, replacement, inputs)
+        if outcome is None:
+            if label == "the example inputs":
+                raise ValueError(f"{where}: both functions fail on the example inputs")
+            continue
+        _compare(where, label, inputs, *outcome)
+    for label, scale in (("shapes doubled", lambda s: 2 * s), ("shapes plus one", lambda s: s + 1)):
+        scaled = [tuple(scale(d) if d > 1 else d for d in s) for s in shapes]
+        inputs = tuple(_make("random values", e, s, i, generator) for i, (e, s) in enumerate(zip(examples, scaled)))
+        try:
+            outcome = _run_both(pattern, replacement, inputs, scaled=True)
+        except _ScaledFailure:
+            return False
+        if outcome is None:
+            return False
+        _compare(where, label, inputs, *outcome)
+    return True
+
+
+class _ScaledFailure(Exception):
+    pass
+
+
+def _make(kind: str, example: torch.Tensor, shape: tuple[int, ...], index: int, generator: torch.Generator) -> torch.Tensor:
+    """One input of a variant: `kind` of values, `shape`, the example's
+    dtype (and device)."""
+    dtype = example.dtype
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).to(dtype=dtype, device=example.device)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        low = int(example.min()) if example.numel() else 0
+        high = int(example.max()) if example.numel() else 0
+        if kind == "zeros" and low <= 0 <= high:
+            values = torch.zeros(shape, dtype=torch.int64)
+        else:
+            values = torch.randint(low, high + 1, shape, generator=generator)
+        return values.to(dtype=dtype, device=example.device)
+    real = torch.randn(shape, generator=generator, dtype=torch.float64)
+    finfo = torch.finfo(dtype)
+    if kind == "zeros":
+        values = torch.zeros(shape, dtype=torch.float64)
+    elif kind == "negative values":
+        values = -(real.abs() + 0.25)
+    elif kind == "large magnitudes":
+        values = real.sign() * (real.abs() + 1) * (min(1e4, math.sqrt(finfo.max)) / 4)
+    elif kind == "tiny magnitudes":
+        values = real * finfo.tiny * 4
+    elif kind == "infinities and NaN":
+        flat = [_SPECIAL_VALUES[(k + index) % len(_SPECIAL_VALUES)] for k in range(math.prod(shape))]
+        values = torch.tensor(flat, dtype=torch.float64).reshape(shape)
+    else:
+        values = real
+    return values.to(dtype=dtype, device=example.device)
+
+
+def _run_both(pattern, replacement, inputs, *, scaled: bool = False):
+    """(pattern outputs, replacement outputs), or None when both raise.
+    One raising is a `ValueError`-worthy disagreement, reported by
+    `_compare` as such (at scaled shapes: `_ScaledFailure`)."""
+    results = []
+    errors = []
+    for function in (pattern, replacement):
+        copies = [t.clone() for t in inputs]
+        try:
+            with torch.no_grad():
+                result = function(*copies)
+            results.append((result, _aliasing(result, copies)))
+            errors.append(None)
+        except Exception as err:  # noqa: BLE001 - the user's function
+            results.append((None, []))
+            errors.append(err)
+    if scaled and any(errors):
+        raise _ScaledFailure
+    if all(errors):
+        return None
+    return results[0], results[1], errors[0], errors[1]
+
+
+def _aliasing(result: Any, inputs: list[torch.Tensor]) -> list[bool]:
+    """Per output: does it share storage with an input (a view, or the
+    input itself)?"""
+    storages = {t.untyped_storage().data_ptr() for t in inputs if t.numel()}
+    return [
+        isinstance(out, torch.Tensor) and out.numel() > 0 and out.untyped_storage().data_ptr() in storages
+        for out in _flatten(result)
+    ]
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _flatten(item)]
+    return [value]
+
+
+def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error_pattern, error_replacement) -> None:
+    shapes = ", ".join(str(list(t.shape)) for t in inputs)
+    on = f"on {label} (input shapes {shapes})"
+    if error_pattern is not None or error_replacement is not None:
+        role, err = ("pattern", error_pattern) if error_pattern is not None else ("replacement", error_replacement)
+        raise ValueError(f"{where}: the {role} raises {on} and the other does not: {type(err).__name__}: {err}")
+    (got_pattern, aliases_p), (got_replacement, aliases_r) = got_pattern, got_replacement
+    outs_p, outs_r = _flatten(got_pattern), _flatten(got_replacement)
+    if len(outs_p) != len(outs_r):
+        raise ValueError(f"{where}: the pattern returns {len(outs_p)} value(s), the replacement {len(outs_r)}, {on}")
+    for index, (a, b) in enumerate(zip(outs_p, outs_r)):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            raise ValueError(f"{where}: output #{index} is not a tensor in both functions {on}")
+        if a.shape != b.shape:
+            raise ValueError(
+                f"{where}: the functions differ {on}: output #{index} has shape {list(a.shape)} "
+                f"from the pattern and {list(b.shape)} from the replacement"
+            )
+        if a.dtype != b.dtype:
+            raise ValueError(
+                f"{where}: the functions differ {on}: output #{index} has dtype "
+                f"{str(a.dtype).removeprefix('torch.')} from the pattern and "
+                f"{str(b.dtype).removeprefix('torch.')} from the replacement"
+            )
+        if aliases_p[index] != aliases_r[index]:
+            which, other = ("pattern", "replacement") if aliases_p[index] else ("replacement", "pattern")
+            raise ValueError(
+                f"{where}: the functions differ {on}: output #{index} of the {which} shares storage "
+                f"with an input (a view or the input itself), the {other}'s is a new tensor"
+            )
+        rtol, atol = TOLERANCES.get(a.dtype, (0.0, 0.0))
+        a_cpu, b_cpu = a.detach().cpu(), b.detach().cpu()
+        if a.dtype.is_floating_point or a.dtype.is_complex:
+            close = torch.isclose(a_cpu, b_cpu, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            close = a_cpu == b_cpu
+        if bool(close.all()):
+            continue
+        differing = (~close).nonzero()
+        first = tuple(int(i) for i in differing[0])
+        wide = torch.complex128 if a.dtype.is_complex else torch.float64
+        diff = (a_cpu.to(wide) - b_cpu.to(wide)).abs()[~close]
+        largest = float(diff.nan_to_num(nan=math.inf).max())
+        raise ValueError(
+            f"{where}: the functions differ {on}: output #{index} at index {list(first)}: "
+            f"the pattern gives {a_cpu[first].item()!r}, the replacement {b_cpu[first].item()!r} "
+            f"({len(differing)} of {close.numel()} elements differ; largest absolute difference "
+            f"{largest:.6g}; rtol {rtol:g}, atol {atol:g})"
+        )
+
+
+__all__ = [
+    "ReplacementMatch",
+    "check_agreement",
+    "register_replacement",
+    "registered_replacements",
+    "unregister_replacement",
+]

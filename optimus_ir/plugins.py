@@ -152,10 +152,14 @@ def _distribution_name(entry_point: importlib.metadata.EntryPoint) -> str | None
 
 def _load(entry_point: importlib.metadata.EntryPoint) -> PluginOutcome:
     """Import (and call) one entry point; a failure is recorded, and the
-    passes it registered before failing are unregistered."""
+    passes and replacements it registered before failing are unregistered
+    (a half-loaded plugin must not leave half of its rewrites running)."""
+    from optimus_ir.passes.user_replacements import REPLACEMENTS
+
     name, value = entry_point.name, entry_point.value
     distribution = _distribution_name(entry_point)
     passes_before = dict(registry.PASSES)
+    replacements_before = dict(REPLACEMENTS)
     label = f"plugin '{name}' ({value})"
     try:
         with registry.loading_plugin(label):
@@ -166,6 +170,8 @@ def _load(entry_point: importlib.metadata.EntryPoint) -> PluginOutcome:
                 loaded()
     except Exception as error:  # noqa: BLE001 - any failure of the plugin's code skips the plugin
         _restore(passes_before)
+        for replacement in set(REPLACEMENTS) - set(replacements_before):
+            del REPLACEMENTS[replacement]
         message = str(error).strip().splitlines()
         outcome = PluginOutcome(name, value, distribution, f"{type(error).__name__}: {message[0] if message else '(no message)'}")
         log.info("optimus-ir plugin %s failed: %s", outcome.describe(), outcome.error)

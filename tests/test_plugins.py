@@ -394,3 +394,30 @@ def test_optimus_opt_loads_entry_points_before_the_pipeline(tmp_path: Path) -> N
     off = _opt("-p", "entry-point-pass", env={**env, "OPTIMUS_PLUGINS": "0"}, stdin=source)
     assert off.returncode == 1 and "unknown pass 'entry-point-pass'" in off.stderr
     assert "warning" not in off.stderr
+
+
+def test_a_broken_plugin_leaves_no_replacement_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None) -> None:
+    """A plugin that registers a replacement and then fails is skipped as a
+    whole: its replacement (and the replacement's own pass) is unregistered."""
+    from optimus_ir.replacements import registered_replacements
+
+    n = next(_unique)
+    module, name = f"half_replacement_plugin_{n}", f"half-silu-{n}"
+    root = make_distribution(
+        tmp_path / "site",
+        "half-replacement-plugin",
+        {"half": module},
+        {module: f"""
+            import torch, torch.nn.functional as F, optimus_ir
+            optimus_ir.register_replacement("{name}", lambda x: torch.sigmoid(x) * x, F.silu, [torch.randn(4, 4)])
+            raise RuntimeError("plugin bug after registering")
+            """},
+    )
+    monkeypatch.syspath_prepend(str(root))
+    try:
+        with pytest.warns(OptimusPluginWarning, match="plugin bug after registering"):
+            assert load_plugins(strict=False) == []
+        assert name not in registered_replacements()
+        assert name not in registry.PASSES
+    finally:
+        sys.modules.pop(module, None)

@@ -61,6 +61,7 @@ Each replacement is registered as a pass of its own name as well, so
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -206,6 +207,17 @@ def register_replacement(
     register_replacement_pass(name, PASSES)
 
 
+def pattern_ir(function: Callable[..., Any], example_inputs: Sequence[torch.Tensor]) -> str:
+    """The IR that `function` becomes as a replacement's pattern (traced,
+    imported with `example_inputs`, raised as `register_replacement` raises
+    it): the ops the matcher looks for, as text, to read while writing a
+    pattern or a FileCheck test for it."""
+    examples = tuple(torch.as_tensor(e).detach() for e in example_inputs)
+    where = "pattern_ir"
+    module = _raise(_trace(function, "function", examples, where), examples, PATTERN_PIPELINE, "function", where)
+    return str(module.ops.first)
+
+
 def unregister_replacement(name: str) -> None:
     """Forget the replacement `name` and its pass (KeyError if it is not
     registered); for tests and interactive sessions."""
@@ -236,7 +248,7 @@ def _check_name(name: object, where: str) -> None:
 
 def _trace(function: Callable[..., Any], role: str, examples: tuple[torch.Tensor, ...], where: str) -> torch.fx.GraphModule:
     try:
-        traced = torch.fx.symbolic_trace(function)
+        traced = torch.fx.symbolic_trace(_with_arity(function, len(examples)))
     except Exception as err:  # noqa: BLE001 - any tracing failure is the user's function
         raise ValueError(
             f"{where}: the {role} cannot be traced by torch.fx.symbolic_trace: "
@@ -249,6 +261,32 @@ def _trace(function: Callable[..., Any], role: str, examples: tuple[torch.Tensor
             f"{len(examples)} example input(s) were given"
         )
     return traced
+
+
+def _with_arity(function: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """`function` as a function of exactly `count` tensors when its further
+    parameters all have defaults, so that a library function such as
+    `F.silu(input, inplace=False)` can be given as it is (tracing it alone
+    would make `inplace` a graph input). Otherwise `function` itself."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature
+        return function
+    positional = [
+        p for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    extras = positional[count:]
+    if not extras or any(p.default is inspect.Parameter.empty for p in extras):
+        return function
+    names = [p.name for p in positional[:count]]
+    if any(not name.isidentifier() for name in names):
+        return function
+    namespace: dict[str, Any] = {}
+    arguments = ", ".join(names)
+    exec(f"def with_defaults({arguments}):\n    return function({arguments})\n",
+         {"function": function}, namespace)
+    return next(iter(namespace.values()))
 
 
 def _raise(gm: torch.fx.GraphModule, examples: tuple[torch.Tensor, ...], pipeline: str, role: str, where: str):
@@ -477,6 +515,7 @@ def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error
 __all__ = [
     "ReplacementMatch",
     "check_agreement",
+    "pattern_ir",
     "register_replacement",
     "registered_replacements",
     "unregister_replacement",

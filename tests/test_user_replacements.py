@@ -442,3 +442,38 @@ def test_several_outputs(clean) -> None:
     text, remarks, _ = _run(PAIR_GRAPH.format(before=before, outputs="%d, %r, %e"))
     assert "torch.mul" in text
     assert remarks == ["user-replacements: 'tanh-pair' not applied: the output %h is read by 'torch.exp' before the root"]
+
+
+def test_a_library_function_with_defaulted_parameters_is_a_replacement_as_it_is() -> None:
+    """`F.silu(input, inplace=False)` given as the replacement is traced as a
+    function of the one example (its `inplace` keeps its default), not
+    refused for taking two arguments."""
+    name = "library-silu"
+    optimus_ir.register_replacement(name, lambda x: torch.sigmoid(x) * x, F.silu, [torch.randn(4, 8)])
+    try:
+        model = nn.Sequential(nn.Linear(8, 8))
+        x = torch.randn(3, 8)
+
+        def forward(t: torch.Tensor) -> torch.Tensor:
+            h = model(t)
+            return torch.sigmoid(h) * h
+
+        class Wrapped(nn.Module):
+            def forward(self, t: torch.Tensor) -> torch.Tensor:
+                return forward(t)
+
+        optimized = optimus_ir.optimize(Wrapped(), (x,), pipeline=f"raise-fx,{name},lower-to-fx")
+        targets = [str(n.target) for n in optimized.graph.nodes if n.op == "call_function"]
+        assert any("silu" in t for t in targets) and not any("sigmoid" in t for t in targets), targets
+        torch.testing.assert_close(optimized(x), forward(x))
+    finally:
+        optimus_ir.replacements.unregister_replacement(name)
+
+
+def test_pattern_ir_shows_what_a_pattern_becomes() -> None:
+    from optimus_ir.replacements import pattern_ir
+
+    text = pattern_ir(lambda x: x.sigmoid() * x, [torch.randn(8, 16)])
+    assert "torch.sigmoid %x : tensor<8x16xf32" in text
+    assert "torch.mul %sigmoid, %x" in text
+    assert "fx.output %mul" in text

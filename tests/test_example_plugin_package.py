@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,14 +24,17 @@ OPTIMUS_OPT = [sys.executable, "-m", "optimus_ir.tools.optimus_opt"]
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example package pip-installed into a directory of its own."""
+    """The example package pip-installed into a directory of its own (from a
+    copy: building writes `build/` and `*.egg-info` next to the sources)."""
     target = tmp_path_factory.mktemp("plugin-site")
-    build = tmp_path_factory.mktemp("plugin-build")
+    source = tmp_path_factory.mktemp("plugin-source") / "plugin"
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "Output", "__pycache__", ".lit_test_times.txt"))
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-cache-dir", "--target", str(target), str(PLUGIN)],
-        check=True, cwd=build, capture_output=True, text=True,
+         "--no-cache-dir", "--target", str(target), str(source)],
+        check=True, cwd=source.parent, capture_output=True, text=True,
     )
+    (target / "plugin-tests").symlink_to(source / "tests")
     assert list(target.glob("optimus_ir_example_plugin-*.dist-info/entry_points.txt"))
     return target
 
@@ -102,7 +106,7 @@ def test_optimus_opt_runs_the_plugin_pass_and_replacement_from_the_entry_point(i
 
 
 def test_the_example_packages_own_tests_pass_when_installed(installed: Path) -> None:
-    tests = PLUGIN / "tests"
+    tests = installed / "plugin-tests"  # the copy's tests: lit writes Output/ beside them
     result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tests), str(tests)],
                  installed)
     assert result.returncode == 0, result.stdout + result.stderr

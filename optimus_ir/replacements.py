@@ -4,11 +4,14 @@
     import optimus_ir
 
     optimus_ir.register_replacement(
-        "sigmoid-mul-to-silu",
-        lambda x: torch.sigmoid(x) * x,     # the pattern
-        lambda x: F.silu(x),                # what it becomes
+        "my-rewrite",
+        pattern_function,                   # the subgraph to find
+        replacement_function,               # what it becomes
         [torch.randn(8, 16)],               # example inputs
     )
+
+(`docs/extending.md` walks through a whole example: hand-written swish
+becoming the fused activation.)
 
 Both functions are traced with `torch.fx.symbolic_trace`, imported with the
 example inputs (`import_graph`) and raised in memory: the pattern through
@@ -35,8 +38,8 @@ At registration both functions run, on copies, on
 Each output must agree in shape, dtype and value within the dtype's
 tolerance (`torch.testing.assert_close`'s defaults; integers and bools
 exactly); NaN must be at the same positions, and infinities must be equal:
-the non-finite variant is checked like any other, so `sigmoid(x) * x` and
-`F.silu(x)` (inf at +inf, NaN at -inf and NaN, for both) register, and a
+the non-finite variant is checked like any other, so the swish example of
+`docs/extending.md` (inf at +inf, NaN at -inf and NaN, both ways) registers, and a
 rewrite that differs at an infinity is refused. A disagreement is a
 `ValueError` naming the variant, the output, the first differing index, both
 values and the largest absolute difference. Variants at the example shapes
@@ -55,7 +58,7 @@ a replacement that does not raise completely to the torch dialect, and
 different numbers of outputs.
 
 Each replacement is registered as a pass of its own name as well, so
-`optimus-opt -p raise-fx,sigmoid-mul-to-silu` runs it alone;
+`optimus-opt -p raise-fx,my-rewrite` runs it alone;
 `user-replacements{only=a,b}` runs a selection.
 """
 
@@ -237,7 +240,7 @@ def registered_replacements() -> tuple[str, ...]:
 
 def _check_name(name: object, where: str) -> None:
     if not isinstance(name, str) or not KEBAB_CASE.match(name):
-        raise ValueError(f"{where}: the name must be kebab-case (like 'sigmoid-mul-to-silu')")
+        raise ValueError(f"{where}: the name must be kebab-case (like 'my-rewrite')")
     if name in REPLACEMENTS:
         raise ValueError(f"{where}: a replacement named '{name}' is already registered")
     if name == PASS_NAME or name in PASSES:
@@ -266,7 +269,7 @@ def _trace(function: Callable[..., Any], role: str, examples: tuple[torch.Tensor
 def _with_arity(function: Callable[..., Any], count: int) -> Callable[..., Any]:
     """`function` as a function of exactly `count` tensors when its further
     parameters all have defaults, so that a library function such as
-    `F.silu(input, inplace=False)` can be given as it is (tracing it alone
+    `F.<activation>(input, inplace=False)` can be given as it is (tracing it alone
     would make `inplace` a graph input). Otherwise `function` itself."""
     try:
         parameters = list(inspect.signature(function).parameters.values())
@@ -503,7 +506,7 @@ def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error
         first = tuple(int(i) for i in differing[0])
         wide = torch.complex128 if a.dtype.is_complex else torch.float64
         diff = (a_cpu.to(wide) - b_cpu.to(wide)).abs()[~close]
-        largest = float(diff.nan_to_num(nan=math.inf).max())
+        largest = float(torch.where(diff.isnan(), math.inf, diff).max())  # NaN against a number: unbounded
         raise ValueError(
             f"{where}: the functions differ {on}: output #{index} at index {list(first)}: "
             f"the pattern gives {a_cpu[first].item()!r}, the replacement {b_cpu[first].item()!r} "

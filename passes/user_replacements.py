@@ -246,8 +246,8 @@ def _is_commutative(op: Operation) -> bool:
 
 def _commuted(template: PatternTemplate) -> list[PatternTemplate]:
     """The pattern's other spellings: every combination of swapped operands
-    of its first `MAX_COMMUTED_OPS` commutative ops (`x * sigmoid(x)` for
-    `sigmoid(x) * x`). Each is a clone of the pattern's graph op."""
+    of its first `MAX_COMMUTED_OPS` commutative ops (`x * f(x)` for
+    `f(x) * x`). Each is a clone of the pattern's graph op."""
     positions = [i for i, op in enumerate(template.ops) if _is_commutative(op)][:MAX_COMMUTED_OPS]
     graph = template.block.parent_op()
     if not positions or graph is None:

@@ -412,7 +412,7 @@ class KernelResultNeedsNoCopy(RewritePattern):
             return  # read elsewhere too: the copy keeps the output apart
         if self.aliases.is_mutated(source) or self.aliases.is_mutated(op.result):
             return
-        rewriter.replace_op(op, [], [source])
+        rewriter.replace(op, [], [source])
 
 
 def kernel_patterns(aliases: AliasAnalysis, kernels: str) -> list[RewritePattern]:

@@ -21,6 +21,10 @@ from pipelines import FUSE_ALL
 
 PIPELINES = pytest.mark.parametrize("pipeline", [None, FUSE_ALL], ids=["default", "fuse-all"])
 EXACT = dict(rtol=0.0, atol=0.0, equal_nan=True)
+LANE_ULPS = dict(rtol=2.5e-7, atol=0.0, equal_nan=True)
+"""Two fp32 ulps: tanh/sigmoid of the same element computed in another
+layout run another of ATen's CPU loops (vector lanes or the scalar loop,
+AVX2 or AVX512 builds), which differ by up to an ulp; the math is the same."""
 F32 = dict(rtol=1e-5, atol=1e-5)
 
 
@@ -177,7 +181,7 @@ def test_outputs_keep_the_captured_strides(pipeline, model, shape) -> None:
     gm = _run(model, (x,), pipeline)
     with torch.no_grad():
         got, want = gm(x), model(x)
-        _compare(got, want, **EXACT)
+        _compare(got, want, **LANE_ULPS)
         for g, w in zip(got, want):
             if all(n > 1 for n in w.shape):
                 assert g.stride() == w.stride()

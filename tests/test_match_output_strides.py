@@ -46,7 +46,9 @@ def test_optimize_runs_the_pass_through_the_pass_manager() -> None:
     assert record.counters[RESTORES_ADDED] == 4  # one per transposed member
     with torch.no_grad():
         for got, want in zip(gm(x), model(x)):
-            torch.testing.assert_close(got, want, rtol=0, atol=0)
+            # two ulps: ATen's tanh/sigmoid differ by an ulp between its
+            # vector lanes and its scalar loop, which the layouts choose
+            torch.testing.assert_close(got, want, rtol=2.5e-7, atol=0)
             assert got.stride() == want.stride()
 
 

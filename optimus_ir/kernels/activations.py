@@ -220,9 +220,10 @@ def activation_grad(x, ACTIVATION: tl.constexpr):
         z = tl.exp(x)
         g = tl.where(x > 20.0, 1.0, z / (z + 1.0))
     elif ACTIVATION == _HARDSWISH:
-        # torch's vectorized formula: x <= -3 ? 0 : x >= 3 ? 1 : x / 3 + 0.5
-        # (NaN at NaN; its scalar tail gives 1 there).
-        g = tl.where(x <= -3.0, 0.0, tl.where(x >= 3.0, 1.0, x / 3.0 + 0.5))
+        # torch's vectorized formula: x <= -3 ? 0 : x >= 3 ? 1 : x / 3 + 0.5,
+        # and 1 at NaN as torch's scalar loop, CUDA kernel and AVX512 lanes
+        # give (only AVX2 lanes give NaN there).
+        g = tl.where(x <= -3.0, 0.0, tl.where(x < 3.0, x / 3.0 + 0.5, 1.0))
     elif ACTIVATION == _HARDSIGMOID:
         # torch: -3 < x < 3 ? 1/6 : 0 (0 at NaN).
         g = tl.where((x > -3.0) & (x < 3.0), 1.0 / 6.0, 0.0)
@@ -232,9 +233,10 @@ def activation_grad(x, ACTIVATION: tl.constexpr):
         t = _tanh(_log1p(tl.exp(x)))
         g = t + x * tl.sigmoid(x) * (1.0 - t * t)
     elif ACTIVATION == _ELU:
-        # torch's vectorized formula (alpha 1): x > 0 ? 1 : exp(x) (NaN at
-        # NaN; its scalar tail gives 1 there).
-        g = tl.where(x > 0.0, 1.0, tl.exp(x))
+        # torch's formula (alpha 1): x > 0 ? 1 : exp(x), and 1 at NaN as
+        # torch's scalar loop, CUDA kernel and AVX512 lanes give (only AVX2
+        # lanes give NaN there).
+        g = tl.where(x <= 0.0, tl.exp(x), 1.0)
     elif ACTIVATION == _SQRT:
         g = 1.0 / (2.0 * tl.sqrt_rn(x))
     elif ACTIVATION == _RSQRT:

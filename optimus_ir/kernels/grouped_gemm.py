@@ -11,11 +11,15 @@ Design (why it is shaped like this):
   Triton's interpreter on CPU tensors (where an address is a host address);
   it does NOT work in the interpreter on CUDA tensors (the interpreter copies
   only the tensor arguments to the host, not tensors reached through
-  addresses), so the launcher refuses that combination.
+  addresses), so the launcher refuses that combination. The table comes
+  from the device-table cache (`metadata.py`): a launch whose table was
+  built before (steady state, CUDA graph replays) copies nothing, and a
+  capture never sees a pageable copy. Inside a capture an autotuner key
+  not tuned in an eager call takes the first config (tuning synchronises).
 * One tile schedule over all members. Member i has
   `cdiv(M_i, BLOCK_M) * cdiv(N_i, BLOCK_N)` output tiles; the exclusive prefix
-  sum of those counts (built on the host once per call, in the same device
-  tensor as the metadata) maps a global tile id to its member. The prefix
+  sum of those counts (computed on the host, in the same device table as
+  the metadata) maps a global tile id to its member. The prefix
   depends on the tile shape, which the autotuner picks after the launcher
   ran, so there is one prefix row per distinct (BLOCK_M, BLOCK_N) of the
   config set and each config names its row (`TILE_ROW`). A persistent grid
@@ -58,6 +62,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
 from optimus_ir.environment import environment
+from optimus_ir.kernels.metadata import stream_capturing, tables
 
 _INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
 
@@ -317,6 +322,9 @@ def _bucket(n: int) -> int:
 
 _NUM_SMS: dict[int, int] = {}
 
+_TUNED_KEYS: set[tuple] = set()
+"""Autotuner keys launched outside capture in this process (tuned by then)."""
+
 
 def _num_programs(device: torch.device) -> int:
     if device.type != "cuda":
@@ -399,15 +407,21 @@ def _launch_class(
         )  # fmt: skip
         max_m, max_n, max_k = max(max_m, m), max(max_n, n), max(max_k, k)
     num_groups = len(rows)
-    host = torch.tensor(rows, dtype=torch.int64)
-    sizes_m, sizes_n = host[:, _M], host[:, _N]
-    starts = torch.zeros(len(_TILE_SHAPES), num_groups + 1, dtype=torch.int64)
-    for i, (bm, bn) in enumerate(_TILE_SHAPES):
-        tiles = ((sizes_m + bm - 1) // bm) * ((sizes_n + bn - 1) // bn)
-        torch.cumsum(tiles, 0, out=starts[i, 1:])
-    totals = starts[:, -1].tolist()
-    buffer = torch.cat([host.reshape(-1), starts.reshape(-1)]).to(device)
-    meta, tile_starts = buffer[: host.numel()], buffer[host.numel() :]
+    # The metadata rows, then one row of tile prefix sums per tile shape, as
+    # one cached device table (`metadata.py`: no copy or allocation when the
+    # same table was built before, and capture-safe when it was not).
+    values = [v for r in rows for v in r]
+    totals = []
+    for bm, bn in _TILE_SHAPES:
+        total = 0
+        values.append(0)
+        for r in rows:
+            total += -(-r[_M] // bm) * -(-r[_N] // bn)
+            values.append(total)
+        totals.append(total)
+    buffer = tables().table(values, device)
+    split = num_groups * _META_COLS
+    meta, tile_starts = buffer[:split], buffer[split:]
     num_programs = _num_programs(device)
 
     def grid(meta_args: dict) -> tuple[int]:
@@ -432,7 +446,17 @@ def _launch_class(
         UPCAST_DOT=_INTERPRET and dtype == torch.bfloat16,
         META_COLS=_META_COLS,
     )
+    if config is None and stream_capturing(device):
+        # The autotuner benchmarks (and synchronises) on a key it has not
+        # seen: never inside a capture. A key tuned in an eager (warm-up)
+        # call keeps its tuned config; an unseen one takes the first config.
+        key = (device, dtype, args["M_CLASS"], args["N_CLASS"], args["K_CLASS"], args["G_CLASS"])
+        if key not in _TUNED_KEYS:
+            config = CONFIGS[0]
     if config is None:
+        _TUNED_KEYS.add(
+            (device, dtype, args["M_CLASS"], args["N_CLASS"], args["K_CLASS"], args["G_CLASS"])
+        )
         _autotuned_kernel[grid](meta, tile_starts, **args)
     else:
         _grouped_gemm_kernel[grid(config.kwargs)](

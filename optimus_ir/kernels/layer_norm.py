@@ -39,6 +39,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
 from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.metadata import tables
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -314,8 +315,9 @@ def _num_warps(elements: int) -> int:
 
 
 def _meta(columns: list[list[int]], device: torch.device) -> torch.Tensor:
-    """The field-major int64 table `[F, N]` on `device` (one host-to-device copy)."""
-    return torch.tensor(columns, dtype=torch.int64, device=device)
+    """The field-major int64 table `[F, N]` on `device`, flat, from the
+    device-table cache (`metadata.py`: no copy when built before, capture-safe)."""
+    return tables().table([v for column in columns for v in column], device)
 
 
 def _common_weight_dtype(weights: Sequence[torch.Tensor | None], fallback: torch.dtype) -> torch.dtype:
@@ -426,10 +428,15 @@ def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rs
     )
 
 
+_SM_COUNTS: dict[int | None, int] = {}
+
+
 def _target_programs(device: torch.device) -> int:
-    if device.type == "cuda":
-        return 4 * torch.cuda.get_device_properties(device).multi_processor_count
-    return 8
+    if device.type != "cuda":
+        return 8
+    if device.index not in _SM_COUNTS:
+        _SM_COUNTS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return 4 * _SM_COUNTS[device.index]
 
 
 def batched_layer_norm_backward(

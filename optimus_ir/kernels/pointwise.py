@@ -42,6 +42,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
 from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.metadata import tables
 from optimus_ir.kernels.ops import multi_pointwise_strides
 from optimus_ir.kernels.programs import STEP_CODES, Step, parse_program
 
@@ -401,7 +402,9 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         return
     align = alignment(align_values, esize)
     scalars, const = _step_args(steps)
-    meta = torch.tensor(columns, dtype=torch.int64, device=device)
+    # Field-major, flat, from the device-table cache (no copy when built
+    # before; capture-safe).
+    meta = tables().table([v for column in columns for v in column], device)
     kernel[(start,)](
         meta, x0, len(group), *scalars, **const, BLOCK=_BLOCK,
         BLOCK_N=triton.next_power_of_2(len(group)), ALIGN=align, PTR_ALIGN=align * esize,

@@ -62,6 +62,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
 from optimus_ir.environment import environment
+from optimus_ir.kernels.layout import aligned_parts
 from optimus_ir.kernels.metadata import stream_capturing, tables
 
 _INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
@@ -362,7 +363,30 @@ def _launch(
         )
         classes.setdefault(key, []).append(p)
     for (a_layout, b_layout, d_layout), members in classes.items():
-        _launch_class(members, activation, epilogue, a_layout, b_layout, d_layout, config)
+        # Members at odd offsets (split pieces) would take the alignment
+        # hints off the whole launch: the aligned ones launch apart where
+        # that pays (`layout.aligned_parts`).
+        esize = members[0].c.element_size()
+        vec = 16 // esize
+        flags = [vec if _problem_aligned(p, vec) else 1 for p in members]
+        moved = [
+            (p.a.shape[0] * p.a.shape[1] + p.b.shape[0] * p.b.shape[1] + p.c.numel()) * esize
+            for p in members
+        ]
+        for part in aligned_parts(range(len(members)), flags, moved, esize):
+            _launch_class(
+                [members[i] for i in part], activation, epilogue, a_layout, b_layout, d_layout,
+                config,
+            )
+
+
+def _problem_aligned(p: _Problem, vec: int) -> bool:
+    """Whether every address of `p` is 16-byte aligned and every non-unit
+    stride of its A, B and C a multiple of `vec` elements (16 bytes): what
+    `ALIGNED` lets the kernel assume."""
+    addresses = (p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr())
+    strides = (*_strides(p.a), *_strides(p.b), _strides(p.c)[0])
+    return all(x % 16 == 0 for x in addresses) and all(s == 1 or s % vec == 0 for s in strides)
 
 
 def _launch_class(
@@ -392,8 +416,7 @@ def _launch_class(
         scm, scn = _strides(p.c)
         sdm, sdn = _strides(p.d) if p.d is not None else (0, 0)
         addresses = [p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr()]
-        aligned = aligned and all(x % 16 == 0 for x in addresses)
-        aligned = aligned and all(s == 1 or s % vec == 0 for s in (sam, sak, sbk, sbn, scm))
+        aligned = aligned and _problem_aligned(p, vec)
         sizes_aligned = sizes_aligned and m % vec == 0 and n % vec == 0
         rows.append(
             addresses

@@ -167,9 +167,14 @@ class MetadataTables:
     def _build(self, values: tuple[int, ...], device: torch.device) -> _Entry:
         if device.type != "cuda":
             return _Entry(torch.tensor(values, dtype=torch.int64, device=device))
-        # Reserve the capture arena now, outside capture, where pinned
-        # allocation is certainly allowed.
-        self._arena(device).reserve()
+        arena = self._arena(device)
+        if arena.block is None:
+            # Prepare the capture path now, outside capture: the pinned arena
+            # (pinned allocation) and the copy kernel (compiled and loaded
+            # here, not in the middle of a capture).
+            arena.reserve()
+            scratch = torch.empty(1, dtype=torch.int64, device=device)
+            _copy_table_kernel[(1,)](arena.take([0]), scratch, 1, BLOCK=_COPY_BLOCK)
         host = torch.tensor(values, dtype=torch.int64, pin_memory=True)
         table = torch.empty(len(values), dtype=torch.int64, device=device)
         table.copy_(host, non_blocking=True)  # the host allocator keeps `host` until done

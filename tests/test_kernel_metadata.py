@@ -1,7 +1,7 @@
-"""The launchers' metadata tables (`optimus_ir.kernels.metadata`): cached by
-value on the device, so a launch seen before copies and allocates nothing
-(steady state, CUDA graph replays), and built capture-safely (pinned arena +
-a Triton copy kernel) while a stream is captured.
+"""The launchers' metadata tables (`optimus_ir.kernels.metadata`): host
+tables cached by value (a launch seen before builds and pins nothing; on
+the CPU the cached table is the table), and capture-safe device copies
+(pinned arena + a Triton copy kernel) while a stream is captured.
 
 Without a GPU the capture is simulated: `stream_capturing` is patched to
 say "capturing", the tables live on the CPU and the copy kernel runs in
@@ -72,14 +72,16 @@ def test_captured_tables_are_copied_by_the_kernel_and_never_evicted(fresh_tables
     values = list(range(-5, 2500, 7))  # several copy blocks
     captured = fresh_tables.table(values, DEVICE, capturing=True)
     assert captured.tolist() == values and fresh_tables.stats.captured_misses == 1
+    again = fresh_tables.table(values, DEVICE, capturing=True)
+    assert again.tolist() == values and again.data_ptr() != captured.data_ptr()  # a copy per launch
     eager = fresh_tables.table([42], DEVICE)
-    assert fresh_tables.table([42], DEVICE, capturing=True) is eager  # a hit pins it too
+    assert fresh_tables.table([42], DEVICE, capturing=True).tolist() == [42]  # a hit pins it too
     for v in range(100):
         fresh_tables.table([1000 + v], DEVICE)
     fresh_tables.clear()
-    assert fresh_tables.table(values, DEVICE) is captured
+    assert fresh_tables.table(values, DEVICE).tolist() == values
     assert fresh_tables.table([42], DEVICE) is eager
-    assert fresh_tables.stats.misses == 0
+    assert fresh_tables.stats.misses == 0 and fresh_tables.stats.hits == 2
 
 
 def test_arena_slices_are_aligned_and_distinct() -> None:

@@ -1,30 +1,40 @@
 """The int64 metadata tables the kernel launchers hand their kernels
-(addresses, sizes, strides, prefix sums), cached on the device so a launch
-whose table was seen before copies and allocates nothing.
+(addresses, sizes, strides, prefix sums): host tables cached by value in
+pinned memory, copied to the device per launch without a synchronisation,
+and capture-safe under CUDA graphs (`torch.compile(mode="reduce-overhead")`,
+`torch.cuda.graph`).
 
-Why (CUDA graphs, `torch.compile(mode="reduce-overhead")`):
+Why it is shaped like this:
 
 * Building the table with `torch.tensor(rows, device="cuda")` copies from
   pageable host memory, which synchronises the stream: illegal while a
   stream is being captured, and a host/device round trip per launch in
   eager mode.
-* A table is a pure function of its values, so the cache is keyed by the
-  values themselves (and the device): a hit is exactly the table this launch
-  needs, whatever happened since, so the cache can never serve a stale table
-  (the addresses are part of the key; a freed and reused address that comes
-  back with the same sizes needs the same table). Steady-state eager calls
-  hit as soon as the caching allocator hands out the same blocks again, and
-  CUDA graph replays reuse the addresses of the capture by construction.
-* On a miss outside capture the values go through a pinned host tensor and
-  one `non_blocking` copy (no stream synchronisation).
-* On a miss during capture the values are written into a slice of a pinned
-  host arena (allocated outside capture, never freed) and copied to the
-  device table by a small Triton kernel that reads the pinned memory through
-  its device address: the copy is recorded in the graph as a kernel, its
-  source stays valid for every replay, and no host allocator event or
-  pageable copy is involved. Tables used during a capture (hit or miss) are
-  never evicted, since a graph may replay them at any time.
-* Eager tables are evicted least recently used beyond `capacity`.
+* A table is a pure function of its values, so the host tables are cached
+  by the values themselves (and the device): a hit is exactly the table
+  this launch needs, whatever happened since, so the cache can never serve
+  a stale table (the addresses are part of the key). Steady-state calls hit
+  as soon as the caching allocator hands out the same blocks again; a hit
+  saves building and pinning the host table.
+* The device copy is made per launch, into a fresh tensor from torch's
+  allocator that lives until the kernel is queued, like any intermediate.
+  Keeping device tables alive across calls would be cheaper, but under
+  cudagraph trees every allocation of a warm-up or recording comes from the
+  graphs' private pool, whose state the trees reset to checkpoints that only
+  know their own live tensors: a long-lived table there could be handed out
+  again and overwritten while the cache still served it. A per-launch copy
+  is what every op's intermediate does, so it is safe in any pool.
+* Outside capture the copy is one `non_blocking` copy from the pinned host
+  table (torch's host allocator keeps the source until the copy is done).
+* During capture the source must stay valid for every replay and must not
+  be allocated or event-tracked mid-capture: the values go into a
+  never-freed slice of a pinned arena (reserved outside capture), and a
+  small Triton kernel copies them to the device, reading the pinned memory
+  through its device address; the graph records that kernel. Host tables
+  used during a capture (hit or miss) are never evicted; eager ones are
+  evicted least recently used beyond `capacity`.
+* On other devices (the CPU under Triton's interpreter) the host table is
+  the table; a simulated capture (tests) takes the capture path.
 
 `tables()` is the process-wide cache the launchers share.
 """
@@ -63,10 +73,9 @@ def stream_capturing(device: torch.device) -> bool:
 
 @dataclass
 class _Entry:
-    table: torch.Tensor
-    """The device table, read by the kernels."""
-    source: torch.Tensor | None = None
-    """The pinned host slice a captured copy reads at every replay."""
+    host: torch.Tensor
+    """The table's values: pinned host memory on CUDA, the table itself
+    elsewhere."""
 
 
 @dataclass
@@ -112,15 +121,16 @@ class _PinnedArena:
 
 
 class MetadataTables:
-    """Device int64 tables by value (see the module docstring)."""
+    """Host tables by value, and their per-launch device copies (see the
+    module docstring)."""
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = capacity
         self.stats = CacheStats()
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
-        """Eager tables, least recently used first."""
+        """Eager host tables, least recently used first."""
         self._pinned: dict[tuple, _Entry] = {}
-        """Tables a capture used: kept for the life of the process."""
+        """Host tables a capture used: kept for the life of the process."""
         self._arenas: dict[torch.device, _PinnedArena] = {}
 
     def __len__(self) -> int:
@@ -129,34 +139,40 @@ class MetadataTables:
     def table(
         self, values: Sequence[int], device: torch.device, capturing: bool | None = None
     ) -> torch.Tensor:
-        """The 1-D int64 tensor on `device` holding `values` (cached; the
-        caller must not write to it). `capturing` overrides the stream-capture
-        test (tests simulate a capture on CPU)."""
+        """A 1-D int64 tensor on `device` holding `values`, for one launch
+        (the caller must not write to it and must hold it until the kernel
+        is queued). `capturing` overrides the stream-capture test (tests
+        simulate a capture on the CPU)."""
         key = (device.type, device.index, tuple(values))
         if capturing is None:
             capturing = stream_capturing(device)
+        entry = self._lookup(key, capturing)
+        if entry is None:
+            self.stats.misses += 1
+            entry = self._build(key[2], device, capturing)
+            if capturing:
+                self._pinned[key] = entry
+            else:
+                self._entries[key] = entry
+                while len(self._entries) > self.capacity:
+                    self._entries.popitem(last=False)
+                    self.stats.evictions += 1
+        else:
+            self.stats.hits += 1
+        return self._device_copy(entry.host, device, capturing)
+
+    def _lookup(self, key: tuple, capturing: bool) -> _Entry | None:
         entry = self._pinned.get(key)
         if entry is not None:
-            self.stats.hits += 1
-            return entry.table
+            return entry
         entry = self._entries.get(key)
         if entry is not None:
-            self.stats.hits += 1
-            if capturing:  # a graph now reads it: keep it for good
+            if capturing:  # a graph reads it from now on: keep it for good
                 del self._entries[key]
                 self._pinned[key] = entry
             else:
                 self._entries.move_to_end(key)
-            return entry.table
-        self.stats.misses += 1
-        if capturing:
-            entry = self._pinned[key] = self._build_captured(key[2], device)
-        else:
-            entry = self._entries[key] = self._build(key[2], device)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-                self.stats.evictions += 1
-        return entry.table
+        return entry
 
     def _arena(self, device: torch.device) -> _PinnedArena:
         arena = self._arenas.get(device)
@@ -164,7 +180,10 @@ class MetadataTables:
             arena = self._arenas[device] = _PinnedArena(pin=device.type == "cuda")
         return arena
 
-    def _build(self, values: tuple[int, ...], device: torch.device) -> _Entry:
+    def _build(self, values: tuple[int, ...], device: torch.device, capturing: bool) -> _Entry:
+        if capturing:
+            self.stats.captured_misses += 1
+            return _Entry(self._arena(device).take(values))
         if device.type != "cuda":
             return _Entry(torch.tensor(values, dtype=torch.int64, device=device))
         arena = self._arena(device)
@@ -175,23 +194,24 @@ class MetadataTables:
             arena.reserve()
             scratch = torch.empty(1, dtype=torch.int64, device=device)
             _copy_table_kernel[(1,)](arena.take([0]), scratch, 1, BLOCK=_COPY_BLOCK)
-        host = torch.tensor(values, dtype=torch.int64, pin_memory=True)
-        table = torch.empty(len(values), dtype=torch.int64, device=device)
-        table.copy_(host, non_blocking=True)  # the host allocator keeps `host` until done
-        return _Entry(table)
+        return _Entry(torch.tensor(values, dtype=torch.int64, pin_memory=True))
 
-    def _build_captured(self, values: tuple[int, ...], device: torch.device) -> _Entry:
-        self.stats.captured_misses += 1
-        source = self._arena(device).take(values)
-        table = torch.empty(len(values), dtype=torch.int64, device=device)
-        if values:
-            _copy_table_kernel[(triton.cdiv(len(values), _COPY_BLOCK),)](
-                source, table, len(values), BLOCK=_COPY_BLOCK
+    @staticmethod
+    def _device_copy(host: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
+        if not capturing:
+            if device.type != "cuda":
+                return host
+            table = torch.empty(host.shape, dtype=torch.int64, device=device)
+            return table.copy_(host, non_blocking=True)
+        table = torch.empty(host.shape, dtype=torch.int64, device=device)
+        if host.numel():
+            _copy_table_kernel[(triton.cdiv(host.numel(), _COPY_BLOCK),)](
+                host, table, host.numel(), BLOCK=_COPY_BLOCK
             )
-        return _Entry(table, source)
+        return table
 
     def clear(self) -> None:
-        """Forget every table not used by a capture, and the counters."""
+        """Forget every host table not used by a capture, and the counters."""
         self._entries.clear()
         self.stats = CacheStats()
 

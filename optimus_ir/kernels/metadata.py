@@ -54,10 +54,12 @@ _ARENA_ELEMENTS = 1 << 16
 _COPY_BLOCK = 1024
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def _copy_table_kernel(src, dst, n, BLOCK: tl.constexpr):
     """`dst[:n] = src[:n]` (int64): the capture-time copy from pinned host
-    memory, recorded in the graph as a kernel."""
+    memory, recorded in the graph as a kernel. `n` is not specialised, so
+    the one variant compiled outside capture (addresses are always 16-byte
+    aligned: arena slices, pinned and device tensors) serves every table."""
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)

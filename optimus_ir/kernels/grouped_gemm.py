@@ -352,45 +352,45 @@ def _launch(
 ) -> None:
     """Run `problems` (all of one dtype and device), one launch per layout
     class; `config` bypasses the autotuner (tests run every GPU config)."""
-    classes: dict[tuple[int, int, int], list[_Problem]] = {}
+    classes: dict[tuple[int, int, int], list[tuple[_Problem, bool]]] = {}
     for p in problems:
         if p.a.shape[0] == 0 or p.b.shape[1] == 0:
             continue  # no output tiles
-        key = (
-            _layout(_strides(p.a)),
-            _layout(_strides(p.b)),
-            _layout(_strides(p.d)) if p.d is not None else _COL_UNIT,
-        )
-        classes.setdefault(key, []).append(p)
+        sa, sb = _strides(p.a), _strides(p.b)
+        key = (_layout(sa), _layout(sb), _layout(_strides(p.d)) if p.d is not None else _COL_UNIT)
+        classes.setdefault(key, []).append((p, _problem_aligned(p, sa, sb)))
     for (a_layout, b_layout, d_layout), members in classes.items():
         # Members at odd offsets (split pieces) would take the alignment
         # hints off the whole launch: the aligned ones launch apart where
         # that pays (`layout.aligned_parts`).
-        esize = members[0].c.element_size()
+        esize = members[0][0].c.element_size()
         vec = 16 // esize
-        flags = [vec if _problem_aligned(p, vec) else 1 for p in members]
+        flags = [vec if aligned else 1 for _, aligned in members]
         moved = [
             (p.a.shape[0] * p.a.shape[1] + p.b.shape[0] * p.b.shape[1] + p.c.numel()) * esize
-            for p in members
+            for p, _ in members
         ]
         for part in aligned_parts(range(len(members)), flags, moved, esize):
             _launch_class(
-                [members[i] for i in part], activation, epilogue, a_layout, b_layout, d_layout,
-                config,
+                [members[i][0] for i in part], all(members[i][1] for i in part), activation,
+                epilogue, a_layout, b_layout, d_layout, config,
             )
 
 
-def _problem_aligned(p: _Problem, vec: int) -> bool:
+def _problem_aligned(p: _Problem, sa: tuple[int, int], sb: tuple[int, int]) -> bool:
     """Whether every address of `p` is 16-byte aligned and every non-unit
-    stride of its A, B and C a multiple of `vec` elements (16 bytes): what
-    `ALIGNED` lets the kernel assume."""
-    addresses = (p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr())
-    strides = (*_strides(p.a), *_strides(p.b), _strides(p.c)[0])
-    return all(x % 16 == 0 for x in addresses) and all(s == 1 or s % vec == 0 for s in strides)
+    stride of its A (`sa`), B (`sb`) and C a multiple of 16 bytes' worth of
+    elements: what `ALIGNED` lets the kernel assume."""
+    vec = 16 // p.c.element_size()
+    if p.a.data_ptr() % 16 or p.b.data_ptr() % 16 or p.c.data_ptr() % 16:
+        return False
+    scm = p.c.stride(0) if p.c.shape[0] > 1 else 1
+    return all(s == 1 or s % vec == 0 for s in (*sa, *sb, scm))
 
 
 def _launch_class(
     problems: list[_Problem],
+    aligned: bool,
     activation: str,
     epilogue: int,
     a_layout: int,
@@ -407,7 +407,7 @@ def _launch_class(
         )
     rows: list[list[int]] = []
     vec = 16 // first.c.element_size()
-    aligned = sizes_aligned = True
+    sizes_aligned = True
     max_m = max_n = max_k = 0
     for p in problems:
         (m, k), n = p.a.shape, p.b.shape[1]
@@ -416,7 +416,6 @@ def _launch_class(
         scm, scn = _strides(p.c)
         sdm, sdn = _strides(p.d) if p.d is not None else (0, 0)
         addresses = [p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr()]
-        aligned = aligned and _problem_aligned(p, vec)
         sizes_aligned = sizes_aligned and m % vec == 0 and n % vec == 0
         rows.append(
             addresses

@@ -30,7 +30,9 @@ Why it is shaped like this:
   be allocated or event-tracked mid-capture: the values go into a
   never-freed slice of a pinned arena (reserved outside capture), and a
   small Triton kernel copies them to the device, reading the pinned memory
-  through its device address; the graph records that kernel. Host tables
+  through its device address; the graph records that kernel (where the
+  kernel cannot read pinned memory, found out once outside capture, a
+  `non_blocking` torch copy from the same slice instead). Host tables
   used during a capture (hit or miss) are never evicted; eager ones are
   evicted least recently used beyond `capacity`.
 * On other devices (the CPU under Triton's interpreter) the host table is
@@ -134,6 +136,8 @@ class MetadataTables:
         self._pinned: dict[tuple, _Entry] = {}
         """Host tables a capture used: kept for the life of the process."""
         self._arenas: dict[torch.device, _PinnedArena] = {}
+        self._no_kernel_copy: set[torch.device] = set()
+        """Devices where the copy kernel failed: captures copy with torch."""
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._pinned)
@@ -192,20 +196,26 @@ class MetadataTables:
         if arena.block is None:
             # Prepare the capture path now, outside capture: the pinned arena
             # (pinned allocation) and the copy kernel (compiled and loaded
-            # here, not in the middle of a capture).
+            # here, not in the middle of a capture). Should this Triton or
+            # driver refuse a pinned pointer, captures copy with torch
+            # instead (`non_blocking` from the never-freed pinned slice).
             arena.reserve()
             scratch = torch.empty(1, dtype=torch.int64, device=device)
-            _copy_table_kernel[(1,)](arena.take([0]), scratch, 1, BLOCK=_COPY_BLOCK)
+            try:
+                _copy_table_kernel[(1,)](arena.take([0]), scratch, 1, BLOCK=_COPY_BLOCK)
+            except Exception:  # noqa: BLE001 - any failure: the torch copy
+                self._no_kernel_copy.add(device)
         return _Entry(torch.tensor(values, dtype=torch.int64, pin_memory=True))
 
-    @staticmethod
-    def _device_copy(host: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
+    def _device_copy(self, host: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
         if not capturing:
             if device.type != "cuda":
                 return host
             table = torch.empty(host.shape, dtype=torch.int64, device=device)
             return table.copy_(host, non_blocking=True)
         table = torch.empty(host.shape, dtype=torch.int64, device=device)
+        if device in self._no_kernel_copy:
+            return table.copy_(host, non_blocking=True)
         if host.numel():
             _copy_table_kernel[(triton.cdiv(host.numel(), _COPY_BLOCK),)](
                 host, table, host.numel(), BLOCK=_COPY_BLOCK

@@ -161,3 +161,13 @@ def test_every_kernel_under_a_simulated_capture(fresh_tables, capturing) -> None
     torch.testing.assert_close(p1, torch.sigmoid(xs[1]) * 2.0)
     assert fresh_tables.stats.captured_misses == fresh_tables.stats.misses > 0
     assert len(fresh_tables._pinned) == len(fresh_tables) and not fresh_tables._entries
+
+
+def test_capture_copies_with_torch_where_the_copy_kernel_cannot(fresh_tables) -> None:
+    # Where the warm-up found the copy kernel unable to read pinned memory,
+    # a capture copies the same never-freed slice with torch instead.
+    fresh_tables._no_kernel_copy.add(DEVICE)
+    values = list(range(3000))
+    table = fresh_tables.table(values, DEVICE, capturing=True)
+    assert table.tolist() == values and fresh_tables.stats.captured_misses == 1
+    assert fresh_tables.table(values, DEVICE).tolist() == values  # pinned for good

@@ -83,8 +83,11 @@ bench-batch-fusion: $(STAMP)
 
 # The Triton kernels on a GPU (issue 10): each kernel against the torch
 # lowering and looped torch ops, the 256-tower recsys model end to end (eager,
-# ours, Inductor, Inductor + PyTorch's Optimus, Inductor after ours) and the
-# targets as PASS/FAIL. Needs a CUDA device; `--smoke` checks it on a CPU.
+# ours, Inductor, Inductor + PyTorch's Optimus, Inductor after ours), CUDA
+# graphs (each fused op captured and replayed vs eager launches; recsys under
+# mode="reduce-overhead") and the targets as PASS/FAIL (~5 minutes on an
+# H200). Without CUDA it says so, runs its smoke with the kernels in Triton's
+# interpreter and exits 0.
 bench-triton: $(STAMP)
 	$(PY) benchmarks/bench_triton_kernels.py
 

@@ -11,11 +11,15 @@ Design (why it is shaped like this):
   Triton's interpreter on CPU tensors (where an address is a host address);
   it does NOT work in the interpreter on CUDA tensors (the interpreter copies
   only the tensor arguments to the host, not tensors reached through
-  addresses), so the launcher refuses that combination.
+  addresses), so the launcher refuses that combination. The table comes
+  from the device-table cache (`metadata.py`): a launch whose table was
+  built before (steady state, CUDA graph replays) copies nothing, and a
+  capture never sees a pageable copy. Inside a capture an autotuner key
+  not tuned in an eager call takes the first config (tuning synchronises).
 * One tile schedule over all members. Member i has
   `cdiv(M_i, BLOCK_M) * cdiv(N_i, BLOCK_N)` output tiles; the exclusive prefix
-  sum of those counts (built on the host once per call, in the same device
-  tensor as the metadata) maps a global tile id to its member. The prefix
+  sum of those counts (computed on the host, in the same device table as
+  the metadata) maps a global tile id to its member. The prefix
   depends on the tile shape, which the autotuner picks after the launcher
   ran, so there is one prefix row per distinct (BLOCK_M, BLOCK_N) of the
   config set and each config names its row (`TILE_ROW`). A persistent grid
@@ -58,6 +62,8 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
 from optimus_ir.environment import environment
+from optimus_ir.kernels.layout import aligned_parts
+from optimus_ir.kernels.metadata import stream_capturing, tables
 
 _INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
 
@@ -317,6 +323,9 @@ def _bucket(n: int) -> int:
 
 _NUM_SMS: dict[int, int] = {}
 
+_TUNED_KEYS: set[tuple] = set()
+"""Autotuner keys launched outside capture in this process (tuned by then)."""
+
 
 def _num_programs(device: torch.device) -> int:
     if device.type != "cuda":
@@ -343,22 +352,45 @@ def _launch(
 ) -> None:
     """Run `problems` (all of one dtype and device), one launch per layout
     class; `config` bypasses the autotuner (tests run every GPU config)."""
-    classes: dict[tuple[int, int, int], list[_Problem]] = {}
+    classes: dict[tuple[int, int, int], list[tuple[_Problem, bool]]] = {}
     for p in problems:
         if p.a.shape[0] == 0 or p.b.shape[1] == 0:
             continue  # no output tiles
-        key = (
-            _layout(_strides(p.a)),
-            _layout(_strides(p.b)),
-            _layout(_strides(p.d)) if p.d is not None else _COL_UNIT,
-        )
-        classes.setdefault(key, []).append(p)
+        sa, sb = _strides(p.a), _strides(p.b)
+        key = (_layout(sa), _layout(sb), _layout(_strides(p.d)) if p.d is not None else _COL_UNIT)
+        classes.setdefault(key, []).append((p, _problem_aligned(p, sa, sb)))
     for (a_layout, b_layout, d_layout), members in classes.items():
-        _launch_class(members, activation, epilogue, a_layout, b_layout, d_layout, config)
+        # Members at odd offsets (split pieces) would take the alignment
+        # hints off the whole launch: the aligned ones launch apart where
+        # that pays (`layout.aligned_parts`).
+        esize = members[0][0].c.element_size()
+        vec = 16 // esize
+        flags = [vec if aligned else 1 for _, aligned in members]
+        moved = [
+            (p.a.shape[0] * p.a.shape[1] + p.b.shape[0] * p.b.shape[1] + p.c.numel()) * esize
+            for p, _ in members
+        ]
+        for part in aligned_parts(range(len(members)), flags, moved, esize):
+            _launch_class(
+                [members[i][0] for i in part], all(members[i][1] for i in part), activation,
+                epilogue, a_layout, b_layout, d_layout, config,
+            )
+
+
+def _problem_aligned(p: _Problem, sa: tuple[int, int], sb: tuple[int, int]) -> bool:
+    """Whether every address of `p` is 16-byte aligned and every non-unit
+    stride of its A (`sa`), B (`sb`) and C a multiple of 16 bytes' worth of
+    elements: what `ALIGNED` lets the kernel assume."""
+    vec = 16 // p.c.element_size()
+    if p.a.data_ptr() % 16 or p.b.data_ptr() % 16 or p.c.data_ptr() % 16:
+        return False
+    scm = p.c.stride(0) if p.c.shape[0] > 1 else 1
+    return all(s == 1 or s % vec == 0 for s in (*sa, *sb, scm))
 
 
 def _launch_class(
     problems: list[_Problem],
+    aligned: bool,
     activation: str,
     epilogue: int,
     a_layout: int,
@@ -375,7 +407,7 @@ def _launch_class(
         )
     rows: list[list[int]] = []
     vec = 16 // first.c.element_size()
-    aligned = sizes_aligned = True
+    sizes_aligned = True
     max_m = max_n = max_k = 0
     for p in problems:
         (m, k), n = p.a.shape, p.b.shape[1]
@@ -384,8 +416,6 @@ def _launch_class(
         scm, scn = _strides(p.c)
         sdm, sdn = _strides(p.d) if p.d is not None else (0, 0)
         addresses = [p.a.data_ptr(), p.b.data_ptr(), p.c.data_ptr()]
-        aligned = aligned and all(x % 16 == 0 for x in addresses)
-        aligned = aligned and all(s == 1 or s % vec == 0 for s in (sam, sak, sbk, sbn, scm))
         sizes_aligned = sizes_aligned and m % vec == 0 and n % vec == 0
         rows.append(
             addresses
@@ -399,15 +429,21 @@ def _launch_class(
         )  # fmt: skip
         max_m, max_n, max_k = max(max_m, m), max(max_n, n), max(max_k, k)
     num_groups = len(rows)
-    host = torch.tensor(rows, dtype=torch.int64)
-    sizes_m, sizes_n = host[:, _M], host[:, _N]
-    starts = torch.zeros(len(_TILE_SHAPES), num_groups + 1, dtype=torch.int64)
-    for i, (bm, bn) in enumerate(_TILE_SHAPES):
-        tiles = ((sizes_m + bm - 1) // bm) * ((sizes_n + bn - 1) // bn)
-        torch.cumsum(tiles, 0, out=starts[i, 1:])
-    totals = starts[:, -1].tolist()
-    buffer = torch.cat([host.reshape(-1), starts.reshape(-1)]).to(device)
-    meta, tile_starts = buffer[: host.numel()], buffer[host.numel() :]
+    # The metadata rows, then one row of tile prefix sums per tile shape, as
+    # one cached device table (`metadata.py`: no copy or allocation when the
+    # same table was built before, and capture-safe when it was not).
+    values = [v for r in rows for v in r]
+    totals = []
+    for bm, bn in _TILE_SHAPES:
+        total = 0
+        values.append(0)
+        for r in rows:
+            total += -(-r[_M] // bm) * -(-r[_N] // bn)
+            values.append(total)
+        totals.append(total)
+    buffer = tables().table(values, device)
+    split = num_groups * _META_COLS
+    meta, tile_starts = buffer[:split], buffer[split:]
     num_programs = _num_programs(device)
 
     def grid(meta_args: dict) -> tuple[int]:
@@ -432,7 +468,17 @@ def _launch_class(
         UPCAST_DOT=_INTERPRET and dtype == torch.bfloat16,
         META_COLS=_META_COLS,
     )
+    if config is None and stream_capturing(device):
+        # The autotuner benchmarks (and synchronises) on a key it has not
+        # seen: never inside a capture. A key tuned in an eager (warm-up)
+        # call keeps its tuned config; an unseen one takes the first config.
+        key = (device, dtype, args["M_CLASS"], args["N_CLASS"], args["K_CLASS"], args["G_CLASS"])
+        if key not in _TUNED_KEYS:
+            config = CONFIGS[0]
     if config is None:
+        _TUNED_KEYS.add(
+            (device, dtype, args["M_CLASS"], args["N_CLASS"], args["K_CLASS"], args["G_CLASS"])
+        )
         _autotuned_kernel[grid](meta, tile_starts, **args)
     else:
         _grouped_gemm_kernel[grid(config.kwargs)](

@@ -38,7 +38,8 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
-from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.layout import aligned_parts, alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.metadata import tables
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -314,8 +315,9 @@ def _num_warps(elements: int) -> int:
 
 
 def _meta(columns: list[list[int]], device: torch.device) -> torch.Tensor:
-    """The field-major int64 table `[F, N]` on `device` (one host-to-device copy)."""
-    return torch.tensor(columns, dtype=torch.int64, device=device)
+    """The field-major int64 table `[F, N]` on `device`, flat, from the
+    device-table cache (`metadata.py`: no copy when built before, capture-safe)."""
+    return tables().table([v for column in columns for v in column], device)
 
 
 def _common_weight_dtype(weights: Sequence[torch.Tensor | None], fallback: torch.dtype) -> torch.dtype:
@@ -361,11 +363,29 @@ def batched_layer_norm_forward(
     means: list[torch.Tensor] = [torch.empty(0)] * n
     rstds: list[torch.Tensor] = [torch.empty(0)] * n
     for group in indices_by_dtype(inputs):
-        _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rstds)
+        views = {i: _norm_rows(inputs[i]) for i in group}
+        for part in _parts(group, views, inputs[group[0]].element_size()):
+            _forward_group(part, views, inputs, weights, biases, eps, code, outputs, means, rstds)
     return outputs, means, rstds
 
 
-def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rstds) -> None:
+def _parts(group: list[int], views: dict[int, torch.Tensor], esize: int) -> list[list[int]]:
+    """`group` split into its 16-byte-aligned members and the pieces at odd
+    offsets where a second launch pays (`layout.aligned_parts`); each launch
+    then hints only the alignment its own members share."""
+    aligns, moved = [], []
+    for i in group:
+        r = views[i]
+        m, d = r.shape
+        values = [d, r.stride(0) if m > 1 else d, r.data_ptr() // esize]
+        if r.data_ptr() % esize:
+            values.append(1)
+        aligns.append(alignment(values, esize))
+        moved.append(2 * r.numel() * esize)
+    return aligned_parts(group, aligns, moved, esize)
+
+
+def _forward_group(group, views, inputs, weights, biases, eps, code, outputs, means, rstds) -> None:
     # Only addresses reach the kernel (the metadata tensor): `rows`, `ws` and
     # `bs` hold the row views and the copies made for it (a transposed or
     # expanded member, a cast or strided parameter) until the launch has been
@@ -381,7 +401,7 @@ def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rs
         outputs[i] = torch.empty(x.shape, dtype=dtype, device=device)
         means[i] = torch.empty(x.shape[:-1], dtype=torch.float32, device=device)
         rstds[i] = torch.empty(x.shape[:-1], dtype=torch.float32, device=device)
-        rows.append(_norm_rows(x))
+        rows.append(views[i])
         ws.append(None if weights[i] is None else weights[i].to(w_dtype).contiguous())
         bs.append(None if biases[i] is None else biases[i].to(w_dtype).contiguous())
     max_d = max(r.shape[1] for r in rows)
@@ -426,10 +446,15 @@ def _forward_group(group, inputs, weights, biases, eps, code, outputs, means, rs
     )
 
 
+_SM_COUNTS: dict[int | None, int] = {}
+
+
 def _target_programs(device: torch.device) -> int:
-    if device.type == "cuda":
-        return 4 * torch.cuda.get_device_properties(device).multi_processor_count
-    return 8
+    if device.type != "cuda":
+        return 8
+    if device.index not in _SM_COUNTS:
+        _SM_COUNTS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return 4 * _SM_COUNTS[device.index]
 
 
 def batched_layer_norm_backward(
@@ -453,12 +478,14 @@ def batched_layer_norm_backward(
     grad_weights: list[torch.Tensor | None] = [None] * n
     grad_biases: list[torch.Tensor | None] = [None] * n
     for group in indices_by_dtype(inputs):
-        _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, code,
-                        grad_inputs, grad_weights, grad_biases)
+        views = {i: _norm_rows(inputs[i]) for i in group}
+        for part in _parts(group, views, inputs[group[0]].element_size()):
+            _backward_group(part, views, grad_outputs, inputs, weights, biases, means, rstds,
+                            code, grad_inputs, grad_weights, grad_biases)
     return grad_inputs, grad_weights, grad_biases
 
 
-def _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, code,
+def _backward_group(group, views, grad_outputs, inputs, weights, biases, means, rstds, code,
                     grad_inputs, grad_weights, grad_biases) -> None:
     # `members` holds every view and copy whose address enters the metadata
     # until both launches are queued (see `_forward_group`).
@@ -480,7 +507,7 @@ def _backward_group(group, grad_outputs, inputs, weights, biases, means, rstds, 
             grad_biases[i] = torch.empty(biases[i].shape, dtype=w_dtype, device=device)
         mean = means[i].to(torch.float32).contiguous()
         rstd = rstds[i].to(torch.float32).contiguous()
-        members.append((i, _norm_rows(x), row_view(dy.expand(x.shape)), w, b, mean, rstd))
+        members.append((i, views[i], row_view(dy.expand(x.shape)), w, b, mean, rstd))
     max_d = max(m[1].shape[1] for m in members)
     looped = max_d > _MAX_FUSED_D_BWD
     block_d = min(_LOOP_CHUNK, triton.next_power_of_2(max_d)) if looped else triton.next_power_of_2(max_d)

@@ -33,6 +33,35 @@ def alignment(values: Sequence[int], element_size: int) -> int:
     return cap if g == 0 else min(cap, g & -g)
 
 
+ALIGNED_SPLIT_BYTES = 8 << 20
+"""A launch whose members mix 16-byte-aligned ones with pieces at odd
+offsets (split pieces of a wider tensor) runs as two launches, the aligned
+members with alignment hints (vector loads), the others without, when the
+aligned members move at least this many bytes; below, one unhinted launch
+(a second launch costs more than the vector loads save). A documented
+default: `make bench-triton` times both sides of it on the device."""
+
+
+def aligned_parts(
+    positions: Sequence[int], member_alignment: Sequence[int], member_bytes: Sequence[int],
+    element_size: int,
+) -> list[list[int]]:
+    """`positions` (members of one launch) split into the fully aligned ones
+    and the rest where that pays (`ALIGNED_SPLIT_BYTES`), else one part.
+    `member_alignment[k]` is member k's own `alignment(...)`, in elements.
+    Only a partition: each launch still computes the hints its own members
+    share, so a hint is never wrong whatever the split."""
+    full = max(1, 16 // element_size)
+    aligned = [p for p, a in zip(positions, member_alignment) if a >= full]
+    if not aligned or len(aligned) == len(positions):
+        return [list(positions)]
+    moved = sum(b for p, b, a in zip(positions, member_bytes, member_alignment) if a >= full)
+    if moved < ALIGNED_SPLIT_BYTES:
+        return [list(positions)]
+    rest = [p for p, a in zip(positions, member_alignment) if a < full]
+    return [aligned, rest]
+
+
 def indices_by_dtype(inputs: Sequence[torch.Tensor]) -> list[list[int]]:
     """Member indices grouped by dtype, in first-seen order: one launch per
     dtype, since a kernel's pointer element type is a compile-time constant."""

@@ -41,7 +41,8 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
-from optimus_ir.kernels.layout import alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.layout import aligned_parts, alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.metadata import tables
 from optimus_ir.kernels.ops import multi_pointwise_strides
 from optimus_ir.kernels.programs import STEP_CODES, Step, parse_program
 
@@ -77,12 +78,13 @@ def _find_member(meta, N, pid, BLOCK_N: tl.constexpr):
 
 @triton.jit
 def _operand(meta, N, m, e, row, col, mask, s, x_ref, SRC: tl.constexpr, J: tl.constexpr,
-             ROWS: tl.constexpr):
-    """The second operand of a step: tensor step J's other, scalar `s`, or 0."""
+             ROWS: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr):
+    """The second operand of a step: tensor step J's other, scalar `s`, or 0.
+    The launch's alignment covers the others' addresses and row strides too."""
     if SRC == 1:
-        ptr = tl.load(meta + (7 + 3 * J) * N + m).to(x_ref.dtype)
+        ptr = tl.multiple_of(tl.load(meta + (7 + 3 * J) * N + m).to(x_ref.dtype), PTR_ALIGN)
         if ROWS:
-            stride = tl.load(meta + (8 + 3 * J) * N + m)
+            stride = tl.multiple_of(tl.load(meta + (8 + 3 * J) * N + m), ALIGN)
             v = tl.load(ptr + row * stride + col, mask=mask, other=1.0)
         else:
             v = tl.load(ptr + e, mask=mask, other=1.0)
@@ -211,14 +213,22 @@ def _multi_pointwise_fwd_kernel(
         v = tl.load(x_ptr + row * sx + col, mask=mask, other=0.0).to(tl.float32)
     else:
         v = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS), OP0)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS), OP1)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS), OP2)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS), OP3)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS), OP4)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS), OP5)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS), OP6)
-    v = _forward_step(v, _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS), OP7)
+    o = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP0)
+    o = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP1)
+    o = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP2)
+    o = _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP3)
+    o = _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP4)
+    o = _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP5)
+    o = _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP6)
+    o = _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS, ALIGN, PTR_ALIGN)
+    v = _forward_step(v, o, OP7)
     tl.store(y_ptr + e, v.to(x_ref.dtype.element_ty), mask=mask)
 
 
@@ -247,14 +257,14 @@ def _multi_pointwise_bwd_kernel(
         v0 = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
     # dy is made contiguous by the launcher.
     g = tl.load(dy_ptr + e, mask=mask, other=0.0).to(tl.float32)
-    o0 = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS)
-    o1 = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS)
-    o2 = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS)
-    o3 = _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS)
-    o4 = _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS)
-    o5 = _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS)
-    o6 = _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS)
-    o7 = _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS)
+    o0 = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS, ALIGN, PTR_ALIGN)
+    o1 = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS, ALIGN, PTR_ALIGN)
+    o2 = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS, ALIGN, PTR_ALIGN)
+    o3 = _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS, ALIGN, PTR_ALIGN)
+    o4 = _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS, ALIGN, PTR_ALIGN)
+    o5 = _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS, ALIGN, PTR_ALIGN)
+    o6 = _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS, ALIGN, PTR_ALIGN)
+    o7 = _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS, ALIGN, PTR_ALIGN)
     v1 = _forward_step(v0, o0, OP0)
     v2 = _forward_step(v1, o1, OP1)
     v3 = _forward_step(v2, o2, OP2)
@@ -401,13 +411,46 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
         return
     align = alignment(align_values, esize)
     scalars, const = _step_args(steps)
-    meta = torch.tensor(columns, dtype=torch.int64, device=device)
+    # Field-major, flat, from the device-table cache (no copy when built
+    # before; capture-safe).
+    meta = tables().table([v for column in columns for v in column], device)
     kernel[(start,)](
         meta, x0, len(group), *scalars, **const, BLOCK=_BLOCK,
         BLOCK_N=triton.next_power_of_2(len(group)), ALIGN=align, PTR_ALIGN=align * esize,
         ROWS=rows_mode, num_warps=_NUM_WARPS,
     )
     del keep_alive  # only now may the copies go (see above)
+
+
+def _parts(group: list[int], xs: Sequence[torch.Tensor],
+           others: list[list[tuple[torch.Tensor, bool]]], first_tensor: int,
+           k: int) -> list[list[int]]:
+    """`group` split into its 16-byte-aligned members and the pieces at odd
+    offsets where a second launch pays (`layout.aligned_parts`). A member's
+    alignment here is a cheap estimate from its own layout (the launch
+    computes the hints its members really share)."""
+    esize = xs[group[0]].element_size()
+    aligns, moved = [], []
+    for i in group:
+        x = xs[i]
+        d = x.shape[-1] if x.dim() else 1
+        values = [x.numel(), d, x.data_ptr() // esize]
+        if x.dim() >= 2 and x.shape[-2] > 1:
+            values.append(x.stride(-2))
+        if x.dim() and d > 1 and x.stride(-1) != 1:
+            values.append(1)  # copied to rows by the launch; do not count it aligned
+        addresses = [x.data_ptr()]
+        for j in range(k):
+            o, broadcast = others[first_tensor + j][i]
+            addresses.append(o.data_ptr())
+            values.append(o.data_ptr() // esize)
+            if not broadcast and o.dim() >= 2 and o.shape[-2] > 1:
+                values.append(o.stride(-2))
+        if any(a % esize for a in addresses):
+            values.append(1)
+        aligns.append(alignment(values, esize))
+        moved.append((2 + k) * x.numel() * esize)
+    return aligned_parts(group, aligns, moved, esize)
 
 
 def _forward_chunks(inputs, table, chunks, final=None) -> list[list[torch.Tensor]]:
@@ -422,8 +465,9 @@ def _forward_chunks(inputs, table, chunks, final=None) -> list[list[torch.Tensor
         else:
             outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
         for group in indices_by_dtype(current):
-            _launch(_multi_pointwise_fwd_kernel, group, current, outputs,
-                    [None] * len(current), table, None, steps, first)
+            for part in _parts(group, current, table, first, _tensor_steps(steps)):
+                _launch(_multi_pointwise_fwd_kernel, part, current, outputs,
+                        [None] * len(current), table, None, steps, first)
         values.append(outputs)
     return values
 
@@ -522,8 +566,9 @@ def multi_pointwise_backward(
         current = values[c]
         dxs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
         for group in indices_by_dtype(current):
-            _launch(_multi_pointwise_bwd_kernel, group, current, grads, dxs, table,
-                    other_grads, steps_c, first)
+            for part in _parts(group, current, table, first, _tensor_steps(steps_c)):
+                _launch(_multi_pointwise_bwd_kernel, part, current, grads, dxs, table,
+                        other_grads, steps_c, first)
         grads = dxs
     grad_others: list[torch.Tensor] = []
     for j in range(k):

@@ -39,6 +39,7 @@ import gc
 import json
 import math
 import operator
+import os
 import pstats
 import sys
 import time
@@ -65,6 +66,8 @@ WIDTH = 8
 BATCH = 4
 PHASES = ("import", "passes", "export", "other")
 """The phases of optimize() after the capture, in order."""
+PHASE_FUNCTIONS = {"import": "import_graph", "passes": "_run_passes", "export": "export_graph"}
+"""The function of `optimus_ir.api` each timed phase calls."""
 TARGET_SECONDS = 60.0
 TARGET_EXPONENT = 1.1
 
@@ -154,29 +157,38 @@ def measure(nodes: int, capture: str, profile: str | None = None, top: int = 40)
     capture_s = time.perf_counter() - start
     gc.collect()
     profiler = cProfile.Profile() if profile else None
-    if profiler is not None:
-        # profile exactly one phase: wrap the function the phase calls
-        targets = {"import": "import_graph", "export": "export_graph", "passes": "_run_passes"}
-        name = targets[profile]
-        original = getattr(api, name)
+    cpu: dict[str, float] = {}
+    # each phase's CPU time (the machine may be shared: wall time is noisy),
+    # and a cProfile of exactly one phase, by wrapping the function it calls
+    originals = {phase: getattr(api, name) for phase, name in PHASE_FUNCTIONS.items()}
 
-        def profiled(*args: Any, **kwargs: Any) -> Any:
-            profiler.enable()
+    def timed(phase: str) -> Any:
+        original = originals[phase]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            if profiler is not None and phase == profile:
+                profiler.enable()
             try:
                 return original(*args, **kwargs)
             finally:
-                profiler.disable()
+                if profiler is not None and phase == profile:
+                    profiler.disable()
+                cpu[phase] = cpu.get(phase, 0.0) + time.process_time() - start
 
-        setattr(api, name, profiled)
+        return run
+
+    for phase, name in PHASE_FUNCTIONS.items():
+        setattr(api, name, timed(phase))
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             result = optimus_ir.optimize(gm, (x,), check_speed=False)
-            total = time.perf_counter() - start
+            total, total_cpu = time.perf_counter() - start, time.process_time() - start_cpu
     finally:
-        if profiler is not None:
-            setattr(api, name, original)
+        for phase, name in PHASE_FUNCTIONS.items():
+            setattr(api, name, originals[phase])
     report = result.optimus_report
     phases = dict(report.phase_seconds)
     row: dict[str, Any] = {
@@ -193,6 +205,10 @@ def measure(nodes: int, capture: str, profile: str | None = None, top: int = 40)
         "per_pass_s": _per_pass(report.statistics),
     }
     row["other_s"] = max(0.0, total - row["import_s"] - row["passes_s"] - row["export_s"])
+    for phase in PHASE_FUNCTIONS:
+        row[f"{phase}_cpu_s"] = cpu.get(phase, 0.0)
+    row["optimize_cpu_s"] = total_cpu
+    row["other_cpu_s"] = max(0.0, total_cpu - sum(cpu.values()))
     if profiler is not None:
         stats = pstats.Stats(profiler, stream=sys.stderr)
         stats.sort_stats("cumulative").print_stats(top)
@@ -221,35 +237,49 @@ def fitted_exponent(nodes: Sequence[float], seconds: Sequence[float]) -> float |
     return sum((p[0] - mean_x) * (p[1] - mean_y) for p in points) / var if var else None
 
 
-def exponents(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """The fitted growth exponent of each phase and of optimize() in all."""
+def exponents(rows: Sequence[dict[str, Any]], clock: str = "") -> dict[str, float | None]:
+    """The fitted growth exponent of each phase and of optimize() in all
+    (`clock` "cpu": of the CPU times, which load from other processes
+    inflates less than the wall times)."""
     nodes = [r["nodes"] for r in rows]
-    return {
-        key: fitted_exponent(nodes, [r[f"{key}_s"] for r in rows])
-        for key in ("capture", *PHASES, "optimize")
-    }
+    suffix = "_cpu_s" if clock == "cpu" else "_s"
+    keys = (*PHASES, "optimize") if clock == "cpu" else ("capture", *PHASES, "optimize")
+    return {key: fitted_exponent(nodes, [r[f"{key}{suffix}"] for r in rows]) for key in keys}
 
 
-def render(rows: Sequence[dict[str, Any]], fitted: dict[str, float | None]) -> str:
-    """The table of phases per size, the fitted exponents and the verdict."""
+def _exponent_line(title: str, fitted: dict[str, float | None]) -> str:
+    return f"{title} (time ~ nodes^k): " + ", ".join(
+        f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in fitted.items()
+    )
+
+
+def render(
+    rows: Sequence[dict[str, Any]], fitted: dict[str, float | None], fitted_cpu: dict[str, float | None]
+) -> str:
+    """The table of phases per size (wall seconds, then CPU seconds), the
+    fitted exponents and the verdict."""
     header = f"{'nodes':>7} {'capture':>8} {'import':>7} {'passes':>7} {'export':>7} {'other':>6} {'optimize':>8} {'fused':>5}"
-    lines = [header]
+    lines = ["wall seconds", header]
     for r in rows:
         lines.append(
             f"{r['nodes']:>7} {r['capture_s']:>8.2f} {r['import_s']:>7.2f} {r['passes_s']:>7.2f} "
             f"{r['export_s']:>7.2f} {r['other_s']:>6.2f} {r['optimize_s']:>8.2f} {r['groups_fused']:>5}"
         )
-    lines.append(
-        "growth exponent (time ~ nodes^k): "
-        + ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in fitted.items())
-    )
+    lines += ["CPU seconds of this process", header]
+    for r in rows:
+        lines.append(
+            f"{r['nodes']:>7} {'':>8} {r['import_cpu_s']:>7.2f} {r['passes_cpu_s']:>7.2f} "
+            f"{r['export_cpu_s']:>7.2f} {r['other_cpu_s']:>6.2f} {r['optimize_cpu_s']:>8.2f} {r['groups_fused']:>5}"
+        )
+    lines.append(_exponent_line("growth exponent, wall", fitted))
+    lines.append(_exponent_line("growth exponent, CPU", fitted_cpu))
     if rows:
         last = rows[-1]
-        worst = max((fitted[p] for p in PHASES if fitted[p] is not None), default=None)
+        worst = max((fitted_cpu[p] for p in PHASES if fitted_cpu[p] is not None), default=None)
         lines.append(
             f"largest: {last['nodes']} nodes through optimize() (import, passes, export) in "
-            f"{last['optimize_s']:.1f} s (target < {TARGET_SECONDS:.0f} s at 100k); steepest phase "
-            f"exponent {worst if worst is None else round(worst, 2)} (target <= {TARGET_EXPONENT})"
+            f"{last['optimize_s']:.1f} s wall, {last['optimize_cpu_s']:.1f} s CPU (target < {TARGET_SECONDS:.0f} s "
+            f"at 100k); steepest phase exponent (CPU) {worst if worst is None else round(worst, 2)} (target <= {TARGET_EXPONENT})"
         )
         passes = sorted(last["per_pass_s"].items(), key=lambda item: -item[1])
         lines.append("passes at the largest size: " + ", ".join(f"{n} {s:.2f}" for n, s in passes))
@@ -283,11 +313,15 @@ def main(argv: list[str] | None = None) -> int:
         r = rows[-1]
         print(f"  {r['nodes']} nodes: capture {r['capture_s']:.1f} s, optimize {r['optimize_s']:.1f} s",
               file=sys.stderr, flush=True)
-    fitted = exponents(rows)
-    print(f"torch {torch.__version__}, 1 thread, capture: {args.capture}")
-    print(render(rows, fitted))
+    fitted, fitted_cpu = exponents(rows), exponents(rows, "cpu")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"torch {torch.__version__}, 1 thread, capture: {args.capture}, "
+          f"{os.cpu_count()} cores, load average {load:.1f} at the end")
+    print(render(rows, fitted, fitted_cpu))
     if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "exponents": fitted}, indent=1))
+        args.json.write_text(json.dumps(
+            {"rows": rows, "exponents": fitted, "exponents_cpu": fitted_cpu, "load": load}, indent=1
+        ))
     return 0
 
 

@@ -6,7 +6,11 @@ is one fresh Python process with a fresh, empty Inductor cache directory
 (`TORCHINDUCTOR_CACHE_DIR`, `TRITON_CACHE_DIR`), so nothing is served from
 an earlier run; the variants alternate within each repeat; the figure is
 the first call's wall time (Dynamo's capture, our stage, Inductor), the
-median over the repeats. Under `torch.no_grad()`, eval mode, one thread.
+median over the repeats; and its CPU time (the process's and that of the
+compiler processes it waited for; Inductor compiles in the process,
+`TORCHINDUCTOR_COMPILE_THREADS=1`), which load from other processes
+inflates far less than the wall time. Under `torch.no_grad()`, eval mode,
+one thread.
 
 * `inductor`        -- `torch.compile(model)`;
 * `ours+inductor`   -- `torch.compile(model, backend=optimus_ir.backend())`:
@@ -66,6 +70,15 @@ def build(name: str, batch: int) -> tuple[Any, Any]:
     raise ValueError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the C++
+    compiler runs Inductor starts and waits for)."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def child(name: str, variant: str, batch: int) -> dict[str, Any]:
     """In a fresh process: the first call's wall time, our stage's share,
     and the max abs difference to eager."""
@@ -85,12 +98,13 @@ def child(name: str, variant: str, batch: int) -> dict[str, Any]:
         raise ValueError(f"unknown variant {variant!r}")
     with torch.no_grad():
         expected = model(x)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), _cpu_seconds()
         got = function(x)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, _cpu_seconds() - start_cpu
     outcomes = ours.outcomes if ours is not None else []
     return {
         "seconds": seconds,
+        "cpu_s": cpu,
         "ours_s": sum(o.seconds for o in outcomes),
         "graphs": len(outcomes),
         "fusions": sum(o.fusions for o in outcomes),
@@ -105,6 +119,9 @@ def run_child(name: str, variant: str, batch: int, timeout_s: float) -> dict[str
             os.environ,
             TORCHINDUCTOR_CACHE_DIR=str(Path(cache) / "inductor"),
             TRITON_CACHE_DIR=str(Path(cache) / "triton"),
+            # compile in this process and its waited-for compiler runs (no
+            # worker pool), so that its CPU time is all counted
+            TORCHINDUCTOR_COMPILE_THREADS="1",
         )
         done = subprocess.run(
             [sys.executable, __file__, "--child", f"{name}:{variant}", "--batch", str(batch)],
@@ -145,25 +162,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             for variant in order:
                 result = run_child(name, variant, args.batch, args.timeout)
                 results[name][variant].append(result)
-                print(f"  {name} {variant} run {repeat + 1}/{args.repeats}: {result['seconds']:.1f} s"
+                print(f"  {name} {variant} run {repeat + 1}/{args.repeats}: {result['seconds']:.1f} s, "
+                      f"CPU {result['cpu_s']:.1f} s"
                       + (f" (ours {result['ours_s']:.2f} s)" if variant != "inductor" else ""),
                       file=sys.stderr, flush=True)
     print()
-    print("| model | inductor s | ours+inductor s | ratio | our stage s | fusions | max abs diff |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | inductor s | ours+inductor s | ratio | CPU: inductor s | ours+inductor s | ratio "
+          "| our stage s | fusions | max abs diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     ok = True
     table = []
     for name in models:
         base = statistics.median(r["seconds"] for r in results[name]["inductor"])
         ours = statistics.median(r["seconds"] for r in results[name]["ours+inductor"])
         stage = statistics.median(r["ours_s"] for r in results[name]["ours+inductor"])
+        base_cpu = statistics.median(r["cpu_s"] for r in results[name]["inductor"])
+        ours_cpu = statistics.median(r["cpu_s"] for r in results[name]["ours+inductor"])
         fusions = results[name]["ours+inductor"][0]["fusions"]
         diff = max(r["max_abs_diff"] for v in VARIANTS for r in results[name][v])
         ratio = ours / base
         ok &= diff <= TOLERANCE
         table.append({"model": name, "inductor_s": base, "ours_s": ours, "ratio": ratio,
+                      "inductor_cpu_s": base_cpu, "ours_cpu_s": ours_cpu, "cpu_ratio": ours_cpu / base_cpu,
                       "stage_s": stage, "fusions": fusions, "max_abs_diff": diff})
-        print(f"| {name} | {base:.1f} | {ours:.1f} | {ratio:.2f}x | {stage:.2f} | {fusions} | {diff:.1e} |")
+        print(f"| {name} | {base:.1f} | {ours:.1f} | {ratio:.2f}x | {base_cpu:.1f} | {ours_cpu:.1f} | "
+              f"{ours_cpu / base_cpu:.2f}x | {stage:.2f} | {fusions} | {diff:.1e} |")
     print(f"\n(medians of {args.repeats} fresh processes per cell; target ratio <= {COMPILE_TARGET})")
     if args.json is not None:
         args.json.write_text(json.dumps({"table": table, "runs": results, "load_start": load}, indent=1))

@@ -60,6 +60,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnknownLoc
@@ -243,6 +244,8 @@ class GreedyRewriteDriver:
         ]
         patterns = [entry for entry in tried if not getattr(entry[0], "deferred", False)]
         deferred = [entry for entry in tried if getattr(entry[0], "deferred", False)]
+        by_class: dict[type, list[Any]] = {}
+        deferred_by_class: dict[type, list[Any]] = {}
         worklist = self._worklist = Worklist()
         rewrites = 0
         changed = False
@@ -275,18 +278,29 @@ class GreedyRewriteDriver:
                     active = deferred
                 if op.parent is None:
                     continue  # detached meanwhile
+                # The patterns rooted at this op's class, looked up once per
+                # class (not an isinstance per pattern per op).
+                table = by_class if active is patterns else deferred_by_class
+                applicable = table.get(type(op))
+                if applicable is None:
+                    applicable = table[type(op)] = _rooted_at(type(op), active)
+                if not applicable:
+                    continue
                 self._current = op
-                for pattern, name, stat, roots in active:
-                    if roots is not None and not isinstance(op, roots):
-                        continue
+                point = InsertPoint.before(op)
+                rewriter.current_operation = op
+                for pattern, name, stat, _roots in applicable:
                     if budget is not None and budget.exhausted:
                         self._current = None
                         self._worklist = Worklist()  # drop the rest
                         return changed or sweep_changed
                     rewriter.has_done_action = False
-                    rewriter.current_operation = op
-                    rewriter.insertion_point = InsertPoint.before(op)
-                    rewriter.name_hint = None
+                    # one insertion point per op; reset only if a pattern that
+                    # did nothing moved it
+                    if rewriter.insertion_point is not point:
+                        rewriter.insertion_point = point
+                    if rewriter.name_hint is not None:
+                        rewriter.name_hint = None
                     stat.attempts += 1
                     start = perf()
                     try:
@@ -346,6 +360,13 @@ class GreedyRewriteDriver:
 
     def _who(self, pass_name: str) -> str:
         return f"pass '{self.name or pass_name}'"
+
+
+def _rooted_at(cls: type, entries: Sequence[Any]) -> list[Any]:
+    """The (pattern, name, statistics, roots) entries whose pattern is tried
+    on ops of class `cls`: those without `roots` and those rooted at a base
+    of `cls` (what `isinstance(op, roots)` says of every op of that class)."""
+    return [entry for entry in entries if entry[3] is None or issubclass(cls, entry[3])]
 
 
 def _describe(counts: Counter[str]) -> str:

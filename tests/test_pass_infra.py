@@ -297,6 +297,51 @@ def test_a_crashing_pattern_is_reported_with_its_op():
     assert isinstance(info.value.__cause__, KeyError)
 
 
+def test_rooted_patterns_are_tried_only_on_their_ops():
+    """The driver looks the patterns of an op's class up once per class:
+    a pattern with `roots` is tried on ops of those classes (subclasses
+    included) only, one without on every op; and rewrites still happen."""
+    seen: dict[str, list[str]] = {"rooted": [], "placeholder": [], "any": []}
+
+    class Rooted(RewritePattern):
+        roots = (CallFunctionOp,)
+
+        def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+            seen["rooted"].append(op.name)
+
+    class AtPlaceholders(RewritePattern):
+        roots = PlaceholderOp  # a single class works as well as a tuple
+
+        def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+            seen["placeholder"].append(op.name)
+
+    class Anywhere(RewritePattern):
+        def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+            seen["any"].append(op.name)
+
+    class SubclassedCall(CallFunctionOp):
+        pass
+
+    def build(x):
+        a = call("torch.neg", x)
+        b = call("torch.neg", a.result)
+        c = SubclassedCall("torch.tanh", [RefAttr(0)], {}, [b.result], T)
+        return [a, b, c], c.results[0]
+
+    module = graph_module(build)
+    apply_patterns(module, [Rooted(), AtPlaceholders(), Anywhere()])
+    assert sorted(seen["rooted"]) == ["fx.call_function"] * 3
+    assert seen["placeholder"] == ["fx.placeholder"]
+    # every op of the graph: placeholder, three calls, output, and the graph
+    assert len(seen["any"]) == 6
+    # the rooted lookup does not keep the other patterns from rewriting
+    module = graph_module(lambda x: ([n1 := call("torch.neg", x), n2 := call("torch.neg", n1.result),
+                                      t := call("torch.tanh", n2.result)], t.result))
+    assert apply_patterns(module, [Rooted(), FoldDoubleNeg()])
+    run_pipeline(module, "dce")
+    assert targets(module) == ["torch.tanh"]
+
+
 def test_new_ops_inherit_the_location_of_the_rewritten_op():
     module = sample()
     apply_patterns(module, [Rename("torch.sigmoid", "torch.relu")])

@@ -12,11 +12,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from optimus_ir.analysis.layout import shape
 from optimus_ir.dialects import torch as T
+
+
+_STARTS: dict[int, tuple[ArrayAttr[IntAttr], list[int]]] = {}
+"""`section_starts` of recently read `sections` attributes, by identity (the
+entry holds the attribute, so its id is not reused while cached)."""
+_STARTS_LIMIT = 256
+
+
+def section_starts(sections: ArrayAttr[IntAttr]) -> list[int]:
+    """The offset of each section of a split's `sections` attribute.
+
+    Cached by the attribute's identity: attributes are immutable, and the
+    batch-fusion search asks about pieces of the same split of thousands of
+    sections once per candidate group (read each time, that was quadratic in
+    the graph's width)."""
+    cached = _STARTS.get(id(sections))
+    if cached is not None and cached[0] is sections:
+        return cached[1]
+    starts, total = [], 0
+    for section in T.ints(sections):
+        starts.append(total)
+        total += section
+    if len(_STARTS) >= _STARTS_LIMIT:
+        _STARTS.clear()
+    _STARTS[id(sections)] = (sections, starts)
+    return starts
 
 
 def piece_of(
@@ -29,11 +55,7 @@ def piece_of(
     if isinstance(owner, T.SplitOp) and isinstance(value.type, TensorType):
         starts = offsets.get(owner)
         if starts is None:
-            starts, total = [], 0
-            for section in T.ints(owner.sections):
-                starts.append(total)
-                total += section
-            offsets[owner] = starts
+            starts = offsets[owner] = section_starts(owner.sections)
         index = value.index  # type: ignore[attr-defined]
         size = value.type.get_shape()[owner.dim.data]
         if size < 0 or shape(owner.input)[owner.dim.data] < 0:  # type: ignore[index]
@@ -73,4 +95,4 @@ def regular_pieces(values: Sequence[SSAValue]) -> tuple[SSAValue, int, int, int,
     return base, dim, first, stride, size
 
 
-__all__ = ["piece_of", "regular_pieces"]
+__all__ = ["piece_of", "regular_pieces", "section_starts"]

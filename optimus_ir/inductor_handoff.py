@@ -24,10 +24,13 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-OPAQUE_STACK_MIN_INPUTS = 9
+from optimus_ir.cost_model import INDUCTOR_EXTERN_STACK_MIN_INPUTS
+
+OPAQUE_STACK_MIN_INPUTS = INDUCTOR_EXTERN_STACK_MIN_INPUTS
 """One more than Inductor's `max_pointwise_cat_inputs` default (8): up to
 that many inputs Inductor emits one fused pointwise kernel, which is cheap
-to compile."""
+to compile (batch-fusion's Inductor target prices the two forms from the
+same constant)."""
 
 
 @torch.library.custom_op("optimus::stack", mutates_args=())

@@ -350,7 +350,9 @@ class OptimusBackend:
         if outcome.optimized:
             from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
 
-            outcome.opaque_stacks = make_wide_input_stacks_opaque(optimized)
+            # Dynamo guards on grad mode: a graph compiled with it off only
+            # runs with it off, and needs no autograd of its stacks.
+            outcome.opaque_stacks = make_wide_input_stacks_opaque(optimized, inference=not torch.is_grad_enabled())
         # Inductor pickles the module into its FX graph cache key; the
         # report is ours (kept in `outcomes`), not part of the graph.
         report = optimized.__dict__.pop("optimus_report", None)

@@ -132,3 +132,26 @@ def test_freeze_under_inductor_folds_the_weight_stacks() -> None:
     assert len([a for a in header.group(1).split(",") if a.strip()]) == 1, header.group(1)
     assert "optimus.stack" not in code
     assert backend.outcomes[0].fusions > 0
+
+
+def test_inference_graphs_get_the_stack_without_autograd() -> None:
+    """Compiled under no_grad (Dynamo guards on grad mode), wide stacks of
+    graph inputs become `optimus.stack_inference` (no Python autograd
+    kernel per call); with grad on, the differentiable `optimus.stack`."""
+    from optimus_ir.inductor_handoff import (
+        INFERENCE_STACK_TARGET,
+        OPAQUE_STACK_TARGET,
+        make_wide_input_stacks_opaque,
+    )
+
+    model, inputs = make_recsys_model(num_towers=16, batch=8, **VARIANTS["uniform"])
+    for inference, target in ((True, INFERENCE_STACK_TARGET), (False, OPAQUE_STACK_TARGET)):
+        gm, example_inputs = _dynamo_graph(model, *inputs)
+        optimized, _outcome = optimize_dynamo_graph(gm, example_inputs, OptimizeOptions(), cache_parameters=False)
+        assert make_wide_input_stacks_opaque(optimized, inference=inference) > 0
+        targets = {node.target for node in optimized.graph.nodes}
+        assert target in targets and ({INFERENCE_STACK_TARGET, OPAQUE_STACK_TARGET} - {target}).isdisjoint(targets)
+        with torch.no_grad():
+            torch.testing.assert_close(optimized(*example_inputs)[0], model(*inputs), rtol=1e-5, atol=1e-6)
+    torch.library.opcheck(INFERENCE_STACK_TARGET, ([torch.randn(3, 4) for _ in range(10)], 1),
+                          test_utils=("test_schema", "test_faketensor"))

@@ -160,7 +160,8 @@ class InductorCosts:
     torch 2.13, Inductor's C++ kernels and Python wrapper): a standalone
     generated pointwise kernel 1.0 us per call, a layer norm kernel
     5.9 us per member against 11.4 us eagerly, a stack of 2..21 weight
-    inputs ~1.1 us per input under Inductor against ~0.2 us eagerly.
+    inputs ~1.1 us per input under Inductor against ~0.2 us eagerly, the
+    extern stack of 22 inputs 8.1 us against torch.stack's 4.1 us.
     CUDA: not measured (assumed: a Triton launch from Inductor's Python
     wrapper ~5 us, concatenations one kernel whatever the inputs)."""
 
@@ -170,6 +171,9 @@ class InductorCosts:
     """One op fused into a neighbouring generated kernel."""
     input_cat_s: float
     """Per input of a stack of graph inputs Inductor generates itself."""
+    extern_stack_s: float
+    """What the extern stack of many graph inputs (`optimus.stack_inference`,
+    a Python kernel) costs beyond `torch.stack`."""
 
 
 INDUCTOR_EXTERN_STACK_MIN_INPUTS = 9
@@ -179,8 +183,8 @@ INDUCTOR_EXTERN_STACK_MIN_INPUTS = 9
 pointwise concatenation kernel itself."""
 
 INDUCTOR_COSTS: dict[str, InductorCosts] = {
-    "cpu": InductorCosts(kernel_call_s=1.0e-6, fused_op_s=0.05e-6, input_cat_s=1.0e-6),
-    "cuda": InductorCosts(kernel_call_s=5.0e-6, fused_op_s=0.05e-6, input_cat_s=0.1e-6),
+    "cpu": InductorCosts(kernel_call_s=1.0e-6, fused_op_s=0.05e-6, input_cat_s=1.0e-6, extern_stack_s=4.0e-6),
+    "cuda": InductorCosts(kernel_call_s=5.0e-6, fused_op_s=0.05e-6, input_cat_s=0.1e-6, extern_stack_s=4.0e-6),
 }
 """`InductorCosts` per device type (see its docstring for the source)."""
 

@@ -1174,8 +1174,9 @@ def estimate_group_inductor(
         # of many graph inputs: `inductor_handoff`), and where Inductor
         # concatenates few graph inputs itself, its slow generated loop
         estimate.copies_s += model.kernel_seconds("stack", copied)
-        if n < INDUCTOR_EXTERN_STACK_MIN_INPUTS and all(isinstance(v.owner, fx.PlaceholderOp) for v in values):
-            estimate.copies_s += n * costs.input_cat_s
+        if all(isinstance(v.owner, fx.PlaceholderOp) for v in values):
+            wide = n >= INDUCTOR_EXTERN_STACK_MIN_INPUTS
+            estimate.copies_s += costs.extern_stack_s if wide else n * costs.input_cat_s
     return estimate
 
 

@@ -110,6 +110,9 @@ class GraphOutcome:
     opaque_stacks: int = 0
     """Wide stacks of graph inputs handed to Inductor as one opaque call
     (`optimus_ir.inductor_handoff`)."""
+    unchanged: bool = False
+    """Our pipeline changed nothing (no fusion, no rewrite, as many ops), so
+    the inner compiler got Dynamo's graph itself."""
 
     def describe(self) -> str:
         """The one line the backend logs for the graph."""
@@ -347,7 +350,13 @@ class OptimusBackend:
             return optimized.forward
         from torch._inductor.compile_fx import compile_fx
 
-        if outcome.optimized:
+        if outcome.optimized and not outcome.fusions and not outcome.rewrites and outcome.ops_after == outcome.ops_before:
+            # Nothing changed: Inductor gets Dynamo's own graph, so the code
+            # it generates is exactly Inductor alone's.
+            optimized = gm
+            outcome.unchanged = True
+
+        if outcome.optimized and not outcome.unchanged:
             from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
 
             # Dynamo guards on grad mode: a graph compiled with it off only

@@ -155,3 +155,33 @@ def test_inference_graphs_get_the_stack_without_autograd() -> None:
             torch.testing.assert_close(optimized(*example_inputs)[0], model(*inputs), rtol=1e-5, atol=1e-6)
     torch.library.opcheck(INFERENCE_STACK_TARGET, ([torch.randn(3, 4) for _ in range(10)], 1),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+def test_a_graph_the_pipeline_leaves_alone_goes_to_inductor_as_dynamo_made_it() -> None:
+    """Nothing fused, nothing rewritten: Inductor gets Dynamo's graph itself
+    (its code is then exactly Inductor alone's: never slower)."""
+    received: list[torch.fx.GraphModule] = []
+    import torch._inductor.compile_fx as compile_fx_module
+
+    class Tiny(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x) * 2
+
+    original = compile_fx_module.compile_fx
+
+    def spy(gm: torch.fx.GraphModule, inputs: Any, **kw: Any) -> Any:
+        received.append(gm)
+        return gm.forward
+
+    backend = optimus_ir.backend()
+    torch._dynamo.reset()
+    compile_fx_module.compile_fx = spy
+    try:
+        x = torch.randn(4, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(torch.compile(Tiny(), backend=backend)(x), torch.relu(x) * 2)
+    finally:
+        compile_fx_module.compile_fx = original
+    outcome = backend.outcomes[0]
+    assert outcome.optimized and outcome.unchanged and outcome.fusions == 0
+    assert len(received) == 1 and "dynamo_compile_id" in received[0].meta

@@ -19,12 +19,19 @@ interleaved (`timing.measure`: round robin, rotated order, warm-up), as the
 median of the repeats with the quartiles as the spread. Every result is
 checked against the eager model (max abs difference printed).
 
+`--freeze` compares the three under Inductor's freezing (parameters are
+constants, inference): `torch._inductor.config.freezing = True` in every
+process (Dynamo then hands parameters over as attributes, and Inductor
+folds them and everything computed from them alone), and ours with
+`freeze=True` (issue 23: our weight stacks folded too).
+
 Targets (issue 11, the 64-tower mixed model on this machine): compile time
 with ours at most 0.8x Inductor alone; steady-state no slower than Inductor
 alone (within 2%, the spread of a quiet machine).
 
     python benchmarks/bench_compile.py                       # 64 mixed towers, batch 64
     python benchmarks/bench_compile.py --towers 8 --repeats 1 --steady-repeats 5   # quick
+    python benchmarks/bench_compile.py --freeze --repeats 1 --steady-repeats 15   # under freezing
     python benchmarks/bench_compile.py --smoke                # the runner works (tested)
 """
 
@@ -69,10 +76,19 @@ def build(towers: int, batch: int) -> tuple[Any, Any]:
     return model.eval(), x
 
 
-def compile_and_call(variant: str, model: Any, x: Any) -> tuple[Any, Any, float]:
+def set_freezing(freeze: bool) -> None:
+    """Inductor's freezing on (for the whole process) or left alone."""
+    if freeze:
+        from torch._inductor import config
+
+        config.freezing = True
+
+
+def compile_and_call(variant: str, model: Any, x: Any, freeze: bool = False) -> tuple[Any, Any, float]:
     """`model` under torch.compile the way `variant` says, called once (the
     compile happens then, under the variant's Inductor settings): the
-    compiled function, its output and the first call's wall time."""
+    compiled function, its output and the first call's wall time.
+    `freeze`: ours with `freeze=True` (the caller set `set_freezing`)."""
     import contextlib
 
     import torch
@@ -87,7 +103,7 @@ def compile_and_call(variant: str, model: Any, x: Any) -> tuple[Any, Any, float]
 
         function = torch.compile(model, backend=inductor_with_pytorch_optimus)
     elif variant == "ours+inductor":
-        function = torch.compile(model, backend="optimus")
+        function = torch.compile(model, backend="optimus", options={"freeze": freeze})
     else:
         raise ValueError(f"unknown variant {variant!r} (choose from {', '.join(VARIANTS)})")
     with settings:
@@ -97,22 +113,24 @@ def compile_and_call(variant: str, model: Any, x: Any) -> tuple[Any, Any, float]
     return function, out, seconds
 
 
-def child_compile(variant: str, towers: int, batch: int) -> dict[str, Any]:
+def child_compile(variant: str, towers: int, batch: int, freeze: bool = False) -> dict[str, Any]:
     """In a fresh process: the first call's wall time and its max abs diff."""
     import torch
 
+    set_freezing(freeze)
     model, x = build(towers, batch)
     with torch.no_grad():
         expected = model(x)
-        _function, got, seconds = compile_and_call(variant, model, x)
+        _function, got, seconds = compile_and_call(variant, model, x, freeze)
     return {"seconds": seconds, "max_abs_diff": (got - expected).abs().max().item()}
 
 
-def run_child(variant: str, towers: int, batch: int) -> dict[str, Any]:
+def run_child(variant: str, towers: int, batch: int, freeze: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="inductor-cache-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
         done = subprocess.run(
-            [sys.executable, __file__, "--child", variant, "--towers", str(towers), "--batch", str(batch)],
+            [sys.executable, __file__, "--child", variant, "--towers", str(towers), "--batch", str(batch)]
+            + (["--freeze"] if freeze else []),
             env=env, capture_output=True, text=True,
         )
     if done.returncode != 0:
@@ -120,10 +138,14 @@ def run_child(variant: str, towers: int, batch: int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def steady_state(towers: int, batch: int, repeats: int, sample_ms: float) -> dict[str, list[float]]:
+def steady_state(
+    towers: int, batch: int, repeats: int, sample_ms: float, freeze: bool = False,
+    variants: Sequence[str] = VARIANTS,
+) -> dict[str, list[float]]:
     """Per-call milliseconds of every variant, interleaved in one process."""
     import torch
 
+    set_freezing(freeze)
     from timing import measure
 
     import copy
@@ -131,11 +153,11 @@ def steady_state(towers: int, batch: int, repeats: int, sample_ms: float) -> dic
     model, x = build(towers, batch)
     calls = {}
     with torch.no_grad():
-        for variant in VARIANTS:
+        for variant in variants:
             # No torch._dynamo.reset() in between: it drops the code caches of
             # the variants compiled before, which would then recompile on
             # their next call without their own Inductor settings.
-            function, _out, _seconds = compile_and_call(variant, copy.deepcopy(model), x)
+            function, _out, _seconds = compile_and_call(variant, copy.deepcopy(model), x, freeze)
             calls[variant] = (lambda f: lambda: f(x))(function)
     samples, _inner = measure(calls, repeats=repeats, sample_ms=sample_ms, clock=time.perf_counter_ns)
     return samples
@@ -149,26 +171,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steady-repeats", type=int, default=60)
     parser.add_argument("--sample-ms", type=float, default=50.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--freeze", action="store_true",
+                        help="all variants under Inductor's freezing (ours with freeze=True): inference, constant parameters")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the runner, not speed")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
         args.towers, args.batch, args.repeats, args.steady_repeats, args.sample_ms = 2, 8, 1, 2, 1.0
     if args.child:
-        print(json.dumps(child_compile(args.child, args.towers, args.batch)))
+        print(json.dumps(child_compile(args.child, args.towers, args.batch, args.freeze)))
         return 0
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    print(f"model: recsys mixed, {args.towers} towers, batch {args.batch}, 1 thread, no_grad", flush=True)
+    mode = ", Inductor freezing (ours: freeze=True)" if args.freeze else ""
+    print(f"model: recsys mixed, {args.towers} towers, batch {args.batch}, 1 thread, no_grad{mode}", flush=True)
     compile_s: dict[str, list[float]] = {v: [] for v in variants}
     diffs: dict[str, float] = {}
     for repeat in range(args.repeats):
         for variant in variants:
-            result = run_child(variant, args.towers, args.batch)
+            result = run_child(variant, args.towers, args.batch, args.freeze)
             compile_s[variant].append(result["seconds"])
             diffs[variant] = max(diffs.get(variant, 0.0), result["max_abs_diff"])
             print(f"  compile {variant:<17} run {repeat + 1}/{args.repeats}: {result['seconds']:.1f} s", flush=True)
     print("  steady state (interleaved in one process) ...", flush=True)
-    steady = steady_state(args.towers, args.batch, args.steady_repeats, args.sample_ms)
+    steady = steady_state(args.towers, args.batch, args.steady_repeats, args.sample_ms, args.freeze, variants)
     rows = []
     base_compile = statistics.median(compile_s["inductor"]) if "inductor" in compile_s else None
     base_steady = statistics.median(steady["inductor"])

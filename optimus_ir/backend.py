@@ -50,6 +50,7 @@ folds the stacks; with `inner="eager"` the frozen parameter-only values of
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import io
 import itertools
@@ -109,6 +110,9 @@ class GraphOutcome:
     opaque_stacks: int = 0
     """Wide stacks of graph inputs handed to Inductor as one opaque call
     (`optimus_ir.inductor_handoff`)."""
+    unchanged: bool = False
+    """Our pipeline changed nothing (no fusion, no rewrite, as many ops), so
+    the inner compiler got Dynamo's graph itself."""
 
     def describe(self) -> str:
         """The one line the backend logs for the graph."""
@@ -185,11 +189,14 @@ def optimize_dynamo_graph(
     *,
     cache_parameters: bool,
     who: str = "optimus backend",
+    frozen: bool = False,
 ) -> tuple[torch.fx.GraphModule, GraphOutcome]:
     """Optimize one graph Dynamo captured; the graph to run (`gm` itself when
     it is passed through) and what happened. Never raises for a failure
     inside optimus-ir unless `options.is_strict`. The knobs `options`
-    leaves None are read from the environment now, once per graph."""
+    leaves None are read from the environment now, once per graph.
+    `frozen`: Inductor will freeze the graph's parameters (priced as
+    constants)."""
     from optimus_ir.api import count_fx_ops
     from optimus_ir.plugins import load_plugins
 
@@ -202,7 +209,7 @@ def optimize_dynamo_graph(
         return gm, passed_through(graph, 0, "no operations to optimize")
     start = time.perf_counter()
     try:
-        optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph))
+        optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen)
     except Exception as error:  # noqa: BLE001 - whatever fails, the user's program must run
         reason = _describe_failure(error)
         if options.is_strict:
@@ -256,14 +263,16 @@ def _optimize_graph(
     options: OptimizeOptions,
     cache_parameters: bool,
     after_pass: Callable[[Any, Any], None] | None,
+    frozen: bool = False,
 ) -> torch.fx.GraphModule:
-    """`gm` optimized for the backend (no stride guard: Dynamo guards)."""
+    """`gm` optimized for the backend (no stride guard: Dynamo guards),
+    priced for the compiler that runs it (`options.inner`)."""
     from optimus_ir.api import _optimize
 
     return _optimize(
         gm,
         example_inputs,
-        options.pipeline_to_run(),
+        pipeline_for_target(options.pipeline_to_run(), options.inner, frozen),
         validate=options.validate,
         statistics=None,
         example_kwargs=None,
@@ -273,6 +282,35 @@ def _optimize_graph(
         cache_parameters=cache_parameters,
         after_pass=after_pass,
     )
+
+
+def pipeline_for_target(pipeline: str | None, inner: str, frozen: bool = False) -> str | None:
+    """The pipeline text to run when `inner` runs the result: with
+    Inductor, every `batch-fusion` that leaves its `target` at the default
+    prices its groups for Inductor (`target=inductor`: pointwise chains fuse
+    vertically there anyway, views are free, linears are extern calls; see
+    `optimus_ir.cost_model.InductorCosts`). A pipeline that sets
+    `target=inductor` itself is kept as it is; `target=eager` is the default
+    and so is replaced too (as `OptimizeOptions.pipeline_to_run` treats
+    option values equal to the default). `frozen`: Inductor freezes the
+    parameters (its `freezing`), so stacks of parameters are folded to
+    constants at compile time and cost nothing per call
+    (`constant-parameters`). `pipeline` None is the default pipeline."""
+    if inner != "inductor":
+        return pipeline
+    from optimus_ir.passes.registry import DEFAULT_PIPELINE
+    from optimus_ir.pipeline import parse_pipeline, pipeline_text
+
+    passes = list(parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline))
+    changed = False
+    for i, pass_ in enumerate(passes):
+        if getattr(pass_, "name", None) == "batch-fusion" and getattr(pass_, "target", None) == "eager":
+            passes[i] = pass_ = dataclasses.replace(pass_, target="inductor")
+            changed = True
+        if frozen and getattr(pass_, "name", None) == "batch-fusion" and not pass_.constant_parameters:
+            passes[i] = dataclasses.replace(pass_, constant_parameters=True)
+            changed = True
+    return pipeline_text(passes) if changed else pipeline
 
 
 @dataclass
@@ -294,27 +332,103 @@ class OptimusBackend:
         # Dynamo's default of lifting parameters to graph inputs there are no
         # parameter-only values to cache anyway.
         eager = self.options.inner == "eager"
-        optimized, outcome = optimize_dynamo_graph(gm, example_inputs, self.options, cache_parameters=eager)
+        from torch._inductor import config
+
+        # Inductor freezes the parameters where the user asked for it
+        # (`freeze=True`) or configured it (`config.freezing` under no_grad,
+        # which also makes Dynamo hand them over as attributes).
+        freezing = not eager and (self.options.freeze or (config.freezing and not torch.is_grad_enabled()))
+        kept: list[int] | None = None
+        if freezing and self.options.freeze:
+            gm, kept = parameters_as_attributes(gm, example_inputs)
+            example_inputs = [example_inputs[i] for i in kept]
+        optimized, outcome = optimize_dynamo_graph(
+            gm, example_inputs, self.options, cache_parameters=eager, frozen=freezing
+        )
         self.outcomes.append(outcome)
         if eager:
             return optimized.forward
-        from torch._inductor import config
         from torch._inductor.compile_fx import compile_fx
 
-        if outcome.optimized:
+        if outcome.optimized and not outcome.fusions and not outcome.rewrites and outcome.ops_after == outcome.ops_before:
+            # Nothing changed: Inductor gets Dynamo's own graph, so the code
+            # it generates is exactly Inductor alone's.
+            optimized = gm
+            outcome.unchanged = True
+
+        if outcome.optimized and not outcome.unchanged:
             from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
 
-            outcome.opaque_stacks = make_wide_input_stacks_opaque(optimized)
+            # Dynamo guards on grad mode: a graph compiled with it off only
+            # runs with it off, and needs no autograd of its stacks.
+            outcome.opaque_stacks = make_wide_input_stacks_opaque(optimized, inference=not torch.is_grad_enabled())
         # Inductor pickles the module into its FX graph cache key; the
         # report is ours (kept in `outcomes`), not part of the graph.
         report = optimized.__dict__.pop("optimus_report", None)
         try:
             # freeze=False leaves a freezing the user configured alone
             with config.patch(freezing=True) if self.options.freeze else contextlib.nullcontext():
-                return compile_fx(optimized, list(example_inputs))
+                compiled = compile_fx(optimized, list(example_inputs))
         finally:
             if report is not None:
                 optimized.optimus_report = report  # type: ignore[attr-defined]
+        if kept is None:
+            return compiled
+        return _dropping_frozen_inputs(compiled, kept)
+
+
+def _is_frozen_input(node: torch.fx.Node, value: Any) -> bool:
+    """A graph input Dynamo lifted from the module: a parameter, or a
+    tensor Dynamo marked static (a buffer)."""
+    if isinstance(value, torch.nn.Parameter):
+        return True
+    tensor_dict = node.meta.get("tensor_dict") or {}
+    return bool(tensor_dict.get("_dynamo_static_input_type")) and isinstance(value, torch.Tensor)
+
+
+def parameters_as_attributes(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
+) -> tuple[torch.fx.GraphModule, list[int]]:
+    """For `freeze=True` under Inductor: a copy of `gm` in which the
+    parameters (and static buffers) Dynamo lifted to graph inputs are
+    attributes again, so that Inductor's freezing folds them -- and every
+    stack of them our lowering made -- into constants; and the positions
+    of the inputs kept. `gm` itself is left as it is (Dynamo keeps it)."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    if len(placeholders) != len(example_inputs):
+        return gm, list(range(len(example_inputs)))
+    frozen = [i for i, (node, value) in enumerate(zip(placeholders, example_inputs)) if _is_frozen_input(node, value)]
+    if not frozen:
+        return gm, list(range(len(example_inputs)))
+    graph = copy.deepcopy(gm.graph)
+    root = torch.nn.Module()
+    new_placeholders = list(graph.find_nodes(op="placeholder"))
+    for i in frozen:
+        node, value = new_placeholders[i], example_inputs[i]
+        name = f"_optimus_frozen_{i}"
+        if isinstance(value, torch.nn.Parameter):
+            root.register_parameter(name, value)
+        else:
+            root.register_buffer(name, value)
+        with graph.inserting_before(node):
+            attribute = graph.get_attr(name)
+        attribute.meta = dict(node.meta)
+        node.replace_all_uses_with(attribute)
+        graph.erase_node(node)
+    result = torch.fx.GraphModule(root, graph, gm.__class__.__name__)
+    result.meta.update({k: v for k, v in gm.meta.items() if k != "dynamo_compile_id"})
+    frozen_set = set(frozen)
+    return result, [i for i in range(len(example_inputs)) if i not in frozen_set]
+
+
+def _dropping_frozen_inputs(compiled: Callable[..., Any], kept: Sequence[int]) -> Callable[..., Any]:
+    """`compiled`, called with the inputs Dynamo passes (parameters
+    included) and handed only the ones it still takes."""
+
+    def run(*args: Any) -> Any:
+        return compiled(*[args[i] for i in kept])
+
+    return run
 
 
 def backend(options: OptimizeOptions | None = None, **keywords: Any) -> OptimusBackend:

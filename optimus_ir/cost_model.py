@@ -61,7 +61,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.fx
@@ -126,12 +126,76 @@ class FusionEstimate:
         return f"{', '.join(parts)}: gain ~{_us(self.gain_s)}"
 
 
+FusionTarget = Literal["eager", "inductor"]
+"""What runs the fused graph, and so how a group is priced
+(`batch-fusion{target=...}`): `eager` (the exported module's ops are called
+one by one: `optimize()`, the backend with `inner="eager"`) or `inductor`
+(Inductor compiles the graph: `torch.compile(backend="optimus")`; see
+`InductorCosts`)."""
+
+TARGETS: tuple[str, ...] = ("eager", "inductor")
+
+
+@dataclass(frozen=True)
+class InductorCosts:
+    """What Inductor changes in the price of a group, per device type.
+
+    Under Inductor a pointwise op is fused vertically into the kernel of
+    its producer or consumer (no call of its own: `fused_op_s` is the cost
+    of one more loop body in a fused kernel, a tie-breaker); a layer norm
+    (with its affine epilogue and the pointwise ops after it) is one
+    generated kernel (`kernel_call_s` per call, plus its data); a linear,
+    mm or bmm is an extern call, priced like the eager op (the measured
+    curves); views are folded into the kernels' indexing (free); a stack of
+    computed values is a real copy (an extern matmul cannot write into the
+    stack); a stack of graph inputs (the weights: Dynamo lifts parameters to
+    inputs) is a copy on every call, and below
+    `optimus_ir.inductor_handoff.OPAQUE_STACK_MIN_INPUTS` inputs Inductor
+    generates it as a pointwise concatenation that costs `input_cat_s` per
+    input on top of the bytes.
+
+    Documented defaults, not measured at compile time (the emitted graph
+    must not depend on a noisy timing): CPU from the microbenchmarks of
+    issue 23 on the reference machine (2-core Xeon, one torch thread,
+    torch 2.13, Inductor's C++ kernels and Python wrapper): a standalone
+    generated pointwise kernel 1.0 us per call, a layer norm kernel
+    5.9 us per member against 11.4 us eagerly, a stack of 2..21 weight
+    inputs ~1.1 us per input under Inductor against ~0.2 us eagerly, the
+    extern stack of 22 inputs 8.1 us against torch.stack's 4.1 us.
+    CUDA: not measured (assumed: a Triton launch from Inductor's Python
+    wrapper ~5 us, concatenations one kernel whatever the inputs)."""
+
+    kernel_call_s: float
+    """One generated kernel called from Inductor's wrapper."""
+    fused_op_s: float
+    """One op fused into a neighbouring generated kernel."""
+    input_cat_s: float
+    """Per input of a stack of graph inputs Inductor generates itself."""
+    extern_stack_s: float
+    """What the extern stack of many graph inputs (`optimus.stack_inference`,
+    a Python kernel) costs beyond `torch.stack`."""
+
+
+INDUCTOR_EXTERN_STACK_MIN_INPUTS = 9
+"""Stacks of at least this many graph inputs reach Inductor as one extern
+`torch.stack` (`optimus_ir.inductor_handoff`); one more than Inductor's
+`max_pointwise_cat_inputs` default (8), up to which Inductor generates one
+pointwise concatenation kernel itself."""
+
+INDUCTOR_COSTS: dict[str, InductorCosts] = {
+    "cpu": InductorCosts(kernel_call_s=1.0e-6, fused_op_s=0.05e-6, input_cat_s=1.0e-6, extern_stack_s=4.0e-6),
+    "cuda": InductorCosts(kernel_call_s=5.0e-6, fused_op_s=0.05e-6, input_cat_s=0.1e-6, extern_stack_s=4.0e-6),
+}
+"""`InductorCosts` per device type (see its docstring for the source)."""
+
+
 @dataclass
 class GroupEstimate:
     """What fusing one group is expected to cost, from the kernel curves
     (`CostModel.kernel_seconds`): the members' time against the fused op's,
     the copies and views it adds (seconds per call). `describe()` is the
-    text of batch-fusion's remark."""
+    text of batch-fusion's remark; under the Inductor target it starts with
+    `target inductor:`."""
 
     members_s: float
     fused_s: float
@@ -139,6 +203,8 @@ class GroupEstimate:
     bytes_copied: int = 0
     views: int = 0
     views_s: float = 0.0
+    target: str = "eager"
+    """The `FusionTarget` the group was priced for."""
 
     @property
     def after_s(self) -> float:
@@ -157,8 +223,9 @@ class GroupEstimate:
             f", copies {self.bytes_copied / 1024:.0f} KiB (~{self.copies_s * 1e6:.1f} us)"
             if self.bytes_copied else ", copies nothing"
         )
+        head = "" if self.target == "eager" else f"target {self.target}: "
         return (
-            f"members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
+            f"{head}members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
             f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
         )
 
@@ -213,6 +280,28 @@ class CostModel:
                 return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
         x_last, y_last = curve[-1]
         return y_last * size / x_last
+
+    def data_seconds(self, kind: str, size: float) -> float:
+        """The part of a `kind` op's time that grows with its `size`, linear
+        in it (what the op costs where its call is fused into another
+        kernel, under Inductor): the slope of the measured curve between its
+        smallest and largest point (without a curve: the bytes or FLOPs at
+        the model's rates). Linear, so N members cost what one op of N times
+        their size does: the curves' cache effects are left to the eager
+        pricing."""
+        size = max(float(size), 1.0)
+        curve = dict(self.kernels).get(kind)
+        if not curve or len(curve) < 2:
+            if kind in ("linear", "bmm"):
+                return size / self.flops_per_s
+            return size * (1.0 if kind == "stack" else 4.0) / self.copy_bytes_per_s
+        (x0, y0), (x1, y1) = curve[0], curve[-1]
+        return size * max(y1 - y0, 0.0) / (x1 - x0)
+
+    @property
+    def inductor(self) -> InductorCosts:
+        """The Inductor-target costs of this model's device type."""
+        return INDUCTOR_COSTS[self.device]
 
     def __post_init__(self) -> None:
         for kind, curve in self.kernels:

@@ -65,7 +65,10 @@ from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
 from optimus_ir.cost_model import (
+    TARGETS,
+    INDUCTOR_EXTERN_STACK_MIN_INPUTS,
     CostModel,
+    FusionTarget,
     GroupEstimate,
     calibrated_cost_model,
     default_cost_model,
@@ -347,6 +350,12 @@ class BatchFusion(ModulePass):
         constant_parameters: the stacks of parameters and buffers cost
             nothing per call (`optimize(freeze=True)` computes them once);
             by default they are priced as the copies they are on every call.
+        target: what runs the result, "eager" (the exported module) or
+            "inductor" (`torch.compile(backend="optimus")` sets it): under
+            Inductor pointwise ops fuse vertically anyway, views are free and
+            linears are extern calls (`optimus_ir.cost_model.InductorCosts`),
+            so groups are priced for that and a group that does not pay there
+            is declined with a remark naming the target.
     """
 
     name = "batch-fusion"
@@ -357,6 +366,7 @@ class BatchFusion(ModulePass):
     kinds: str = "all"
     grouped_linear: bool = False
     constant_parameters: bool = False
+    target: FusionTarget = "eager"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.check_options()
@@ -376,6 +386,8 @@ class BatchFusion(ModulePass):
         unknown = {k.strip() for k in self.kinds.split(",")} - {"all", *_KINDS}
         if unknown:
             problems.append(f"unknown kinds {sorted(unknown)} (known: all, {', '.join(_KINDS)})")
+        if self.target not in TARGETS:
+            problems.append(f"unknown target {self.target!r} (known: {', '.join(TARGETS)})")
         if problems:
             raise OptimusError("batch-fusion: " + "; ".join(problems))
 
@@ -781,13 +793,14 @@ def _choose_parts(
     estimate (None without a cost model)."""
     if model is None:
         return [(members, None)]
-    whole = estimate_group(model, key.kind, members, provenance, group_of, dims)
+    target = options.target
+    whole = estimate_group(model, key.kind, members, provenance, group_of, dims, target=target)
     best: list[tuple[list[Operation], GroupEstimate | None]] = [(members, whole)]
     best_gain = whole.gain_s
     parts = split_by_source(key.kind, members, provenance)
     if parts is not None and len(parts) > 1:
         fusable = [p for p in parts if len(p) >= options.min_size]
-        estimates = [estimate_group(model, key.kind, p, provenance, group_of, dims) for p in fusable]
+        estimates = [estimate_group(model, key.kind, p, provenance, group_of, dims, target=target) for p in fusable]
         gain = sum(max(e.gain_s, 0.0) for e in estimates)
         if gain > best_gain:
             best, best_gain = list(zip(fusable, estimates)), gain
@@ -800,7 +813,7 @@ def _choose_parts(
     while len(members) // count >= max(options.min_size, 2):
         size = -(-len(members) // count)
         chunks = [ordered[i : i + size] for i in range(0, len(ordered), size)]
-        estimates = [estimate_group(model, key.kind, c, provenance, group_of, dims) for c in chunks]
+        estimates = [estimate_group(model, key.kind, c, provenance, group_of, dims, target=target) for c in chunks]
         gain = sum(e.gain_s for e in estimates)
         if gain > best_gain * 1.05 and all(len(c) >= options.min_size for c in chunks):
             best, best_gain = list(zip(chunks, estimates)), gain
@@ -1049,11 +1062,16 @@ def estimate_group(
     model: CostModel, kind: str, members: Sequence[Operation], provenance: _Provenance,
     group_of: dict[Operation, int] | None = None,
     dims: SymbolicDims | None = None,
+    *,
+    target: FusionTarget = "eager",
 ) -> GroupEstimate:
     """What fusing `members` is expected to save on the model's device
     (`group_of`: the search's group of each candidate, to see whether the
     results feed another group directly; `dims`: the example sizes of
-    symbolic dims)."""
+    symbolic dims; `target`: what runs the result, see
+    `estimate_group_inductor`)."""
+    if target == "inductor":
+        return estimate_group_inductor(model, kind, members, provenance, dims)
     n = len(members)
     member_kind, size = _member_kernel(kind, members[0], dims)
     estimate = GroupEstimate(members_s=n * model.kernel_seconds(member_kind, size), fused_s=0.0)
@@ -1102,6 +1120,63 @@ def estimate_group(
     if not _results_feed_one_group(members, group_of):
         estimate.views += 1  # the unpack (cancelled when one group reads them all)
     estimate.views_s = estimate.views * model.view_overhead_s
+    return estimate
+
+
+def estimate_group_inductor(
+    model: CostModel, kind: str, members: Sequence[Operation], provenance: _Provenance,
+    dims: SymbolicDims | None = None,
+) -> GroupEstimate:
+    """What fusing `members` saves when Inductor compiles the result
+    (`optimus_ir.cost_model.InductorCosts`): linears are extern calls at
+    their eager price, a layer norm is a generated kernel (priced by the
+    eager curve, its affine epilogue fused in), a pointwise op costs its
+    data only (fused into a
+    neighbouring kernel either way), views are free, and every stack of
+    values that do not already lie in one tensor is a copy per call (a stack
+    of few graph inputs a slow generated concatenation on top). So a group
+    pays under Inductor when it replaces extern calls or kernel launches by
+    fewer than the copies it adds; a pointwise group only when it copies
+    nothing (then it keeps a fused chain stacked)."""
+    costs = model.inductor
+    n = len(members)
+    member_kind, size = _member_kernel(kind, members[0], dims)
+    estimate = GroupEstimate(members_s=0.0, fused_s=0.0, target="inductor")
+    if kind in ("linear", "linear-shared-input", "grouped-linear"):
+        estimate.members_s = sum(model.kernel_seconds(*_member_kernel(kind, m, dims)) for m in members)
+        if kind == "grouped-linear":  # the generic lowering: one linear per member
+            estimate.fused_s = estimate.members_s
+            return estimate
+        estimate.fused_s = model.kernel_seconds("bmm" if kind == "linear" else "linear", n * size)
+    elif kind == "layer_norm":
+        # Inductor's layer-norm kernel measured about half the eager op's
+        # time, members and fused op alike: the eager curve prices both
+        # (the ratio is what decides); the affine epilogue of the fused op
+        # is fused into its kernel (its data only).
+        estimate.members_s = n * model.kernel_seconds(member_kind, size)
+        first = members[0]
+        affine = sum(v is not None for v in (first.weight, first.bias))  # type: ignore[attr-defined]
+        elements = float(n * _elements(first.operands[0], dims))
+        estimate.fused_s = model.kernel_seconds(member_kind, n * size) + affine * model.data_seconds("binary", elements)
+    else:
+        estimate.members_s = n * (costs.fused_op_s + model.data_seconds(member_kind, size))
+        estimate.fused_s = costs.fused_op_s + model.data_seconds(member_kind, n * size)
+    slots = _operand_slots(kind, members)
+    for values in slots:
+        source = _slot_source(values, provenance)
+        if source in ("parameters", "stack", "pieces"):
+            continue  # folded (freeze), or views of one tensor: free under Inductor
+        if source == "shared" and kind in ("pointwise", "softmax"):
+            continue  # broadcast
+        copied = _bytes(values[0], dims) * n
+        estimate.bytes_copied += copied
+        # a copy kernel as eagerly (computed values, or an extern torch.stack
+        # of many graph inputs: `inductor_handoff`), and where Inductor
+        # concatenates few graph inputs itself, its slow generated loop
+        estimate.copies_s += model.kernel_seconds("stack", copied)
+        if all(isinstance(v.owner, fx.PlaceholderOp) for v in values):
+            wide = n >= INDUCTOR_EXTERN_STACK_MIN_INPUTS
+            estimate.copies_s += costs.extern_stack_s if wide else n * costs.input_cat_s
     return estimate
 
 

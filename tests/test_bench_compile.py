@@ -29,3 +29,14 @@ def test_smoke_run_measures_every_variant_and_checks_results(capsys) -> None:
 def test_unknown_variant_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown variant 'tvm'"):
         _bench().compile_and_call("tvm", None, None)
+
+
+@pytest.mark.slow
+def test_freeze_smoke_run_compares_under_freezing(capsys) -> None:
+    """`--freeze`: every variant under Inductor's freezing, ours with
+    freeze=True; results still equal eager."""
+    assert _bench().main(["--smoke", "--freeze", "--variants", "inductor,ours+inductor"]) == 0
+    out = capsys.readouterr().out
+    assert "Inductor freezing (ours: freeze=True)" in out
+    assert "| ours+inductor |" in out and "| inductor |" in out
+    assert "WRONG RESULTS" not in out

@@ -76,19 +76,25 @@ def build(towers: int, batch: int) -> tuple[Any, Any]:
     return model.eval(), x
 
 
-def set_freezing(freeze: bool) -> None:
-    """Inductor's freezing on (for the whole process) or left alone."""
-    if freeze:
-        from torch._inductor import config
+def freezing(freeze: bool) -> Any:
+    """A context with Inductor's freezing on (`freeze`) or left alone. Scoped,
+    not set for the process: the tests call `main` in pytest's process, and
+    a freezing left on makes Dynamo hand later graphs their parameters as
+    attributes."""
+    import contextlib
 
-        config.freezing = True
+    if not freeze:
+        return contextlib.nullcontext()
+    from torch._inductor import config
+
+    return config.patch(freezing=True)
 
 
 def compile_and_call(variant: str, model: Any, x: Any, freeze: bool = False) -> tuple[Any, Any, float]:
     """`model` under torch.compile the way `variant` says, called once (the
     compile happens then, under the variant's Inductor settings): the
     compiled function, its output and the first call's wall time.
-    `freeze`: ours with `freeze=True` (the caller set `set_freezing`)."""
+    `freeze`: ours with `freeze=True` (the caller is inside `freezing`)."""
     import contextlib
 
     import torch
@@ -117,9 +123,8 @@ def child_compile(variant: str, towers: int, batch: int, freeze: bool = False) -
     """In a fresh process: the first call's wall time and its max abs diff."""
     import torch
 
-    set_freezing(freeze)
     model, x = build(towers, batch)
-    with torch.no_grad():
+    with freezing(freeze), torch.no_grad():
         expected = model(x)
         _function, got, seconds = compile_and_call(variant, model, x, freeze)
     return {"seconds": seconds, "max_abs_diff": (got - expected).abs().max().item()}
@@ -145,21 +150,22 @@ def steady_state(
     """Per-call milliseconds of every variant, interleaved in one process."""
     import torch
 
-    set_freezing(freeze)
     from timing import measure
 
     import copy
 
     model, x = build(towers, batch)
     calls = {}
-    with torch.no_grad():
+    with freezing(freeze), torch.no_grad():
         for variant in variants:
             # No torch._dynamo.reset() in between: it drops the code caches of
             # the variants compiled before, which would then recompile on
             # their next call without their own Inductor settings.
             function, _out, _seconds = compile_and_call(variant, copy.deepcopy(model), x, freeze)
             calls[variant] = (lambda f: lambda: f(x))(function)
-    samples, _inner = measure(calls, repeats=repeats, sample_ms=sample_ms, clock=time.perf_counter_ns)
+        # Measured under no_grad too: Dynamo guards on grad mode, so calls
+        # with it on would recompile every variant as a training graph.
+        samples, _inner = measure(calls, repeats=repeats, sample_ms=sample_ms, clock=time.perf_counter_ns)
     return samples
 
 

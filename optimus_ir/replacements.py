@@ -86,23 +86,13 @@ from optimus_ir.passes.user_replacements import (
 )
 from optimus_ir.pipeline import run_pipeline
 from optimus_ir.types import element_type_of
+from optimus_ir.validation import TOLERANCES  # the differential validator's (rtol, atol) per dtype
 
 PATTERN_PIPELINE = "maximize-value-semantics,raise-fx"
 """What the pattern is raised with: the graph's form when the pass runs."""
 
 REPLACEMENT_PIPELINE = "maximize-value-semantics,raise-fx,canonicalize"
 """What the replacement is raised with."""
-
-TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
-    torch.float16: (1e-3, 1e-5),
-    torch.bfloat16: (1.6e-2, 1e-5),
-    torch.float32: (1.3e-6, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-    torch.complex64: (1.3e-6, 1e-5),
-    torch.complex128: (1e-7, 1e-7),
-}
-"""(rtol, atol) per dtype: `torch.testing.assert_close`'s defaults; other
-dtypes compare exactly."""
 
 _SPECIAL_VALUES = (math.inf, -math.inf, math.nan, 0.0, -0.0, 1.0, -1.0)
 

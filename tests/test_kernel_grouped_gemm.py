@@ -426,3 +426,28 @@ def test_operands_of_every_layout_live_until_the_launch() -> None:
         _assert_close(dw[i], ref_dw[i], torch.float32)
         if biases[i] is not None:
             _assert_close(db[i], ref_db[i], torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_autotuning_key_can_be_cached_on_disk(dtype: torch.dtype, monkeypatch) -> None:
+    # Triton writes the autotuner's key values to its on-disk cache as JSON
+    # (`cache_results`); the interpreter never caches, so this checks the
+    # values the launch passes for the key. A `tl.dtype` in the key made
+    # every compiled launch fall back to the torch reference on the GPU.
+    import json
+
+    gemm = _gemm()
+    seen: list[dict] = []
+    original_run = gemm._autotuned_kernel.run
+
+    def recording_run(*args, **kwargs):
+        seen.append(kwargs)
+        return original_run(*args, **kwargs)
+
+    monkeypatch.setattr(gemm._autotuned_kernel, "run", recording_run)
+    inputs, weights, biases = _operands([(17, 33, 20)] * 2, dtype, lambda i: True)
+    gemm.grouped_linear_forward(inputs, weights, biases, "none")
+    assert seen, "the launch did not go through the autotuner"
+    for kwargs in seen:
+        key = [kwargs[name] for name in gemm._autotuned_kernel.keys]
+        assert json.loads(json.dumps(key)) == key

@@ -44,7 +44,8 @@ Design (why it is shaped like this):
   pre-activation `Z`; stored in the operands' dtype.
 * Autotuning over a small config set keyed by the launch's bucketed shape
   class (power-of-two buckets of the largest M, N, K and of the member count;
-  the autotuner adds the dtype through `DTYPE`), results cached on disk where
+  the autotuner adds the dtype through `DTYPE_CLASS`, an int: the key is
+  written to Triton's cache as JSON), results cached on disk where
   the installed Triton has `cache_results`. Under `TRITON_INTERPRET=1` there
   is a single small config (the interpreter is for numerics, never timed).
 """
@@ -81,6 +82,13 @@ _GENERIC, _COL_UNIT, _ROW_UNIT = 0, 1, 2
 _EPILOGUE_ACTIVATION, _EPILOGUE_ACTIVATION_GRAD = 0, 1
 
 _TORCH_TO_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+# The autotuner's key names the dtype by this code, never by `DTYPE` itself:
+# Triton writes the key to its on-disk cache as JSON (`cache_results`), and a
+# `tl.dtype` is not JSON-serialisable (the first GPU run failed so; the
+# interpreter never caches, so CI could not see it).
+_DTYPE_CODES = {dtype: code for code, dtype in enumerate(_TORCH_TO_TL)}
+AUTOTUNE_KEY = ["M_CLASS", "N_CLASS", "K_CLASS", "G_CLASS", "DTYPE_CLASS"]
+"""The autotuner's key arguments: plain ints, so the key is JSON-serialisable."""
 
 
 def _config(bm: int, bn: int, bk: int, warps: int, stages: int) -> triton.Config:
@@ -165,7 +173,9 @@ def _dot(a, b, acc, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     return acc
 
 
-@triton.jit(do_not_specialize=["num_groups", "M_CLASS", "N_CLASS", "K_CLASS", "G_CLASS"])
+@triton.jit(
+    do_not_specialize=["num_groups", "M_CLASS", "N_CLASS", "K_CLASS", "G_CLASS", "DTYPE_CLASS"]
+)
 def _grouped_gemm_kernel(
     meta,
     tile_starts,
@@ -174,6 +184,7 @@ def _grouped_gemm_kernel(
     N_CLASS,
     K_CLASS,
     G_CLASS,
+    DTYPE_CLASS,
     DTYPE: tl.constexpr,
     ACTIVATION: tl.constexpr,
     EPILOGUE: tl.constexpr,
@@ -193,7 +204,8 @@ def _grouped_gemm_kernel(
 ):
     """Persistent grouped GEMM: for every problem g (a row of `meta`),
     `C_g = epilogue(A_g @ B_g + bias_g)` with A_g `[M, K]`, B_g `[K, N]`,
-    C_g `[M, N]` (C row-major). `*_CLASS` are the autotuner's key only."""
+    C_g `[M, N]` (C row-major). `*_CLASS` are the autotuner's key only
+    (`AUTOTUNE_KEY`)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     starts = tile_starts + TILE_ROW * (num_groups + 1)
@@ -277,7 +289,7 @@ def _grouped_gemm_kernel(
 
 
 _autotuned_kernel = triton.autotune(
-    configs=CONFIGS, key=["M_CLASS", "N_CLASS", "K_CLASS", "G_CLASS", "DTYPE"], **_AUTOTUNE_OPTIONS
+    configs=CONFIGS, key=AUTOTUNE_KEY, **_AUTOTUNE_OPTIONS
 )(_grouped_gemm_kernel)
 
 
@@ -455,6 +467,7 @@ def _launch_class(
         N_CLASS=_bucket(max_n),
         K_CLASS=_bucket(max_k),
         G_CLASS=_bucket(num_groups),
+        DTYPE_CLASS=_DTYPE_CODES[dtype],
         DTYPE=_TORCH_TO_TL[dtype],
         ACTIVATION=activation_code(activation),
         EPILOGUE=epilogue,

@@ -944,5 +944,97 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# Lowering forms per target (issue 23): which torch ops `lower-batch` emits
+# ---------------------------------------------------------------------------
+
+from enum import Enum  # noqa: E402 -- this section's own import, kept with it
+
+
+class LoweringForm(str, Enum):
+    """How `lower-batch` lowers a batch op: `batched` (one op over the
+    stacked members: baddbmm/bmm, one layer norm over the stack) or
+    `per_member` (the member op once per member, on its slice of the stack,
+    with its own parameters: no stack of them)."""
+
+    BATCHED = "batched"
+    PER_MEMBER = "per member"
+
+
+INDUCTOR_PER_MEMBER_LAYER_NORM_MAX = 8
+"""Under Inductor, a batched layer norm of at most this many members whose
+affine parameters are stacks of graph inputs (Dynamo lifts parameters to
+inputs; not frozen) is lowered per member. Measured with
+`benchmarks/bench_inductor_forms.py` (Inductor, CPU, one thread, fp32, 64
+rows x 64 per member, docs/architecture.md "Lowering forms per target"):
+per-member `F.layer_norm` was faster than the batched form at N = 4 and 8
+(it stacks no weights on every call: Inductor generates the stack of few
+inputs as a slow concatenation kernel, `InductorCosts.input_cat_s`), the
+batched form faster from N = 16 on (and quicker to compile); under
+freezing the stacks are constants and the batched form was faster at
+every N."""
+
+
+@dataclass(frozen=True)
+class LoweringChoice:
+    """The form `lower-batch` gives one batch op for its target, and why
+    (`remark()` is the text of the remark the lowering emits for it)."""
+
+    form: LoweringForm
+    target: FusionTarget
+    op: str
+    """What is lowered, in words: `layer norm`, `linear`."""
+    members: int
+    how: str
+    """The ops the form is, in words: `baddbmm`, `F.layer_norm each`."""
+    reason: str
+
+    def remark(self) -> str:
+        """`target inductor: layer norm of 4 members lowered per member (...): why`."""
+        return (
+            f"target {self.target}: {self.op} of {self.members} members lowered "
+            f"{self.form.value} ({self.how}): {self.reason}"
+        )
+
+
+def layer_norm_lowering(target: FusionTarget, members: int, parameter_inputs: bool) -> LoweringChoice:
+    """The form of a `batch.layer_norm` of `members` members for `target`:
+    per member under Inductor when its affine parameters are stacks of
+    graph inputs (`parameter_inputs`) and the group is small
+    (`INDUCTOR_PER_MEMBER_LAYER_NORM_MAX`), else batched."""
+    batched = "layer norm over the stack, stacked affine"
+    if target != "inductor":
+        return LoweringChoice(LoweringForm.BATCHED, target, "layer norm", members, batched, "one call for the group")
+    if not parameter_inputs:
+        return LoweringChoice(
+            LoweringForm.BATCHED, target, "layer norm", members, batched,
+            "its affine parameters are constants or absent (no per-call stack): one generated kernel",
+        )
+    if members <= INDUCTOR_PER_MEMBER_LAYER_NORM_MAX:
+        return LoweringChoice(
+            LoweringForm.PER_MEMBER, target, "layer norm", members, "F.layer_norm each",
+            f"at most {INDUCTOR_PER_MEMBER_LAYER_NORM_MAX} members with parameters that are graph inputs: "
+            "Inductor runs them faster than a stack of the parameters on every call and one kernel",
+        )
+    return LoweringChoice(
+        LoweringForm.BATCHED, target, "layer norm", members, batched,
+        f"more than {INDUCTOR_PER_MEMBER_LAYER_NORM_MAX} members: one kernel beats one per member, "
+        "the per-call stack of the parameters included",
+    )
+
+
+def linear_lowering(target: FusionTarget, members: int, how: str) -> LoweringChoice:
+    """The form of a batched linear of `members` members for `target`
+    (`how`: the ops of its batched form): batched for every target. Under
+    Inductor one extern bmm/baddbmm measured as fast as the members' addmm
+    calls or faster (`benchmarks/bench_inductor_forms.py`), and
+    `torch._grouped_mm` does not trace on fp32 CPU tensors."""
+    reason = (
+        "one extern call for the group, as fast as one addmm per member or faster"
+        if target == "inductor" else "one call for the group"
+    )
+    return LoweringChoice(LoweringForm.BATCHED, target, "linear", members, how, reason)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -34,6 +34,14 @@ Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
 values: the exported module computes them once and caches them
 (`optimus_ir.param_cache`).
 
+With `target=inductor` (`torch.compile(backend="optimus")` sets it) the
+cost model picks each op's form for Inductor
+(`optimus_ir.cost_model.layer_norm_lowering` / `linear_lowering`): a
+layer norm of few members whose parameters are graph inputs is one
+affine `torch.layer_norm` per member (`PerMemberLayerNorm`, no stack of
+the parameters), the rest as above; each linear and layer norm lowered
+gets a remark naming its form and why.
+
 With `kernels=auto` (the default) or `kernels=triton`, the kernel lowering
 (`lowering/lower_batch_kernels.py`) runs first: the ops it qualifies become
 calls of the custom ops `torch.ops.optimus.*` (Triton kernels on CUDA, their

@@ -34,6 +34,14 @@ Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
 values: the exported module computes them once and caches them
 (`optimus_ir.param_cache`).
 
+With `target=inductor` (`torch.compile(backend="optimus")` sets it) the
+cost model picks each op's form for Inductor
+(`optimus_ir.cost_model.layer_norm_lowering` / `linear_lowering`): a
+layer norm of few members whose parameters are graph inputs is one
+affine `torch.layer_norm` per member (`PerMemberLayerNorm`, no stack of
+the parameters), the rest as above; each linear and layer norm lowered
+gets a remark naming its form and why.
+
 With `kernels=auto` (the default) or `kernels=triton`, the kernel lowering
 (`lowering/lower_batch_kernels.py`) runs first: the ops it qualifies become
 calls of the custom ops `torch.ops.optimus.*` (Triton kernels on CUDA, their
@@ -43,6 +51,7 @@ for CUDA-typed tensors only, `triton` on any device, `torch` never.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,9 +63,14 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, shape
 from optimus_ir.analysis.strided_pieces import regular_pieces
+from optimus_ir.cost_model import (
+    TARGETS, FusionTarget, LoweringChoice, LoweringForm, layer_norm_lowering, linear_lowering,
+)
+from optimus_ir.diagnostics import OptimusError, emit_remark
 from optimus_ir.dialects import batch as B
+from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.lowering.lower_batch_kernels import kernel_patterns
+from optimus_ir.lowering.lower_batch_kernels import _Emitter, kernel_patterns
 from optimus_ir.environment import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
@@ -431,9 +445,13 @@ class LowerLinear(RewritePattern):
     name = "lower-linear"
     roots = (B.LinearOp,)
 
+    def __init__(self, target: FusionTarget = "eager") -> None:
+        self.target = target
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LinearOp):
             return
+        _remark_form(op, linear_lowering(self.target, op.member_count, "bmm" if op.bias is None else "baddbmm"))
         ops: list[Operation] = []
         x = op.input
         x_shape = shape(x)
@@ -465,9 +483,13 @@ class LowerLinearSharedInput(RewritePattern):
     name = "lower-linear-shared-input"
     roots = (B.LinearSharedInputOp,)
 
+    def __init__(self, target: FusionTarget = "eager") -> None:
+        self.target = target
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LinearSharedInputOp):
             return
+        _remark_form(op, linear_lowering(self.target, op.member_count, "one linear on the concatenated weights"))
         n, m, _ = shape(op.weight)
         ops: list[Operation] = [T.FlattenOp(op.weight, 0, 1)]
         w = ops[-1].results[0]
@@ -518,9 +540,20 @@ class LowerLayerNorm(RewritePattern):
     name = "lower-layer-norm"
     roots = (B.LayerNormOp,)
 
+    def __init__(self, target: FusionTarget = "eager") -> None:
+        self.target = target
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, B.LayerNormOp):
             return
+        choice = layer_norm_lowering(self.target, op.member_count, _parameter_inputs(op))
+        if choice.form is LoweringForm.PER_MEMBER:
+            # `PerMemberLayerNorm` declined it: stacked values written in place
+            choice = dataclasses.replace(
+                choice, form=LoweringForm.BATCHED, how="layer norm over the stack, stacked affine",
+                reason="its stacked values are written in place (members must be what the stack holds)",
+            )
+        _remark_form(op, choice)
         rank = len(shape(op.input))
         ops: list[Operation] = [
             T.LayerNormOp(op.input, T.ints(op.normalized_shape), eps=op.eps)
@@ -571,6 +604,77 @@ class LowerPointwise(RewritePattern):
         rewriter.replace(op, ops, [ops[-1].results[0]])
 
 
+# ---------------------------------------------------------------------------
+# Forms per target
+# ---------------------------------------------------------------------------
+
+
+def _remark_form(op: Operation, choice: LoweringChoice) -> None:
+    """The remark saying which form `op` is lowered to and why, for the
+    Inductor target (the eager lowering is the one form it always was: no
+    remark)."""
+    if choice.target != "eager":
+        emit_remark(op, f"lower-batch: {choice.remark()}")
+
+
+def _stack_of_inputs(value: SSAValue | None) -> bool:
+    """`value` is a `batch.pack` of graph inputs (parameters Dynamo lifted
+    to inputs: stacked on every call), not of constants (`fx.get_attr`,
+    parameters frozen or cached) or computed values."""
+    if value is None:
+        return False
+    owner = value.owner
+    return isinstance(owner, B.PackOp) and all(isinstance(m.owner, fx.PlaceholderOp) for m in owner.members)
+
+
+def _parameter_inputs(op: B.LayerNormOp) -> bool:
+    """The layer norm has affine parameters and each of them is a stack of
+    graph inputs (`_stack_of_inputs`)."""
+    affine = [v for v in (op.weight, op.bias) if v is not None]
+    return bool(affine) and all(_stack_of_inputs(v) for v in affine)
+
+
+class PerMemberLayerNorm(RewritePattern):
+    """`batch.layer_norm` -> one affine `torch.layer_norm` per member, on the
+    members of its input (a pack's members, else an unpack: views) with the
+    members' own parameters (no stack of them), where the cost model's
+    `layer_norm_lowering` says so for the target (under Inductor: few
+    members whose parameters are graph inputs). The users of the stacked
+    result read the members (an unpack of it becomes them)."""
+
+    name = "per-member-layer-norm"
+    roots = (B.LayerNormOp,)
+
+    def __init__(self, aliases: AliasAnalysis, target: FusionTarget) -> None:
+        self.aliases = aliases
+        self.target = target
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, B.LayerNormOp) or self.target == "eager":
+            return
+        choice = layer_norm_lowering(self.target, op.member_count, _parameter_inputs(op))
+        if choice.form is not LoweringForm.PER_MEMBER:
+            return  # remarked where it is lowered batched
+        operands = [v for v in (op.input, op.weight, op.bias) if v is not None]
+        if any(self.aliases.is_mutated(v) for v in [*operands, op.result]):
+            return  # members read here must be what the stack holds
+        n = op.member_count
+        emit = _Emitter(rewriter, op, self.aliases)
+        xs = emit.members(op.input)
+        ws = [None] * n if op.weight is None else emit.members(op.weight)
+        bs = [None] * n if op.bias is None else emit.members(op.bias)
+        member = B.member_type(op.result.type)  # type: ignore[arg-type]
+        outs = []
+        for i in range(n):
+            norm = emit.insert(
+                T.LayerNormOp(xs[i], T.ints(op.normalized_shape), ws[i], bs[i], eps=op.eps.value.data, result_type=member)
+            )
+            outs.append(norm.results[0])
+        _remark_form(op, choice)
+        emit.bind(op.result, outs)
+        rewriter.erase(op)
+
+
 @dataclass(frozen=True)
 class LowerBatch(ModulePass):
     """Lower every batch op to torch operator ops (see the module docstring):
@@ -584,26 +688,43 @@ class LowerBatch(ModulePass):
             a kernel takes become `torch.ops.optimus.*` calls, the rest torch
             ops; `triton`: the kernel calls on any device (their torch
             reference runs off CUDA); `torch`: torch ops only.
+        target: what runs the result (`optimus_ir.cost_model.FusionTarget`):
+            `eager` (default) lowers every op batched as above; `inductor`
+            (`torch.compile(backend="optimus")` sets it) lets the cost model
+            pick each op's form for Inductor (`layer_norm_lowering`,
+            `linear_lowering`: small layer norms whose parameters are graph
+            inputs per member) and remarks every linear and layer norm
+            lowered with the form and why.
     """
 
     name = "lower-batch"
 
     kernels: KernelChoice = "auto"
     """One of `KERNEL_CHOICES` (a `Literal`: the pipeline parser refuses other values)."""
+    target: FusionTarget = "eager"
+    """One of `TARGETS` (a `Literal`, as `batch-fusion`'s)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in TARGETS:
+            raise OptimusError(f"lower-batch: unknown target {self.target!r} (known: {', '.join(TARGETS)})")
         aliases = AliasAnalysis(op)
         canonical = bind_aliases(BATCH_PATTERNS, aliases)
         config = RewriteConfig()
         listeners = [aliases.listener()]
         kernels = kernel_patterns(aliases, self.kernels)
-        if kernels:
+        # per-member forms take the members of a batch op's stacked operands
+        # and hand on members: before anything turns packs into stacks
+        forms = [PerMemberLayerNorm(aliases, self.target)] if self.target != "eager" else []
+        if kernels or forms:
             # before cats of members are rewritten: a cat of kernel results
             # is one cat of the getitems, not a stack of stacks
-            GreedyRewriteDriver([*canonical, *kernels], config, name=self.name, listeners=listeners).rewrite(op)
+            GreedyRewriteDriver([*canonical, *kernels, *forms], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver([*canonical, CatOfMembers(aliases), ReturnedMemberCopy(aliases)], config, name=self.name, listeners=listeners).rewrite(op)
         GreedyRewriteDriver(
-            [LowerLinear(), LowerLinearSharedInput(), LowerGroupedLinear(), LowerLayerNorm(), LowerPointwise()],
+            [
+                LowerLinear(self.target), LowerLinearSharedInput(self.target), LowerGroupedLinear(),
+                LowerLayerNorm(self.target), LowerPointwise(),
+            ],
             config, name=self.name, listeners=listeners,
         ).rewrite(op)
         GreedyRewriteDriver([LowerPack(aliases)], config, name=self.name, listeners=listeners).rewrite(op)
@@ -621,6 +742,7 @@ __all__ = [
     "LowerPack",
     "LowerPointwise",
     "LowerUnpack",
+    "PerMemberLayerNorm",
     "consecutive_runs",
     "periodic_run",
 ]

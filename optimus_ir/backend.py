@@ -289,7 +289,10 @@ def pipeline_for_target(pipeline: str | None, inner: str, frozen: bool = False) 
     Inductor, every `batch-fusion` that leaves its `target` at the default
     prices its groups for Inductor (`target=inductor`: pointwise chains fuse
     vertically there anyway, views are free, linears are extern calls; see
-    `optimus_ir.cost_model.InductorCosts`). A pipeline that sets
+    `optimus_ir.cost_model.InductorCosts`), and every `lower-batch` so
+    lowers each batch op in the form Inductor compiles best (`target=inductor`:
+    small layer norms whose parameters are graph inputs per member;
+    `optimus_ir.cost_model.layer_norm_lowering`). A pipeline that sets
     `target=inductor` itself is kept as it is; `target=eager` is the default
     and so is replaced too (as `OptimizeOptions.pipeline_to_run` treats
     option values equal to the default). `frozen`: Inductor freezes the
@@ -304,7 +307,7 @@ def pipeline_for_target(pipeline: str | None, inner: str, frozen: bool = False) 
     passes = list(parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline))
     changed = False
     for i, pass_ in enumerate(passes):
-        if getattr(pass_, "name", None) == "batch-fusion" and getattr(pass_, "target", None) == "eager":
+        if getattr(pass_, "name", None) in ("batch-fusion", "lower-batch") and getattr(pass_, "target", None) == "eager":
             passes[i] = pass_ = dataclasses.replace(pass_, target="inductor")
             changed = True
         if frozen and getattr(pass_, "name", None) == "batch-fusion" and not pass_.constant_parameters:

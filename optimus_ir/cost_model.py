@@ -944,5 +944,100 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# Lowering forms per target (issue 23): which torch ops `lower-batch` emits
+# ---------------------------------------------------------------------------
+
+from enum import Enum  # noqa: E402 -- this section's own import, kept with it
+
+
+class LoweringForm(str, Enum):
+    """How `lower-batch` lowers a batch op: `batched` (one op over the
+    stacked members: baddbmm/bmm, one layer norm over the stack) or
+    `per_member` (the member op once per member, on its slice of the stack,
+    with its own parameters: no stack of them)."""
+
+    BATCHED = "batched"
+    PER_MEMBER = "per member"
+
+
+INDUCTOR_PER_MEMBER_LAYER_NORM_MAX = 8
+"""Under Inductor, a batched layer norm of at most this many members whose
+affine parameters are stacks of graph inputs (Dynamo lifts parameters to
+inputs; not frozen) is lowered per member. Measured with
+`benchmarks/bench_inductor_forms.py` (Inductor, CPU, one thread, fp32, 64
+rows x 64 per member; docs/architecture.md "Lowering forms per target"):
+per member, `F.layer_norm` ran at 0.89-0.93x of the batched form's time
+at N = 4 and 8 (no stack of the weights on every call: Inductor generates
+a stack of few inputs as a slow concatenation, `InductorCosts.input_cat_s`)
+for about the same compile time (+0.1..1.5 s); from N = 16 on the
+steady-state gain was noise-sized (0.88-0.98x over two runs) while the
+compile time grew with N (N = 16: 6.3 s against 2.7 s, N = 64: 27-30 s
+against 6 s), so wider groups stay batched. Under freezing the stacks are
+constants and the batched form was faster at every N (1.09-1.42x)."""
+
+
+@dataclass(frozen=True)
+class LoweringChoice:
+    """The form `lower-batch` gives one batch op for its target, and why
+    (`remark()` is the text of the remark the lowering emits for it)."""
+
+    form: LoweringForm
+    target: FusionTarget
+    op: str
+    """What is lowered, in words: `layer norm`, `linear`."""
+    members: int
+    how: str
+    """The ops the form is, in words: `baddbmm`, `F.layer_norm each`."""
+    reason: str
+
+    def remark(self) -> str:
+        """`target inductor: layer norm of 4 members lowered per member (...): why`."""
+        return (
+            f"target {self.target}: {self.op} of {self.members} members lowered "
+            f"{self.form.value} ({self.how}): {self.reason}"
+        )
+
+
+def layer_norm_lowering(target: FusionTarget, members: int, parameter_inputs: bool) -> LoweringChoice:
+    """The form of a `batch.layer_norm` of `members` members for `target`:
+    per member under Inductor when its affine parameters are stacks of
+    graph inputs (`parameter_inputs`) and the group is small
+    (`INDUCTOR_PER_MEMBER_LAYER_NORM_MAX`), else batched."""
+    batched = "layer norm over the stack, stacked affine"
+    if target != "inductor":
+        return LoweringChoice(LoweringForm.BATCHED, target, "layer norm", members, batched, "one call for the group")
+    if not parameter_inputs:
+        return LoweringChoice(
+            LoweringForm.BATCHED, target, "layer norm", members, batched,
+            "its affine parameters are constants or absent (no per-call stack): one generated kernel",
+        )
+    if members <= INDUCTOR_PER_MEMBER_LAYER_NORM_MAX:
+        return LoweringChoice(
+            LoweringForm.PER_MEMBER, target, "layer norm", members, "F.layer_norm each",
+            f"at most {INDUCTOR_PER_MEMBER_LAYER_NORM_MAX} members with parameters that are graph inputs: "
+            "Inductor runs them in ~0.9x the time of a stack of the parameters on every call and one kernel",
+        )
+    return LoweringChoice(
+        LoweringForm.BATCHED, target, "layer norm", members, batched,
+        f"more than {INDUCTOR_PER_MEMBER_LAYER_NORM_MAX} members: one kernel compiles in a fraction of "
+        "the time of one per member (64 members: ~6 s against ~27 s) and runs within ~10% of them",
+    )
+
+
+def linear_lowering(target: FusionTarget, members: int, how: str) -> LoweringChoice:
+    """The form of a batched linear of `members` members for `target`
+    (`how`: the ops of its batched form): batched for every target. Under
+    Inductor the members' addmm (mm) calls measured 1.05-1.23x (1.05-1.08x)
+    of one extern baddbmm (bmm) at N = 4..64
+    (`benchmarks/bench_inductor_forms.py`), and `torch._grouped_mm` does not
+    trace on fp32 CPU tensors (its meta function wants bf16)."""
+    reason = (
+        "one extern call for the group, faster than one addmm per member (1.05-1.23x)"
+        if target == "inductor" else "one call for the group"
+    )
+    return LoweringChoice(LoweringForm.BATCHED, target, "linear", members, how, reason)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -187,7 +187,13 @@ def measure(nodes: int, capture: str, profile: str | None = None, top: int = 40)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start, start_cpu = time.perf_counter(), time.process_time()
-            result = optimus_ir.optimize(gm, (x,), check_speed=False)
+            if profiler is not None and profile == "optimize":
+                profiler.enable()
+            try:
+                result = optimus_ir.optimize(gm, (x,), check_speed=False)
+            finally:
+                if profiler is not None and profile == "optimize":
+                    profiler.disable()
             total, total_cpu = time.perf_counter() - start, time.process_time() - start_cpu
     finally:
         for phase, name in PHASE_FUNCTIONS.items():
@@ -295,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capture", choices=sorted(CAPTURES), default="dynamo",
                         help="how the graph is made: Dynamo (as optimize() does; default) or directly "
                         "with the same nodes and metadata (fast, for profiling)")
-    parser.add_argument("--profile", choices=("import", "passes", "export"),
-                        help="cProfile this phase at every size (printed on stderr)")
+    parser.add_argument("--profile", choices=(*PHASE_FUNCTIONS, "optimize"),
+                        help="cProfile this phase (or all of optimize(), the guard and the rest "
+                        "included) at every size (printed on stderr)")
     parser.add_argument("--top", type=int, default=40, help="profile rows to print")
     parser.add_argument("--json", type=Path, help="also write the rows and exponents here")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds (for the tests)")

@@ -571,17 +571,22 @@ CODE_PENDING_ATTRIBUTE = "_optimus_code_pending"
 (`graph_module(..., defer_code=True)`): `finish_code` generates it."""
 
 
-class _PendingCodeGen(CodeGen):
-    """The stand-in codegen of a GraphModule being built whose code is
-    generated later (`graph_module`): a forward that raises, in no time,
-    where the real codegen would walk every node and compile the result."""
+_PENDING_SOURCE = "# optimus: the code is not generated yet (exporter.finish_code)\n"
 
-    def _gen_python_code(self, nodes: Any, root_module: str, namespace: Any, **kwargs: Any) -> PythonCode:
-        src = (
-            "\ndef forward(self, *args, **kwargs):"
-            "\n    raise RuntimeError('optimus: this module\\'s code was not generated yet (exporter.finish_code)')\n"
-        )
-        return PythonCode(src, {}, None)
+
+def _pending_forward(self: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> Any:
+    """The forward of a GraphModule whose code is pending (`graph_module`)."""
+    raise RuntimeError("optimus: this module's code was not generated yet (exporter.finish_code)")
+
+
+def _pending_recompile(self: torch.fx.GraphModule) -> None:
+    """`recompile` of a GraphModule being built with its code pending: what
+    the real one sets, without walking the graph (`Graph.python_code` walks
+    every node twice even for a trivial codegen) or compiling anything."""
+    self._code = _PENDING_SOURCE
+    self._lineno_map = None
+    self._prologue_start = 0
+    type(self).forward = _pending_forward
 
 
 def graph_module(root: torch.nn.Module, graph: torch.fx.Graph, *, defer_code: bool = False) -> torch.fx.GraphModule:
@@ -593,12 +598,15 @@ def graph_module(root: torch.nn.Module, graph: torch.fx.Graph, *, defer_code: bo
     the code each time, so it is generated once, at the end."""
     if not defer_code:
         return torch.fx.GraphModule(root, graph)
-    codegen = graph._codegen  # noqa: SLF001
-    graph._codegen = _PendingCodeGen()  # noqa: SLF001 - not set_codegen: the real one comes back unchanged
+    # GraphModule.__new__ makes a class of the instance's own (its forward
+    # lives there): its recompile is replaced while __init__ runs, only.
+    gm = torch.fx.GraphModule.__new__(torch.fx.GraphModule, root, graph)
+    cls = type(gm)
+    cls.recompile = _pending_recompile  # type: ignore[method-assign]
     try:
-        gm = torch.fx.GraphModule(root, graph)
+        gm.__init__(root, graph)  # type: ignore[misc]
     finally:
-        graph._codegen = codegen  # noqa: SLF001
+        del cls.recompile
     gm.__dict__[CODE_PENDING_ATTRIBUTE] = True
     return gm
 

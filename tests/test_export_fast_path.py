@@ -259,16 +259,12 @@ def test_get_attr_without_recorded_path_uses_getattr(recsys) -> None:
 
 
 def _count_code_generations(monkeypatch: pytest.MonkeyPatch) -> list[torch.fx.Graph]:
-    """Record the graph of every real code generation (`Graph.python_code`
-    with a codegen other than the exporter's pending stand-in)."""
-    from optimus_ir.exporter import _PendingCodeGen
-
+    """Record the graph of every code generation (`Graph.python_code`)."""
     generated: list[torch.fx.Graph] = []
     original = torch.fx.Graph.python_code
 
     def python_code(self, *args, **kwargs):
-        if not isinstance(self._codegen, _PendingCodeGen):
-            generated.append(self)
+        generated.append(self)
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.fx.Graph, "python_code", python_code)
@@ -305,3 +301,25 @@ def test_backend_path_returns_generated_code(monkeypatch: pytest.MonkeyPatch) ->
     assert sum(graph is result.graph for graph in generated) == 1
     with torch.no_grad():
         torch.testing.assert_close(result(x), model(x))
+
+
+def test_deferred_export_is_pending_until_finish_code() -> None:
+    """`export_graph(defer_code=True)`: no code until `finish_code` (a call
+    raises, `exporter.recompile` leaves it pending), then the same code as
+    the export that generates it at once."""
+    from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, finish_code, recompile
+
+    model, (x,) = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
+    gm = optimus_ir.capture(model, (x,))
+    eager = export_graph(import_graph(gm, (x,)))
+    pending = export_graph(import_graph(gm, (x,)), defer_code=True)
+    assert pending.__dict__[CODE_PENDING_ATTRIBUTE] is True
+    with pytest.raises(RuntimeError, match="not generated yet"):
+        pending(x)
+    recompile(pending)
+    assert pending.__dict__[CODE_PENDING_ATTRIBUTE] is True
+    finish_code(pending)
+    assert CODE_PENDING_ATTRIBUTE not in pending.__dict__
+    assert pending.code == eager.code
+    _assert_identical(pending(x), eager(x))
+    _assert_identical(pending(x), model(x))

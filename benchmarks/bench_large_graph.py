@@ -74,7 +74,8 @@ BATCH = 4
 PHASES = ("import", "passes", "export", "other")
 """The phases of optimize() after the capture, in order."""
 PHASE_FUNCTIONS = {"import": "import_graph", "passes": "_run_passes", "export": "export_graph"}
-"""The function of `optimus_ir.api` each timed phase calls."""
+"""The timed phases and the function of `optimus_ir.api` each starts with
+(`PHASE_WRAPPED`: all the functions timed)."""
 PHASE_WRAPPED = (
     ("import", "optimus_ir.api", "import_graph"),
     ("passes", "optimus_ir.api", "_run_passes"),

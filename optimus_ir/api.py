@@ -51,8 +51,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph
-from optimus_ir.importer import ImportedGraph, graph_of, import_graph
+from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, export_graph, finish_code
+from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
 from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
@@ -460,8 +460,12 @@ def optimize(
 
     optimize_for = _OptimizeFor(model, options.resolved(), statistics)
     kwargs = dict(example_kwargs or {})
-    result = optimize_for(example_inputs, kwargs)
+    result = optimize_for(example_inputs, kwargs, defer_code=True)
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
+    # The guard's check goes into the code, which is generated then, once
+    # (`exporter.finish_code`): that time is the export's.
+    pending = result.__dict__.get(CODE_PENDING_ATTRIBUTE, False)
+    start = time.perf_counter()
     install_guard(
         result,
         model,
@@ -471,6 +475,9 @@ def optimize(
         uncached_graph=result.__dict__.pop(UNCACHED_GRAPH_ATTRIBUTE, None),
         side_effect_free=report.side_effect_free,
     )
+    finish_code(result)  # when no guard could be installed
+    if pending:
+        report.phase_seconds["export"] = report.phase_seconds.get("export", 0.0) + time.perf_counter() - start
     return result
 
 
@@ -485,7 +492,12 @@ class _OptimizeFor:
     """Resolved (`OptimizeOptions.resolved`): the environment was read once."""
     statistics: Any = None
 
-    def __call__(self, inputs: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.fx.GraphModule:
+    def __call__(
+        self, inputs: Sequence[Any], kwargs: Mapping[str, Any], *, defer_code: bool = False
+    ) -> torch.fx.GraphModule:
+        """The model optimized for `inputs` and `kwargs`; with `defer_code`,
+        its code may be pending (`exporter.finish_code`: `optimize` installs
+        the guard first, then generates it once)."""
         options = self.options
         result = _optimize_or_fall_back(
             self.model,
@@ -498,7 +510,10 @@ class _OptimizeFor:
             freeze=options.freeze,
             check_speed=options.check_speed,
             strict=bool(options.strict),
+            defer_code=defer_code,
         )
+        if not defer_code:
+            finish_code(result)
         if options.remarks:
             report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
             # what a discarded attempt did, said so: it is not in the module returned
@@ -536,11 +551,13 @@ def _optimize_or_fall_back(
     freeze: bool,
     check_speed: bool | None,
     strict: bool,
+    defer_code: bool = False,
 ) -> torch.fx.GraphModule:
     """`optimize` for one input signature, without the guard: capture (a
     CaptureError raises), then `_optimize_captured`; a failure after the
     capture returns the captured graph with one `OptimusFallbackWarning`
-    unless `strict` (or it is a ValidationError asked for with `validate`)."""
+    unless `strict` (or it is a ValidationError asked for with `validate`).
+    `defer_code`: the result's code may be pending (`exporter.finish_code`)."""
     start = time.perf_counter()
     try:
         gm = capture(model, example_inputs, example_kwargs)
@@ -563,7 +580,7 @@ def _optimize_or_fall_back(
         result = _optimize_captured(
             gm, model, example_inputs, example_kwargs, pipeline, training,
             validate=validate, statistics=statistics, verify_each=verify_each,
-            freeze=freeze, check_speed=check_speed,
+            freeze=freeze, check_speed=check_speed, defer_code=defer_code,
         )
     except Exception as error:
         from optimus_ir.validation import ValidationError
@@ -626,13 +643,15 @@ def _unoptimized(
 ) -> torch.fx.GraphModule:
     """The captured graph as a module of its own (`gm` may be the caller's
     GraphModule, which is not to be changed), in the model's mode, reading
-    the parameters and buffers of `model` (when a module) on every call."""
-    from optimus_ir.exporter import fast_codegen, mode_guard
+    the parameters and buffers of `model` (when a module) on every call;
+    its code pending (`exporter.finish_code`: whoever returns it generates
+    it once)."""
+    from optimus_ir.exporter import fast_codegen, graph_module, mode_guard
 
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
     graph.set_codegen(fast_codegen(gm.graph._codegen, mode_guard(training) if training is not None else ""))  # noqa: SLF001
-    result = torch.fx.GraphModule(gm, graph)
+    result = graph_module(gm, graph, defer_code=True)
     if training is not None:
         result.training = training  # this module only: its submodules are the model's
     if isinstance(model, torch.nn.Module) and model is not gm:
@@ -684,9 +703,11 @@ def _optimize_captured(
     verify_each: bool | None,
     freeze: bool,
     check_speed: bool | None,
+    defer_code: bool = False,
 ) -> torch.fx.GraphModule:
     """The captured graph `gm` of `model` optimized, checked for speed
-    (`optimize`); the result reads `model`'s parameters and buffers."""
+    (`optimize`); the result reads `model`'s parameters and buffers, and
+    with `defer_code` its code may be pending (`exporter.finish_code`)."""
     options = dict(
         tensors_from=model,
         validate=validate,
@@ -697,6 +718,7 @@ def _optimize_captured(
         freeze=freeze,
         training=training,
         keep_uncached_graph=True,
+        defer_code=defer_code,
     )
     result = _optimize(gm, example_inputs, pipeline, **options)
     if check_speed is None:
@@ -704,6 +726,7 @@ def _optimize_captured(
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
     unfused_run = False
     if check_speed and report.side_effect_free and report.groups_fused:
+        finish_code(result)  # it runs now (a second generation, after the guard's check is added)
         start = time.perf_counter()
         with _phase("speed check", {}):
             rounds = [
@@ -924,13 +947,17 @@ def _optimize(
     tensors_from: Any = None,
     training: bool | None | object = _ABSENT,
     keep_uncached_graph: bool = False,
+    defer_code: bool = False,
 ) -> torch.fx.GraphModule:
     """`optimize` without its guard and fallback; `guard_strides=False`
     leaves out the call-time stride and mode checks (the torch.compile
     backend: Dynamo guards on strides itself); `training`: the mode of the
     model `model` was captured from (default: `model`'s own);
-    `keep_uncached_graph` leaves a copy of the graph before the parameters
-    are frozen in `UNCACHED_GRAPH_ATTRIBUTE` (for `optimus_ir.guards`);
+    `keep_uncached_graph` leaves the graph before the parameters are
+    frozen in `UNCACHED_GRAPH_ATTRIBUTE` (for `optimus_ir.guards`: a copy
+    where values were frozen, else `guards.OWN_GRAPH`); `defer_code`
+    returns the module with its code pending (`exporter.finish_code`
+    generates it: the guard's installation does, once);
     `cache_parameters=False` leaves parameter-only values where they are
     even with `freeze`; with `guard_strides`, the result reads parameters
     and buffers from `tensors_from` (default: `model`) when it is a module;
@@ -991,33 +1018,46 @@ def _optimize(
         # The mode is baked into the captured graph; the module refuses the other.
         if training is _ABSENT:
             training = model.training if isinstance(model, torch.nn.Module) else None
+        # The code is generated once, last (binding the parameters to the
+        # model, freezing and the guard each change it).
         result = export_graph(
             program,
             fallback=gm if guard_strides and layout_specialized else None,
             training=training if guard_strides else None,  # type: ignore[arg-type]
+            defer_code=True,
         )
 
     # Counted before freezing: the ops the pipeline made (the frozen values'
     # own plumbing is one call and a getitem per value).
-    ops_after = count_fx_ops(result)
-    cached = 0
-    owner = model if tensors_from is None else tensors_from
-    if guard_strides and isinstance(owner, torch.nn.Module):
-        from optimus_ir.param_cache import read_tensors_from_model
+    with gc_paused():  # tens of thousands of long-lived objects made: nothing is garbage
+        ops_after = count_fx_ops(result)
+        cached = 0
+        owner = model if tensors_from is None else tensors_from
+        if guard_strides and isinstance(owner, torch.nn.Module):
+            from optimus_ir.param_cache import read_tensors_from_model
 
-        read_tensors_from_model(result, owner)
-        fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
-        if isinstance(fallback, torch.fx.GraphModule) and fallback is not owner:  # not the caller's graph
-            read_tensors_from_model(fallback, owner)
-    if keep_uncached_graph:
-        # The guard's batch proof runs this graph on fake tensors; frozen
-        # values would have been computed from the real parameters.
-        result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = copy.deepcopy(result.graph)
+            read_tensors_from_model(result, owner)
+            fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
+            if isinstance(fallback, torch.fx.GraphModule) and fallback is not owner:  # not the caller's graph
+                read_tensors_from_model(fallback, owner)
+        if keep_uncached_graph:
+            # The guard's batch proof runs this graph on fake tensors, before
+            # freezing: frozen values would have been computed from the real
+            # parameters. Unfrozen, the module's own graph is that graph.
+            from optimus_ir.guards import OWN_GRAPH
+
+            result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = (
+                copy.deepcopy(result.graph) if cache_parameters and freeze else OWN_GRAPH
+            )
     if cache_parameters and freeze:
         from optimus_ir.param_cache import freeze_parameter_expressions
 
         with _phase("freeze parameters", phases):
             cached = freeze_parameter_expressions(result)
+    if not defer_code:
+        start = time.perf_counter()
+        finish_code(result)  # the export's code generation, deferred to now: its time is the export's
+        phases["export"] = phases.get("export", 0.0) + time.perf_counter() - start
 
     report = OptimizeReport(
         ops_before=count_fx_ops(gm),

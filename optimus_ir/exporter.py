@@ -566,6 +566,67 @@ def mode_guard(training: bool) -> str:
     )
 
 
+CODE_PENDING_ATTRIBUTE = "_optimus_code_pending"
+"""Set in a GraphModule's `__dict__` while its code has not been generated
+(`graph_module(..., defer_code=True)`): `finish_code` generates it."""
+
+
+_PENDING_SOURCE = "# optimus: the code is not generated yet (exporter.finish_code)\n"
+
+
+def _pending_forward(self: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> Any:
+    """The forward of a GraphModule whose code is pending (`graph_module`)."""
+    raise RuntimeError("optimus: this module's code was not generated yet (exporter.finish_code)")
+
+
+def _pending_recompile(self: torch.fx.GraphModule) -> None:
+    """`recompile` of a GraphModule being built with its code pending: what
+    the real one sets, without walking the graph (`Graph.python_code` walks
+    every node twice even for a trivial codegen) or compiling anything."""
+    self._code = _PENDING_SOURCE
+    self._lineno_map = None
+    self._prologue_start = 0
+    type(self).forward = _pending_forward
+
+
+def graph_module(root: torch.nn.Module, graph: torch.fx.Graph, *, defer_code: bool = False) -> torch.fx.GraphModule:
+    """`torch.fx.GraphModule(root, graph)`; with `defer_code`, without
+    generating its code: the module is marked pending (its forward raises)
+    until `finish_code`, and `recompile` leaves it pending. Generating the
+    code of a 100k-node graph takes seconds; what optimize() does after the
+    export (binding parameters to the model, freezing, the guard) changes
+    the code each time, so it is generated once, at the end."""
+    if not defer_code:
+        return torch.fx.GraphModule(root, graph)
+    # GraphModule.__new__ makes a class of the instance's own (its forward
+    # lives there): its recompile is replaced while __init__ runs, only.
+    gm = torch.fx.GraphModule.__new__(torch.fx.GraphModule, root, graph)
+    cls = type(gm)
+    cls.recompile = _pending_recompile  # type: ignore[method-assign]
+    try:
+        gm.__init__(root, graph)  # type: ignore[misc]
+    finally:
+        del cls.recompile
+    gm.__dict__[CODE_PENDING_ATTRIBUTE] = True
+    return gm
+
+
+def recompile(gm: torch.fx.GraphModule) -> None:
+    """Regenerate `gm`'s code after a change of its graph or codegen, unless
+    its code is pending (`graph_module(defer_code=True)`): then the one
+    generation `finish_code` does sees the change."""
+    if not gm.__dict__.get(CODE_PENDING_ATTRIBUTE, False):
+        gm.recompile()
+
+
+def finish_code(gm: torch.fx.GraphModule) -> None:
+    """Generate `gm`'s pending code (`graph_module(defer_code=True)`), with
+    Python's garbage collector paused; nothing when it has its code."""
+    if gm.__dict__.pop(CODE_PENDING_ATTRIBUTE, False):
+        with gc_paused():
+            gm.recompile()
+
+
 def export_graph(
     program: ImportedGraph | ModuleOp,
     owner: torch.nn.Module | None = None,
@@ -575,6 +636,7 @@ def export_graph(
     seed: int = 0,
     fallback: Callable[..., Any] | None = None,
     training: bool | None = None,
+    defer_code: bool = False,
 ) -> torch.fx.GraphModule:
     """Build a GraphModule from an fx-dialect module.
 
@@ -594,6 +656,10 @@ def export_graph(
     `forward` refuses to run in the other one (`.train()`/`.eval()` on it
     later) with a `RuntimeError` saying so, instead of silently running
     the captured mode.
+
+    With `defer_code`, the module's code is not generated: it is pending
+    (`graph_module`) until `finish_code(gm)`, which whoever changes it
+    further (`optimize()`) calls once, last.
     """
     codegen = None
     if not isinstance(program, ImportedGraph | ModuleOp):
@@ -662,7 +728,7 @@ def export_graph(
                     node.meta[ATTR_PATH_META] = path
             nodes[result] = node
         graph.lint()
-        gm = torch.fx.GraphModule(root, graph)
+        gm = graph_module(root, graph, defer_code=defer_code)
         _check_attribute_paths(gm)
         if fallback is not None and guard:
             gm.__dict__[FALLBACK_ATTRIBUTE] = fallback
@@ -692,4 +758,4 @@ def _check_attribute_paths(gm: torch.fx.GraphModule) -> None:
             del node.meta[ATTR_PATH_META]
             stale = True
     if stale:
-        gm.recompile()
+        recompile(gm)

@@ -84,6 +84,12 @@ log = logging.getLogger("optimus_ir.guards")
 GUARD_ATTRIBUTE = "optimus_guard"
 """Where the guarded GraphModule keeps its `InputGuard` (in `__dict__`)."""
 
+OWN_GRAPH = "own graph"
+"""`uncached_graph` of a guard whose module's own graph is the one the
+batch proof runs (nothing was frozen in it): the proof reads the module's
+graph when it runs, without mutating it, so no copy of a graph of 100k
+nodes is made or kept (and a copy of the module proves with its own)."""
+
 MAX_SPECIALIZATIONS = 8
 """How many other input signatures a guarded module re-optimizes for before
 it runs the original model for the rest."""
@@ -185,7 +191,7 @@ class InputGuard:
         parameters: Sequence[str],
         example: Sequence[Any],
         call_structure: Any,
-        uncached_graph: torch.fx.Graph | None,
+        uncached_graph: torch.fx.Graph | str | None,
         side_effect_free: bool,
     ) -> None:
         self.model = model
@@ -201,6 +207,8 @@ class InputGuard:
         """The pytree spec of `(args, kwargs)` of the example call (None: the
         arguments are passed positionally), to call the model like the user."""
         self.uncached_graph = uncached_graph
+        """The graph the batch proof runs: the pipeline's, before `freeze`
+        replaced values (`OWN_GRAPH`: the module's own; None: no proof)."""
         self.side_effect_free = side_effect_free
         self.batch_size, self.batch_arguments = _batch_of(self.signatures)
         self.batch_generic: bool | None = None
@@ -350,9 +358,12 @@ class InputGuard:
         if self.uncached_graph is None or not self.side_effect_free:
             return False
         try:
-            return _batch_generic(
-                self.model, module, self.uncached_graph, arguments, args, kwargs, self.batch_arguments
-            )
+            graph = self.uncached_graph
+            if isinstance(graph, str):  # OWN_GRAPH
+                graph = module.graph if isinstance(module, torch.fx.GraphModule) else None
+            if not isinstance(graph, torch.fx.Graph):
+                return False
+            return _batch_generic(self.model, module, graph, arguments, args, kwargs, self.batch_arguments)
         except Exception as error:  # noqa: BLE001 - unproven is a safe answer
             log.info("optimus: batch-size proof failed: %s: %s", type(error).__name__, error)
             return False
@@ -537,17 +548,18 @@ def install_guard(
     example_kwargs: Mapping[str, Any],
     reoptimize: Callable[[Sequence[Any], Mapping[str, Any]], Callable[..., Any]] | None,
     *,
-    uncached_graph: torch.fx.Graph | None,
+    uncached_graph: torch.fx.Graph | str | None,
     side_effect_free: bool,
 ) -> InputGuard | None:
     """Make `gm` (optimized for `example_inputs`/`example_kwargs`) check its
     arguments on every call (the module docstring); the guard, also kept as
     `gm.optimus_guard`, or None where the signature of `gm.forward` cannot
     be guarded (then `gm` is left as it is)."""
-    from optimus_ir.exporter import fast_codegen
+    from optimus_ir.exporter import fast_codegen, finish_code, recompile
 
     names = forward_parameters(gm)
     if names is None:
+        finish_code(gm)
         warnings.warn(
             "optimus: the optimized module's forward takes variadic arguments, which its "
             "guard cannot check: it is specialized for the example inputs and must only be "
@@ -556,14 +568,6 @@ def install_guard(
             stacklevel=3,
         )
         return None
-    bound = inspect.signature(gm.forward).bind(*example_inputs, **example_kwargs)
-    bound.apply_defaults()
-    example = [bound.arguments[name] for name in names]
-    info = getattr(gm.graph._codegen, "pytree_info", None)  # noqa: SLF001
-    structure = info.in_spec if info is not None else None
-    guard = InputGuard(model, reoptimize, names, example, structure, uncached_graph, side_effect_free)
-    gm.__dict__[GUARD_ATTRIBUTE] = guard
-    preserve_on_copy(gm, GUARD_ATTRIBUTE, guard)
     call = ", ".join(names)
     source = (
         f"\n    if self.{GUARD_ATTRIBUTE}.check({call}) is False:  # not the inputs this code was specialized for"
@@ -575,13 +579,26 @@ def install_guard(
         codegen._guard = source + existing  # type: ignore[attr-defined]
     else:
         gm.graph.set_codegen(fast_codegen(codegen, source))
-    gm.recompile()
+    # The check is in the codegen before the code is made: a module whose
+    # code is pending (optimize()'s) gets it generated here, once; one that
+    # has code is regenerated. Nothing calls it before the guard is set.
+    recompile(gm)
+    finish_code(gm)
+    bound = inspect.signature(gm.forward).bind(*example_inputs, **example_kwargs)
+    bound.apply_defaults()
+    example = [bound.arguments[name] for name in names]
+    info = getattr(gm.graph._codegen, "pytree_info", None)  # noqa: SLF001
+    structure = info.in_spec if info is not None else None
+    guard = InputGuard(model, reoptimize, names, example, structure, uncached_graph, side_effect_free)
+    gm.__dict__[GUARD_ATTRIBUTE] = guard
+    preserve_on_copy(gm, GUARD_ATTRIBUTE, guard)
     return guard
 
 
 __all__ = [
     "GUARD_ATTRIBUTE",
     "MAX_SPECIALIZATIONS",
+    "OWN_GRAPH",
     "InputGuard",
     "OptimusGuardWarning",
     "install_guard",

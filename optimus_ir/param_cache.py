@@ -56,6 +56,7 @@ from optimus_ir.exporter import (
     _FastAttributes,
     attribute_path,
     fast_codegen,
+    recompile,
 )
 from optimus_ir.objects import ObjectTable
 
@@ -453,7 +454,8 @@ def freeze_parameter_expressions(gm: torch.fx.GraphModule) -> int:
     constants. A backward that reaches a frozen value while a source
     parameter requires grad raises (`FrozenValuesGuard`); under `no_grad`
     the values are read as they are. `gm` is rewritten in place and
-    recompiled (nothing changes when nothing is frozen). Only the values
+    recompiled, unless its code is pending (`exporter.graph_module`)
+    (nothing changes when nothing is frozen). Only the values
     that non-frozen ops use are kept (views of a single parameter are left
     as they are, being cheap and live).
 
@@ -515,7 +517,7 @@ def freeze_parameter_expressions(gm: torch.fx.GraphModule) -> int:
     for node in reversed(plan.cone):
         if not node.users:
             graph.erase_node(node)
-    gm.recompile()
+    recompile(gm)  # unless its code is pending (optimize() generates it once, last)
     return len(replacements)
 
 
@@ -582,7 +584,7 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
         bound += 1
     gm.__dict__[MODEL_ATTRIBUTE] = model
     gm.__dict__[MADE_WITH_ATTRIBUTE] = tuple(made_with)
-    gm.recompile()
+    recompile(gm)  # unless its code is pending (optimize() generates it once, last)
     return bound
 
 

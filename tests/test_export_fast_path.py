@@ -256,3 +256,70 @@ def test_get_attr_without_recorded_path_uses_getattr(recsys) -> None:
     gm.recompile()
     assert "_parameters[" not in gm.code and "self.L__self___" in gm.code
     _assert_identical(gm(x), expected)
+
+
+def _count_code_generations(monkeypatch: pytest.MonkeyPatch) -> list[torch.fx.Graph]:
+    """Record the graph of every code generation (`Graph.python_code`)."""
+    generated: list[torch.fx.Graph] = []
+    original = torch.fx.Graph.python_code
+
+    def python_code(self, *args, **kwargs):
+        generated.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.fx.Graph, "python_code", python_code)
+    return generated
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["fresh", "frozen"])
+def test_optimize_generates_the_returned_modules_code_once(monkeypatch: pytest.MonkeyPatch, freeze: bool) -> None:
+    """Binding the parameters to the model, freezing and the guard each
+    change the code: it is generated once, last (seconds at 100k nodes)."""
+    model, (x,) = make_recsys_model(num_towers=16, batch=64)
+    generated = _count_code_generations(monkeypatch)
+    opt = optimus_ir.optimize(model, (x,), freeze=freeze, check_speed=False)
+    assert opt.optimus_report.groups_fused > 0  # parameters bound, stride guard, (frozen values)
+    assert sum(graph is opt.graph for graph in generated) == 1
+    assert "self.optimus_guard.check(x) is False" in opt.code
+    assert "_optimus_code_pending" not in opt.__dict__
+    with torch.no_grad():
+        torch.testing.assert_close(opt(x), model(x))
+
+
+def test_backend_path_returns_generated_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_optimize` without deferral (the torch.compile backend's path)
+    returns a module with its code, generated once."""
+    from optimus_ir.api import _optimize
+
+    model, (x,) = make_recsys_model(num_towers=4, batch=8)
+    gm = optimus_ir.capture(model, (x,))
+    generated = _count_code_generations(monkeypatch)
+    result = _optimize(
+        gm, (x,), None, validate=False, statistics=None, example_kwargs=None, verify_each=None,
+        guard_strides=True, tensors_from=model,
+    )
+    assert sum(graph is result.graph for graph in generated) == 1
+    with torch.no_grad():
+        torch.testing.assert_close(result(x), model(x))
+
+
+def test_deferred_export_is_pending_until_finish_code() -> None:
+    """`export_graph(defer_code=True)`: no code until `finish_code` (a call
+    raises, `exporter.recompile` leaves it pending), then the same code as
+    the export that generates it at once."""
+    from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, finish_code, recompile
+
+    model, (x,) = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
+    gm = optimus_ir.capture(model, (x,))
+    eager = export_graph(import_graph(gm, (x,)))
+    pending = export_graph(import_graph(gm, (x,)), defer_code=True)
+    assert pending.__dict__[CODE_PENDING_ATTRIBUTE] is True
+    with pytest.raises(RuntimeError, match="not generated yet"):
+        pending(x)
+    recompile(pending)
+    assert pending.__dict__[CODE_PENDING_ATTRIBUTE] is True
+    finish_code(pending)
+    assert CODE_PENDING_ATTRIBUTE not in pending.__dict__
+    assert pending.code == eager.code
+    _assert_identical(pending(x), eager(x))
+    _assert_identical(pending(x), model(x))

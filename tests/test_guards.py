@@ -325,3 +325,55 @@ def test_variadic_graph_module_is_not_guarded_and_says_so() -> None:
     assert opt.optimus_guard.batch_generic is True  # a + b works at any length
     _same(opt(a, 2.0), a + 2.0)  # a float for a tensor: optimized again for it
     assert opt.optimus_guard.reoptimizations == 1
+
+
+def _graph_state(graph: torch.fx.Graph) -> list[tuple]:
+    """Everything of `graph` a proof could change: each node's op, name,
+    target, arguments, users and metadata keys, in order."""
+    return [
+        (n.op, n.name, n.target, repr(n.args), repr(n.kwargs), tuple(u.name for u in n.users), tuple(sorted(n.meta)))
+        for n in graph.nodes
+    ]
+
+
+def test_batch_proof_reads_the_modules_own_graph_and_leaves_it_unchanged() -> None:
+    """Nothing frozen: the guard keeps no copy of the graph (a copy of a 100k-node
+    graph took a second), the proof runs the module's own graph, and neither
+    the optimized graph, its code nor the model changes."""
+    model, (x,) = make_recsys_model(num_towers=8, batch=16)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    opt = optimus_ir.optimize(model, (x,), FUSE_ALL, check_speed=False)
+    guard = opt.optimus_guard
+    assert guard.uncached_graph == guards.OWN_GRAPH
+    before, code = _graph_state(opt.graph), opt.code
+    with torch.no_grad():
+        xb = torch.randn(5, x.shape[1])
+        torch.testing.assert_close(opt(xb), model(xb))
+    assert guard.batch_generic is True and guard.reoptimizations == 0
+    assert _graph_state(opt.graph) == before
+    assert opt.code == code
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, state[key])
+    # a copy proves with its own graph
+    clone = copy.deepcopy(opt)
+    assert clone.optimus_guard.uncached_graph == guards.OWN_GRAPH
+    with torch.no_grad():
+        x7 = torch.randn(7, x.shape[1])
+        torch.testing.assert_close(clone(x7), model(x7))
+    assert clone.optimus_guard.batch_generic is True and clone.optimus_guard.reoptimizations == 0
+    assert _graph_state(opt.graph) == before
+
+
+def test_frozen_values_are_proved_on_a_copy_of_the_graph_before_freezing() -> None:
+    """With `freeze`, the module's graph reads values computed from the real
+    parameters: the proof runs the graph as the pipeline made it (a copy)."""
+    model, (x,) = make_recsys_model(num_towers=16, batch=64)
+    opt = optimus_ir.optimize(model, (x,), freeze=True, check_speed=False)
+    guard = opt.optimus_guard
+    assert opt.optimus_report.cached_parameter_values > 0
+    assert isinstance(guard.uncached_graph, torch.fx.Graph)
+    assert guard.uncached_graph is not opt.graph
+    with torch.no_grad():
+        xb = torch.randn(5, x.shape[1])
+        torch.testing.assert_close(opt(xb), model(xb))
+    assert guard.batch_generic is True and guard.reoptimizations == 0

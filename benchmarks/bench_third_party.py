@@ -36,8 +36,8 @@ figure as JSON with `--json FILE`.
 
 Usage::
 
-    python benchmarks/bench_third_party.py                    # ~3 minutes on one core
-    python benchmarks/bench_third_party.py --quick            # few short repeats
+    python benchmarks/bench_third_party.py                    # 13 models x 2 batches: several minutes on one core
+    python benchmarks/bench_third_party.py --quick            # few short repeats (~1 minute)
     python benchmarks/bench_third_party.py --models MMOE,PLE --batches 64 --json out.json
 """
 

@@ -2,9 +2,16 @@
 
 Issue 21's real-model target: models we did not write, taken from a package
 as a user has them. deepctr-torch 0.3.0 (`pip install -e '.[thirdparty]'`,
-or `make bench-third-party`): the multi-task MMOE and PLE, and the CTR
-models DCN, DeepFM and xDeepFM, on 6 sparse features (vocabulary 50,
-embedding 8) and 4 dense ones, in eval mode. deepctr initialises its
+or `make bench-third-party`): the multi-task MMOE, PLE, ESMM and
+SharedBottom, and the CTR models DCN, DCNMix, DeepFM, xDeepFM, AutoInt,
+NFM, WDL, FiBiNET and ONN, on 6 sparse features (vocabulary 50, embedding
+8) and 4 dense ones, in eval mode. AutoInt's forward assigns an attribute
+(its attention scores), which a captured graph cannot do: `capture` and
+`optimize` refuse it (`AttributeAssignmentError`; `optimize` returns a
+module running the model), and its row says so with the reason
+(torch.compile, which replays the write, compiles it:
+`bench_compile_time.py`). deepctr's AFM and CCPM refuse dense features and
+DIFM assigns attributes as AutoInt does: not included. deepctr initialises its
 embeddings with std 1e-4, which makes every output nearly constant; every
 parameter is re-initialised from a seeded normal distribution (std 0.3), so
 that a wrong value shows.
@@ -29,8 +36,8 @@ figure as JSON with `--json FILE`.
 
 Usage::
 
-    python benchmarks/bench_third_party.py                    # ~3 minutes on one core
-    python benchmarks/bench_third_party.py --quick            # few short repeats
+    python benchmarks/bench_third_party.py                    # 13 models x 2 batches: several minutes on one core
+    python benchmarks/bench_third_party.py --quick            # few short repeats (~1 minute)
     python benchmarks/bench_third_party.py --models MMOE,PLE --batches 64 --json out.json
 """
 
@@ -56,10 +63,14 @@ for _path in (_ROOT, _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from bench_batch_fusion import compare, count_calls, pytorch_options, run_pytorch  # noqa: E402
-from optimus_ir.api import capture  # noqa: E402
+from optimus_ir.api import CaptureError, capture  # noqa: E402
 from timing import CLOCKS, measure, quantile  # noqa: E402
 
-MODELS = ("MMOE", "PLE", "DCN", "DeepFM", "xDeepFM")
+MULTI_TASK = ("MMOE", "PLE", "ESMM", "SharedBottom")
+"""deepctr-torch's multi-task models (two binary tasks, dense and sparse
+features for the shared part only)."""
+MODELS = ("MMOE", "PLE", "DCN", "DeepFM", "xDeepFM", "AutoInt", "NFM", "WDL", "ESMM", "SharedBottom",
+          "FiBiNET", "DCNMix", "ONN")
 """The deepctr-torch models, by class name."""
 
 SPARSE_FEATURES, DENSE_FEATURES, VOCABULARY, EMBEDDING = 6, 4, 50, 8
@@ -82,9 +93,9 @@ def build(name: str, batch: int, seed: int = 0) -> tuple[torch.nn.Module, tuple[
     tasks = dict(task_types=("binary", "binary"), task_names=("a", "b"))
     if name == "MMOE":
         model = models.MMOE(columns, num_experts=4, device="cpu", **tasks)
-    elif name == "PLE":
-        model = models.PLE(columns, device="cpu", **tasks)
-    elif name in ("DCN", "DeepFM", "xDeepFM"):
+    elif name in MULTI_TASK:
+        model = getattr(models, name)(columns, device="cpu", **tasks)
+    elif name in MODELS:  # the CTR models: linear (wide) and DNN features
         model = getattr(models, name)(columns, columns, device="cpu")
     else:
         raise ValueError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
@@ -112,6 +123,10 @@ class Row:
     groups_fused: int | None = None
     ours_fell_back: str | None = None
     """Why ours is not the fused result (speed check, op-count guard), or None."""
+    refused: str | None = None
+    """Why the model cannot be captured as one graph (`capture` raised a
+    `CaptureError`, e.g. its forward assigns an attribute), or None; such a
+    row has no other figures: `optimize` runs the model itself."""
     max_abs_diff: dict[str, float | None] = field(default_factory=dict)
     mismatch: dict[str, str | None] = field(default_factory=dict)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -142,7 +157,11 @@ def bench_row(
     """Build, optimize both ways, check and time one (model, batch)."""
     row = Row(name, batch)
     model, inputs = build(name, batch)
-    gm = capture(model, inputs)
+    try:
+        gm = capture(model, inputs)
+    except CaptureError as error:  # a refusal with its reason, not a failure of ours
+        row.refused = f"{type(error).__name__}: {error}"
+        return row
     row.ops["captured"] = count_calls(gm)
     calls: dict[str, Callable[[], Any]] = {"captured": lambda: gm(*inputs)}
     start = time.perf_counter()
@@ -199,6 +218,9 @@ def format_table(rows: Sequence[Row]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
+        if r.refused is not None:
+            lines.append(f"| {r.model} | {r.batch} | refused (see below) |" + " - |" * 9)
+            continue
         times = [
             f"{r.median_ms[w]:.4f} ±{r.spread_pct[w]:.0f}%" if w in r.median_ms else "-"
             for w in ("captured", "ours", "pytorch")
@@ -211,6 +233,9 @@ def format_table(rows: Sequence[Row]) -> str:
         )
     lines.append("")
     for r in rows:
+        if r.refused is not None:
+            lines.append(f"{r.model} batch {r.batch}: refused, not captured: {r.refused}")
+            continue
         fired = ", ".join(f"{k} {v}" for k, v in sorted(r.pytorch_fired.items())) or "nothing"
         lines.append(f"pytorch counters, {r.model} batch {r.batch}: {fired}")
         if r.ours_fell_back:
@@ -225,7 +250,8 @@ def format_table(rows: Sequence[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 1 when ours differs from the captured graph,
-    optimize() fails or ends with more ops than captured, else 0."""
+    optimize() fails or ends with more ops than captured, else 0 (a model
+    refused with its reason is not a failure)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--batches", default="64,512", help="comma-separated batch sizes")

@@ -1,7 +1,9 @@
 """Smoke test of benchmarks/bench_compile_time.py: `--smoke` compiles a
 tiny recsys model with Inductor alone and with our backend, each in a fresh
-process with empty caches, checks both against eager and prints the table;
-timings are not judged."""
+process with a fresh cache seeded with the vector-ISA probe's files only,
+checks both against eager and prints the tables; timings are not judged.
+The seed holds the probe's files and nothing else, and a seeded child
+compiles no probe program (it only loads them)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,26 @@ def test_smoke_run_measures_both_variants_and_checks_results(capsys, tmp_path: P
     # tests/test_inductor_target.py checks what fuses).
     assert 0 < row["stage_s"] < row["ours_s"]
     assert row["max_abs_diff"] <= _bench().TOLERANCE
+    # Inductor generated C++ kernels for both; the breakdown adds up to the
+    # first call and names our stage's share; the seeded cache spared every
+    # run the probe's compiles (it still ran, loading the seed).
+    assert row["kernels"]["inductor"] > 0 and row["kernels"]["ours+inductor"] > 0
+    for variant, runs in json.loads(out_json.read_text())["runs"]["recsys-mixed-8"].items():
+        (run,) = runs
+        assert sum(run["phases"].values()) == pytest.approx(run["seconds"])
+        assert run["phases"]["kernel_cxx"] > 0 and run["phases"]["isa_probe"] > 0
+        assert run["isa_probe_builds"] == 0
+        assert (run["phases"]["ours"] > 0) == (variant == "ours+inductor")
+    assert "| recsys-mixed-8 | ours+inductor |" in out and "vector-ISA probe (once, not counted)" in out
+
+
+@pytest.mark.slow
+def test_the_isa_seed_holds_the_probe_files_only(tmp_path: Path) -> None:
+    seed = tmp_path / "inductor"
+    assert _bench().seed_isa_cache(seed, timeout_s=600) > 0
+    files = [p.relative_to(seed) for p in seed.rglob("*") if p.is_file()]
+    assert any(f.suffix == ".so" for f in files)
+    assert all(f.suffix in (".cpp", ".so") or f.parts[0] == "locks" for f in files), files
 
 
 def test_unknown_models_and_variants_are_refused() -> None:
@@ -36,3 +58,9 @@ def test_unknown_models_and_variants_are_refused() -> None:
         _bench().main(["--models", "resnet"])
     with pytest.raises(ValueError, match="unknown variant"):
         _bench().child("recsys-mixed-8", "tvm", 8)
+
+
+def test_the_third_party_models_are_the_third_party_benchmark_s() -> None:
+    """One list of deepctr-torch models: bench_third_party's."""
+    assert set(load_benchmark("bench_third_party").MODELS) <= set(_bench().MODELS)
+    assert set(_bench().DEFAULT_MODELS) <= set(_bench().MODELS)

@@ -327,7 +327,7 @@ class Prepared:
     """Our backend's variants: every remark of every graph it optimized."""
 
 
-def freezing(variant: str) -> Any:
+def variant_freezing(variant: str) -> Any:
     """Inductor's freezing for a `-frozen` variant, else nothing. A scoped
     patch, never set for the process: a freezing left on makes Dynamo hand
     the later variants' graphs their parameters as attributes."""
@@ -410,7 +410,7 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
         else:
             function = torch.compile(model)
         frames = _compiled_frames()
-        with probe.active(), freezing(variant):
+        with probe.active(), variant_freezing(variant):
             output = function(*inputs)
         seconds = _since(start)
         if _compiled_frames() == frames:

@@ -804,10 +804,17 @@ def run_model(children: Children, settings: Settings, name: str, description: st
     captured = result.cells.get("captured")
     if base is not None and base.ops is None and captured is not None:
         base.ops, base.calls = captured.ops, captured.calls
-    summary = ", ".join(
-        f"{v} {s:.2f}x" for v in timed if v != "original" and (s := result.speedup(v)) is not None
-    )
-    progress(f"done in {result.seconds:.0f} s: speedup over original: {summary}")
+    if settings.vs_inductor:
+        summary = ", ".join(
+            f"{ours} {s:.3f}x" for alone, ours in vs_inductor_pairs(timed)
+            if (s := result.speedup(ours, alone)) is not None
+        )
+        progress(f"done in {result.seconds:.0f} s: Inductor alone / after ours: {summary}")
+    else:
+        summary = ", ".join(
+            f"{v} {s:.2f}x" for v in timed if v != "original" and (s := result.speedup(v)) is not None
+        )
+        progress(f"done in {result.seconds:.0f} s: speedup over original: {summary}")
     shutil.rmtree(children.root / name, ignore_errors=True)
     return result
 

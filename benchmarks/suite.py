@@ -195,6 +195,9 @@ class Cell:
     declined_groups: list[str] | None = None
     """Our backend's variants: the groups the Inductor-target cost model
     declined as unprofitable."""
+    unchanged: bool | None = None
+    """Our backend's variants: Inductor got Dynamo's graphs unchanged
+    (`Prepared.unchanged`)."""
 
     @property
     def spread_pct(self) -> float | None:
@@ -325,6 +328,10 @@ class Prepared:
     first_call_s: float
     remarks: list[str] = field(default_factory=list)
     """Our backend's variants: every remark of every graph it optimized."""
+    unchanged: bool | None = None
+    """Our backend's variants: every graph went to Inductor as Dynamo made
+    it (nothing fused or rewritten: then Inductor's code is Inductor
+    alone's, and a difference in time is noise)."""
 
 
 def variant_freezing(variant: str) -> Any:
@@ -416,6 +423,7 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
         if _compiled_frames() == frames:
             raise RuntimeError("Dynamo compiled nothing: the call ran code another variant compiled")
         remarks: list[str] = []
+        unchanged = None
         if made is not None:
             failed = [o for o in made.outcomes if not o.optimized]
             if failed:
@@ -424,12 +432,13 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
                 o.report.phase_seconds.get("passes", 0.0) for o in made.outcomes if o.report is not None
             )
             remarks = [r.message for o in made.outcomes if o.report is not None for r in o.report.remarks]
+            unchanged = all(o.unchanged for o in made.outcomes)
         else:
             pass_ms = probe.seconds * 1e3 if variant == "inductor+pytorch" else None
         # With a warm cache AOTAutograd serves the graph before the pre-grad
         # passes run (torch >= 2.13): then no ops are known.
         ops = probe.ops if probe.graphs else None
-        return Prepared(lambda: function(*inputs), ops, pass_ms, output, seconds, remarks)
+        return Prepared(lambda: function(*inputs), ops, pass_ms, output, seconds, remarks, unchanged)
     raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
 
 
@@ -505,18 +514,20 @@ def child_first_call(model_name: str, variant: str, batch: int, device: str, thr
         cell.matches = cell.mismatch is None
         if variant in WITH_OUR_BACKEND:
             cell.fused_groups, cell.declined_groups = group_summaries(prepared.remarks)
+            cell.unchanged = prepared.unchanged
         cell.peak_mib = peak_memory_mib(prepared.call, device)
     return asdict(cell)
 
 
 def child_steady(
     model_name: str, variants: Sequence[str], batch: int, device: str, threads: int,
-    repeats: int, sample_ms: float,
+    repeats: int, sample_ms: float, clock: str = "wall",
 ) -> dict[str, Any]:
-    """In one process: every variant prepared, then timed interleaved."""
+    """In one process: every variant prepared, then timed interleaved (on the
+    CPU with `timing.CLOCKS[clock]`)."""
     import torch
 
-    from timing import measure, measure_cuda, quantile
+    from timing import CLOCKS, measure, measure_cuda, quantile
 
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore")
@@ -540,7 +551,7 @@ def child_steady(
             checks[variant] = {"max_abs_diff": diff, "mismatch": mismatch, "matches": mismatch is None}
             if variant in WITH_OUR_BACKEND:
                 fused, declined = group_summaries(prepared.remarks)
-                checks[variant].update(fused_groups=fused, declined_groups=declined)
+                checks[variant].update(fused_groups=fused, declined_groups=declined, unchanged=prepared.unchanged)
     frames_before = _compiled_frames()
     # Timed under no_grad, as prepared (Dynamo guards on grad mode: with it
     # on every compiled variant would recompile as a training graph).
@@ -548,7 +559,7 @@ def child_steady(
         if device.startswith("cuda"):
             samples, inner = measure_cuda(calls, repeats, sample_ms)
         else:
-            samples, inner = measure(calls, repeats, sample_ms, clock=time.perf_counter_ns)
+            samples, inner = measure(calls, repeats, sample_ms, clock=CLOCKS[clock])
     if _compiled_frames() != frames_before:
         raise RuntimeError("a compiled variant recompiled while it was timed")
     times = {
@@ -718,6 +729,9 @@ class Settings:
     quick: bool
     jobs: int
     """Models measured at once (1 unless --quick: more disturb each other's times)."""
+    clock: str = "wall"
+    """The steady state's clock on the CPU (`timing.CLOCKS`): `wall`, or
+    `cpu` (this thread's CPU time: steadier on a shared machine)."""
     vs_inductor: bool = False
     """`--vs-inductor`: the compiled variants only, reported as pairs."""
     steady_only: bool = False
@@ -777,7 +791,7 @@ def run_model(children: Children, settings: Settings, name: str, description: st
             [
                 "--child", "steady", "--models", name, "--variants", ",".join(timed),
                 "--batch", str(settings.batch), "--repeats", str(settings.repeats),
-                "--sample-ms", str(settings.sample_ms),
+                "--sample-ms", str(settings.sample_ms), "--clock", settings.clock,
             ],
             children.merged_cache(name, caches),
         )
@@ -799,6 +813,7 @@ def run_model(children: Children, settings: Settings, name: str, description: st
             cell.matches = cell.mismatch is None
             if figures.get("fused_groups") is not None:
                 cell.fused_groups, cell.declined_groups = figures["fused_groups"], figures["declined_groups"]
+                cell.unchanged = figures["unchanged"]
     result.seconds = time.perf_counter() - started
     base = result.cells.get("original")
     captured = result.cells.get("captured")
@@ -996,6 +1011,7 @@ def vs_inductor_rows(results: Sequence[ModelResult], variants: Sequence[str]) ->
                 "max_abs_diff": mine.max_abs_diff,
                 "fused_groups": mine.fused_groups,
                 "declined_groups": mine.declined_groups,
+                "unchanged": mine.unchanged,
             })
     return rows
 
@@ -1022,9 +1038,10 @@ def format_vs_inductor(rows: Sequence[dict[str, Any]], steady_only: bool) -> str
         first = "" if steady_only else (
             f" {_fmt(row['inductor_first_call_s'], '.1f')} / {_fmt(row['ours_first_call_s'], '.1f')} |"
         )
+        fused = _groups(row["fused_groups"]) + (" (graphs handed over unchanged)" if row.get("unchanged") else "")
         lines.append(
             f"| {name} | {alone} | {ours} | {_fmt(row['ratio'], '.3f')}x | {row['verdict']} |{first} "
-            f"{_groups(row['fused_groups'])} | {_groups(row['declined_groups'])} |"
+            f"{fused} | {_groups(row['declined_groups'])} |"
         )
     return "\n".join(lines)
 
@@ -1036,7 +1053,7 @@ def render_vs_inductor(
     """`--vs-inductor`'s markdown report: the pairs' table, every figure, the verdict."""
     from suite_models import MODELS
 
-    clock = "CUDA events" if settings.device.startswith("cuda") else "wall clock"
+    clock = "CUDA events" if settings.device.startswith("cuda") else f"{settings.clock} clock"
     failing = [row for row in rows if row["verdict"] != "PASS"]
     parts = [
         "# optimus-ir under Inductor vs Inductor alone" + (" (--quick)" if settings.quick else ""),
@@ -1098,6 +1115,9 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling measurement")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="steady-state clock on the CPU: wall (default) or cpu (the timing thread's CPU "
+                        "time: steadier on a shared, loaded machine; one thread computes everything)")
     parser.add_argument("--out", type=Path, default=_ROOT / "build" / "bench", help="where the results go")
     parser.add_argument("--jobs", type=int, help="models measured at once (default 1; quick 2: the "
                         "smoke run's times are then not comparable, it checks the runner)")
@@ -1159,6 +1179,7 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
         threads=args.threads,
         quick=args.quick,
         jobs=args.jobs or (2 if args.quick else 1),
+        clock=args.clock,
         vs_inductor=args.vs_inductor,
         steady_only=args.steady_only,
     )
@@ -1175,7 +1196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.child == "steady":
         print(json.dumps(child_steady(settings.models[0], settings.variants, settings.batch, settings.device,
-                                      settings.threads, settings.repeats, settings.sample_ms)))
+                                      settings.threads, settings.repeats, settings.sample_ms, settings.clock)))
         return 0
     if args.child == "scaling":
         print(json.dumps(child_scaling(settings.scaling_nodes)))
@@ -1242,7 +1263,7 @@ def render(
     """The whole markdown report."""
     from suite_models import MODELS
 
-    clock = "CUDA events" if settings.device.startswith("cuda") else "wall clock"
+    clock = "CUDA events" if settings.device.startswith("cuda") else f"{settings.clock} clock"
     parts = [
         "# optimus-ir benchmark suite" + (" (--quick: small sizes, few repeats)" if settings.quick else ""),
         "",

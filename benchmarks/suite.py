@@ -995,6 +995,9 @@ def vs_inductor_rows(results: Sequence[ModelResult], variants: Sequence[str]) ->
                 verdict_ = "not measured"
             else:
                 verdict_ = "PASS" if ratio >= VS_INDUCTOR_TARGET else "FAIL"
+                if verdict_ == "FAIL" and mine.unchanged:
+                    # Inductor compiled Dynamo's own graphs both times
+                    verdict_ += " (same code as Inductor alone: noise)"
             rows.append({
                 "model": r.name,
                 "inductor": alone,
@@ -1234,7 +1237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems = verdict(results)
     pairs = vs_inductor_rows(results, settings.variants) if settings.vs_inductor else []
     if settings.vs_inductor:
-        problems += [f"{row['model']} {row['ours']}: {row['verdict']}" for row in pairs if row["verdict"] != "PASS"]
+        problems += [f"{row['model']} {row['ours']}: {row['verdict']} ({_fmt(row['ratio'], '.3f')}x)"
+                     for row in pairs if row["verdict"] != "PASS"]
         text = render_vs_inductor(results, pairs, settings, machine, elapsed, problems)
     else:
         text = render(results, scaling, settings, machine, elapsed, problems)

@@ -20,6 +20,11 @@ pytorch            PyTorch's Optimus on the captured graph, eager:
 inductor           `torch.compile(model)`
 inductor+pytorch   `torch.compile(model)` with PyTorch's Optimus options
 inductor+ours      `torch.compile(model, backend="optimus")`: ours, then Inductor
+inductor-frozen    `torch.compile(model)` under Inductor's freezing (parameters
+                   are constants folded at compile time: inference)
+inductor+ours-frozen  `torch.compile(model, backend="optimus",
+                   options={"freeze": True})` under Inductor's freezing: ours
+                   with the weight stacks of fused groups folded too
 ours+triton        (CUDA only) ours with grouped linears of every shape and the
                    Triton kernel lowering forced (`lower-batch{kernels=triton}`)
 =================  ==========================================================
@@ -48,6 +53,28 @@ and reports, per model and variant:
   (`assert_close`, rtol 1e-4, atol 1e-5: batched matmuls and Inductor's
   fusions reorder fp32 sums).
 
+The freezing of the two `-frozen` variants is scoped to their compile and
+first call (`torch._inductor.config.patch(freezing=True)`), never set for
+the process: the other variants of the same process compile without it.
+Freezing is a compile-time setting: their later calls run the frozen code
+without the patch (15 us a call it would cost), and the steady-state
+process fails if any variant recompiled while it was timed.
+
+`--vs-inductor` answers one question instead (issue 23: is Inductor after
+ours at least as fast as Inductor alone on every model?): per model, only
+the compiled variants, paired -- inductor against inductor+ours, and
+inductor-frozen against inductor+ours-frozen when `--variants` asks for
+them -- timed interleaved in one process (one thread, batch 64, no_grad),
+with the ratio of the medians (Inductor alone / after ours: above 1 is
+faster), PASS or FAIL against `VS_INDUCTOR_TARGET`, the first-call compile
+times (unless `--steady-only`) and the groups our cost model fused and
+declined for the Inductor target (batch-fusion's remarks priced with
+`target inductor:`). Its default models are the suite's without the
+1024-tower ones (ten minutes and more per Inductor compile on two cores),
+plus `plumbing`; `demo` (`make demo`'s model) is the same model as
+`recsys-mixed-64`. The exit status is 1 when a pair fails the target or ours
+fails or differs.
+
 Then the scaling of our pipeline: the pass time of the default pipeline on
 wide generated graphs of 1k to 100k FX nodes, with the growth exponent
 fitted (time ~ nodes^k; near-linear is k close to 1).
@@ -65,6 +92,9 @@ Usage::
     python benchmarks/suite.py --quick              # small models, few repeats (< 2 min)
     python benchmarks/suite.py --models recsys-mixed-64,dlrm --variants original,ours,inductor
     python benchmarks/suite.py --compile-max-ops 0  # Inductor also on the 1024-tower models
+    python benchmarks/suite.py --vs-inductor --steady-only            # ours under Inductor vs Inductor alone
+    python benchmarks/suite.py --vs-inductor --models recsys-mixed-64,dlrm \
+        --variants inductor,inductor+ours,inductor-frozen,inductor+ours-frozen
 """
 
 from __future__ import annotations
@@ -98,11 +128,25 @@ for _path in (_ROOT, _HERE, _ROOT / "examples"):
         sys.path.insert(0, str(_path))
 
 EAGER = ("original", "captured", "ours", "pytorch")
-COMPILED = ("inductor", "inductor+pytorch", "inductor+ours")
+FROZEN = ("inductor-frozen", "inductor+ours-frozen")
+"""The variants compiled and timed under Inductor's freezing."""
+COMPILED = ("inductor", "inductor+pytorch", "inductor+ours") + FROZEN
 GPU_ONLY = ("ours+triton",)
 VARIANTS = EAGER + COMPILED + GPU_ONLY
-OURS = ("ours", "inductor+ours", "ours+triton")
+OURS = ("ours", "inductor+ours", "inductor+ours-frozen", "ours+triton")
 """The variants whose failure or mismatch fails the run."""
+WITH_OUR_BACKEND = ("inductor+ours", "inductor+ours-frozen")
+"""The variants compiled through our torch.compile backend (their remarks
+say which groups were fused or declined for the Inductor target)."""
+VS_INDUCTOR_PAIRS = (("inductor", "inductor+ours"), ("inductor-frozen", "inductor+ours-frozen"))
+"""`--vs-inductor`'s comparisons: (Inductor alone, Inductor after ours)."""
+VS_INDUCTOR_DEFAULT = ("inductor", "inductor+ours")
+VS_INDUCTOR_TARGET = 1.0
+"""Inductor alone's median over Inductor after ours', at least (issue 23:
+never slower than Inductor alone)."""
+INDUCTOR_TARGET_MARK = "target inductor:"
+"""What batch-fusion's remark says of a group priced for Inductor
+(`optimus_ir.cost_model.GroupEstimate.describe`)."""
 
 RTOL, ATOL = 1e-4, 1e-5
 PROGRESS = "progress: "
@@ -145,6 +189,15 @@ class Cell:
     mismatch: str | None = None
     error: str | None = None
     skipped: str | None = None
+    fused_groups: list[str] | None = None
+    """Our backend's variants: the groups batch fusion fused for the
+    Inductor target (`group_summaries`)."""
+    declined_groups: list[str] | None = None
+    """Our backend's variants: the groups the Inductor-target cost model
+    declined as unprofitable."""
+    unchanged: bool | None = None
+    """Our backend's variants: Inductor got Dynamo's graphs unchanged
+    (`Prepared.unchanged`)."""
 
     @property
     def spread_pct(self) -> float | None:
@@ -249,6 +302,19 @@ def inductor_with_pytorch_optimus(gm: Any, example_inputs: Sequence[Any]) -> Any
         return compile_fx(gm, list(example_inputs))
 
 
+def inductor_frozen(gm: Any, example_inputs: Sequence[Any]) -> Any:
+    """Inductor with its freezing, as a backend of its own: Dynamo then keeps
+    its code apart from plain Inductor's (the same model class compiled
+    with the same backend shares compiled code), and a recompile freezes
+    too. (The first call runs under `freezing` as well: Dynamo reads the
+    option when it traces.)"""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+
+    with config.patch(freezing=True):
+        return compile_fx(gm, list(example_inputs))
+
+
 @dataclass
 class Prepared:
     """A variant ready to call: the callable, its ops and pass time, and
@@ -260,6 +326,43 @@ class Prepared:
     pass_ms: float | None
     first_output: Any
     first_call_s: float
+    remarks: list[str] = field(default_factory=list)
+    """Our backend's variants: every remark of every graph it optimized."""
+    unchanged: bool | None = None
+    """Our backend's variants: every graph went to Inductor as Dynamo made
+    it (nothing fused or rewritten: then Inductor's code is Inductor
+    alone's, and a difference in time is noise)."""
+
+
+def variant_freezing(variant: str) -> Any:
+    """Inductor's freezing for a `-frozen` variant, else nothing. A scoped
+    patch, never set for the process: a freezing left on makes Dynamo hand
+    the later variants' graphs their parameters as attributes."""
+    if variant not in FROZEN:
+        return contextlib.nullcontext()
+    from torch._inductor import config
+
+    return config.patch(freezing=True)
+
+
+def group_summaries(remarks: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(fused, declined): one line per batch-fusion group priced for the
+    Inductor target -- `N op gain ~X us` from its remark (`batch-fusion:
+    fused N op(...) into ... (target inductor: ... gain ~X us)` and
+    `batch-fusion: N op(...) not fused: unprofitable: target inductor: ...`)."""
+    fused, declined = [], []
+    for message in remarks:
+        if INDUCTOR_TARGET_MARK not in message or not message.startswith("batch-fusion: "):
+            continue
+        body = message[len("batch-fusion: "):]
+        gain = message.rsplit("gain ~", 1)[-1].split(" us", 1)[0] if "gain ~" in message else "?"
+        if body.startswith("fused "):
+            count, op = body[len("fused "):].split(" ", 2)[:2]
+            fused.append(f"{count} {op.split('(')[0]} (gain ~{gain} us)")
+        elif "not fused: unprofitable:" in body:
+            count, op = body.split(" ", 2)[:2]
+            declined.append(f"{count} {op.split('(')[0]} (gain ~{gain} us)")
+    return fused, declined
 
 
 def _since(start: float) -> float:
@@ -304,19 +407,23 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
     if variant in COMPILED:
         probe = PreGradProbe()
         made = None
-        if variant == "inductor+ours":
-            made = optimus_ir.backend()
+        if variant in WITH_OUR_BACKEND:
+            made = optimus_ir.backend(freeze=variant in FROZEN)
             function = torch.compile(model, backend=made)
         elif variant == "inductor+pytorch":
             function = torch.compile(model, backend=inductor_with_pytorch_optimus)
+        elif variant == "inductor-frozen":
+            function = torch.compile(model, backend=inductor_frozen)
         else:
             function = torch.compile(model)
         frames = _compiled_frames()
-        with probe.active():
+        with probe.active(), variant_freezing(variant):
             output = function(*inputs)
         seconds = _since(start)
         if _compiled_frames() == frames:
             raise RuntimeError("Dynamo compiled nothing: the call ran code another variant compiled")
+        remarks: list[str] = []
+        unchanged = None
         if made is not None:
             failed = [o for o in made.outcomes if not o.optimized]
             if failed:
@@ -324,11 +431,14 @@ def prepare(variant: str, model: Any, inputs: tuple[Any, ...]) -> Prepared:
             pass_ms = 1e3 * sum(
                 o.report.phase_seconds.get("passes", 0.0) for o in made.outcomes if o.report is not None
             )
+            remarks = [r.message for o in made.outcomes if o.report is not None for r in o.report.remarks]
+            unchanged = all(o.unchanged for o in made.outcomes)
         else:
             pass_ms = probe.seconds * 1e3 if variant == "inductor+pytorch" else None
         # With a warm cache AOTAutograd serves the graph before the pre-grad
         # passes run (torch >= 2.13): then no ops are known.
-        return Prepared(lambda: function(*inputs), probe.ops if probe.graphs else None, pass_ms, output, seconds)
+        ops = probe.ops if probe.graphs else None
+        return Prepared(lambda: function(*inputs), ops, pass_ms, output, seconds, remarks, unchanged)
     raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
 
 
@@ -402,37 +512,54 @@ def child_first_call(model_name: str, variant: str, batch: int, device: str, thr
         cell.pass_ms = prepared.pass_ms
         cell.max_abs_diff, cell.mismatch = compare(expected, prepared.first_output)
         cell.matches = cell.mismatch is None
+        if variant in WITH_OUR_BACKEND:
+            cell.fused_groups, cell.declined_groups = group_summaries(prepared.remarks)
+            cell.unchanged = prepared.unchanged
         cell.peak_mib = peak_memory_mib(prepared.call, device)
     return asdict(cell)
 
 
 def child_steady(
     model_name: str, variants: Sequence[str], batch: int, device: str, threads: int,
-    repeats: int, sample_ms: float,
+    repeats: int, sample_ms: float, clock: str = "wall",
 ) -> dict[str, Any]:
-    """In one process: every variant prepared, then timed interleaved."""
+    """In one process: every variant prepared, then timed interleaved (on the
+    CPU with `timing.CLOCKS[clock]`)."""
     import torch
 
-    from timing import measure, measure_cuda, quantile
+    from timing import CLOCKS, measure, measure_cuda, quantile
 
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore")
     model, inputs = build_on(model_name, batch, device)
     calls: dict[str, Callable[[], Any]] = {}
     errors: dict[str, str] = {}
+    checks: dict[str, dict[str, Any]] = {}
     with torch.no_grad():
+        expected = model(*inputs)
         for variant in variants:
             # A compiled variant gets its own copy: Dynamo's caches hang off the module.
             subject = copy.deepcopy(model) if variant in COMPILED else model
             try:
-                calls[variant] = prepare(variant, subject, inputs).call
+                prepared = prepare(variant, subject, inputs)
             except Exception as error:  # noqa: BLE001 - reported in the table
                 errors[variant] = _one_line(error)
+                continue
+            calls[variant] = prepared.call
+            # checked here too: with --steady-only no first-call process checks them
+            diff, mismatch = compare(expected, prepared.first_output)
+            checks[variant] = {"max_abs_diff": diff, "mismatch": mismatch, "matches": mismatch is None}
+            if variant in WITH_OUR_BACKEND:
+                fused, declined = group_summaries(prepared.remarks)
+                checks[variant].update(fused_groups=fused, declined_groups=declined, unchanged=prepared.unchanged)
     frames_before = _compiled_frames()
-    if device.startswith("cuda"):
-        samples, inner = measure_cuda(calls, repeats, sample_ms)
-    else:
-        samples, inner = measure(calls, repeats, sample_ms, clock=time.perf_counter_ns)
+    # Timed under no_grad, as prepared (Dynamo guards on grad mode: with it
+    # on every compiled variant would recompile as a training graph).
+    with torch.no_grad():
+        if device.startswith("cuda"):
+            samples, inner = measure_cuda(calls, repeats, sample_ms)
+        else:
+            samples, inner = measure(calls, repeats, sample_ms, clock=CLOCKS[clock])
     if _compiled_frames() != frames_before:
         raise RuntimeError("a compiled variant recompiled while it was timed")
     times = {
@@ -443,7 +570,7 @@ def child_steady(
         }
         for name, values in samples.items()
     }
-    return {"times": times, "errors": errors, "inner": inner}
+    return {"times": times, "errors": errors, "inner": inner, "checks": checks}
 
 
 def _compiled_frames() -> int:
@@ -602,6 +729,13 @@ class Settings:
     quick: bool
     jobs: int
     """Models measured at once (1 unless --quick: more disturb each other's times)."""
+    clock: str = "wall"
+    """The steady state's clock on the CPU (`timing.CLOCKS`): `wall`, or
+    `cpu` (this thread's CPU time: steadier on a shared machine)."""
+    vs_inductor: bool = False
+    """`--vs-inductor`: the compiled variants only, reported as pairs."""
+    steady_only: bool = False
+    """`--steady-only`: no first-call processes (no compile time, ops or memory)."""
 
 
 def run_model(children: Children, settings: Settings, name: str, description: str, index: int) -> ModelResult:
@@ -647,8 +781,9 @@ def run_model(children: Children, settings: Settings, name: str, description: st
 
     for variant in variants:
         result.cells[variant] = Cell()
-    for variant in variants:  # captured before the compiled: its size decides --compile-max-ops
-        first_call(variant)
+    if not settings.steady_only:
+        for variant in variants:  # captured before the compiled: its size decides --compile-max-ops
+            first_call(variant)
     timed = [v for v in variants if result.cells[v].error is None and result.cells[v].skipped is None]
     progress(f"steady state: {', '.join(timed)} interleaved ...")
     try:
@@ -656,7 +791,7 @@ def run_model(children: Children, settings: Settings, name: str, description: st
             [
                 "--child", "steady", "--models", name, "--variants", ",".join(timed),
                 "--batch", str(settings.batch), "--repeats", str(settings.repeats),
-                "--sample-ms", str(settings.sample_ms),
+                "--sample-ms", str(settings.sample_ms), "--clock", settings.clock,
             ],
             children.merged_cache(name, caches),
         )
@@ -671,15 +806,30 @@ def run_model(children: Children, settings: Settings, name: str, description: st
                 setattr(result.cells[variant], key, value)
         for variant, error in steady["errors"].items():
             result.cells[variant].error = f"steady state: {error}"
+        for variant, figures in steady.get("checks", {}).items():
+            cell = result.cells[variant]  # the worse of the first-call and the steady-state check
+            cell.max_abs_diff = max(cell.max_abs_diff or 0.0, figures["max_abs_diff"])
+            cell.mismatch = cell.mismatch or figures["mismatch"]
+            cell.matches = cell.mismatch is None
+            if figures.get("fused_groups") is not None:
+                cell.fused_groups, cell.declined_groups = figures["fused_groups"], figures["declined_groups"]
+                cell.unchanged = figures["unchanged"]
     result.seconds = time.perf_counter() - started
     base = result.cells.get("original")
     captured = result.cells.get("captured")
     if base is not None and base.ops is None and captured is not None:
         base.ops, base.calls = captured.ops, captured.calls
-    summary = ", ".join(
-        f"{v} {s:.2f}x" for v in timed if v != "original" and (s := result.speedup(v)) is not None
-    )
-    progress(f"done in {result.seconds:.0f} s: speedup over original: {summary}")
+    if settings.vs_inductor:
+        summary = ", ".join(
+            f"{ours} {s:.3f}x" for alone, ours in vs_inductor_pairs(timed)
+            if (s := result.speedup(ours, alone)) is not None
+        )
+        progress(f"done in {result.seconds:.0f} s: Inductor alone / after ours: {summary}")
+    else:
+        summary = ", ".join(
+            f"{v} {s:.2f}x" for v in timed if v != "original" and (s := result.speedup(v)) is not None
+        )
+        progress(f"done in {result.seconds:.0f} s: speedup over original: {summary}")
     shutil.rmtree(children.root / name, ignore_errors=True)
     return result
 
@@ -819,6 +969,124 @@ def write_plot(results: Sequence[ModelResult], variants: Sequence[str], path: Pa
     return True
 
 
+def vs_inductor_pairs(variants: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs of `VS_INDUCTOR_PAIRS` whose both variants are in `variants`."""
+    return [(alone, ours) for alone, ours in VS_INDUCTOR_PAIRS if alone in variants and ours in variants]
+
+
+def vs_inductor_rows(results: Sequence[ModelResult], variants: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per (model, pair): both steady-state medians and spreads, the
+    ratio Inductor alone / after ours (computed from those medians: above 1
+    is faster), the verdict against `VS_INDUCTOR_TARGET` (PASS, FAIL, or
+    what kept it from being measured), both first-call times, and the
+    groups our cost model fused and declined for the Inductor target."""
+    rows = []
+    for r in results:
+        for alone, ours in vs_inductor_pairs(variants):
+            base, mine = r.cells.get(alone, Cell()), r.cells.get(ours, Cell())
+            ratio = r.speedup(ours, alone)
+            problem = next((f"{v} {c.skipped or c.error}" for v, c in ((alone, base), (ours, mine))
+                            if c.skipped or c.error), None)
+            if problem is not None:
+                verdict_ = f"not measured: {problem}"
+            elif mine.matches is False:
+                verdict_ = f"MISMATCH: {mine.mismatch}"
+            elif ratio is None:
+                verdict_ = "not measured"
+            else:
+                verdict_ = "PASS" if ratio >= VS_INDUCTOR_TARGET else "FAIL"
+                if verdict_ == "FAIL" and mine.unchanged:
+                    # Inductor compiled Dynamo's own graphs both times
+                    verdict_ += " (same code as Inductor alone: noise)"
+            rows.append({
+                "model": r.name,
+                "inductor": alone,
+                "ours": ours,
+                "inductor_ms": base.median_ms,
+                "inductor_spread_pct": base.spread_pct,
+                "ours_ms": mine.median_ms,
+                "ours_spread_pct": mine.spread_pct,
+                "ratio": ratio,
+                "target": VS_INDUCTOR_TARGET,
+                "verdict": verdict_,
+                "inductor_first_call_s": base.first_call_s,
+                "ours_first_call_s": mine.first_call_s,
+                "max_abs_diff": mine.max_abs_diff,
+                "fused_groups": mine.fused_groups,
+                "declined_groups": mine.declined_groups,
+                "unchanged": mine.unchanged,
+            })
+    return rows
+
+
+def _groups(groups: Sequence[str] | None) -> str:
+    if groups is None:
+        return "?"
+    return "; ".join(groups) if groups else "none"
+
+
+def format_vs_inductor(rows: Sequence[dict[str, Any]], steady_only: bool) -> str:
+    """`--vs-inductor`'s table: one line per model and pair."""
+    compile_head = "" if steady_only else " first call s: alone / ours |"
+    lines = [
+        "| model | Inductor alone ms (±IQR) | Inductor after ours ms (±IQR) | ratio | "
+        f">= {VS_INDUCTOR_TARGET:g}x |{compile_head} groups fused (target inductor) | "
+        "groups declined (target inductor) |",
+        "| --- | ---: | ---: | ---: | --- |" + ("" if steady_only else " ---: |") + " --- | --- |",
+    ]
+    for row in rows:
+        name = row["model"] + ("" if row["inductor"] == "inductor" else " (frozen)")
+        alone = f"{_fmt(row['inductor_ms'], '.4f')} ±{_fmt(row['inductor_spread_pct'], '.0f')}%"
+        ours = f"{_fmt(row['ours_ms'], '.4f')} ±{_fmt(row['ours_spread_pct'], '.0f')}%"
+        first = "" if steady_only else (
+            f" {_fmt(row['inductor_first_call_s'], '.1f')} / {_fmt(row['ours_first_call_s'], '.1f')} |"
+        )
+        fused = _groups(row["fused_groups"]) + (" (graphs handed over unchanged)" if row.get("unchanged") else "")
+        lines.append(
+            f"| {name} | {alone} | {ours} | {_fmt(row['ratio'], '.3f')}x | {row['verdict']} |{first} "
+            f"{fused} | {_groups(row['declined_groups'])} |"
+        )
+    return "\n".join(lines)
+
+
+def render_vs_inductor(
+    results: Sequence[ModelResult], rows: Sequence[dict[str, Any]], settings: Settings,
+    machine: str, elapsed: float, problems: Sequence[str],
+) -> str:
+    """`--vs-inductor`'s markdown report: the pairs' table, every figure, the verdict."""
+    from suite_models import MODELS
+
+    clock = "CUDA events" if settings.device.startswith("cuda") else f"{settings.clock} clock"
+    failing = [row for row in rows if row["verdict"] != "PASS"]
+    parts = [
+        "# optimus-ir under Inductor vs Inductor alone" + (" (--quick)" if settings.quick else ""),
+        "",
+        f"Machine: {machine}. Batch {settings.batch}, no_grad, eval mode; steady state "
+        f"{settings.repeats} interleaved repeats ({clock}, ~{settings.sample_ms:g} ms samples), medians; "
+        "ratio = Inductor alone / Inductor after ours (above 1: ours is faster); "
+        f"target >= {VS_INDUCTOR_TARGET:g}x on every model; run took {elapsed:.0f} s.",
+        "",
+        "Models: " + "; ".join(f"{name}: {MODELS[name].description}" for name in settings.models) + ".",
+        "",
+        "## Inductor alone vs Inductor after ours (steady state)",
+        "",
+        format_vs_inductor(rows, settings.steady_only),
+        "",
+        "## Every figure",
+        "",
+        format_details(results, settings.variants),
+        "",
+        "## Verdict",
+        "",
+    ]
+    parts += [f"- FAIL: {p}" for p in problems] or [
+        f"- every model at >= {VS_INDUCTOR_TARGET:g}x of Inductor alone; ours ran and matched everywhere"
+    ]
+    if failing:
+        parts.append(f"- {len(failing)} of {len(rows)} pairs below the target or not measured")
+    return "\n".join(parts)
+
+
 def verdict(results: Sequence[ModelResult]) -> list[str]:
     """The problems that fail the run: ours failing or differing."""
     problems = []
@@ -850,10 +1118,19 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling measurement")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="steady-state clock on the CPU: wall (default) or cpu (the timing thread's CPU "
+                        "time: steadier on a shared, loaded machine; one thread computes everything)")
     parser.add_argument("--out", type=Path, default=_ROOT / "build" / "bench", help="where the results go")
     parser.add_argument("--jobs", type=int, help="models measured at once (default 1; quick 2: the "
                         "smoke run's times are then not comparable, it checks the runner)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one child process may take")
+    parser.add_argument("--vs-inductor", action="store_true",
+                        help="Inductor alone vs Inductor after ours per model (pairs of the compiled variants; "
+                        f"default {','.join(VS_INDUCTOR_DEFAULT)}), ratio, PASS/FAIL against "
+                        f">= {VS_INDUCTOR_TARGET:g}x, groups fused/declined for the Inductor target")
+    parser.add_argument("--steady-only", action="store_true",
+                        help="steady state only: no first-call processes (no compile-time, ops or memory columns)")
     parser.add_argument("--child", choices=("first-call", "steady", "scaling"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -864,19 +1141,30 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
         device = "cuda" if torch.cuda.is_available() else "cpu"
     models = [m for m in (args.models or "").split(",") if m] or [
         m.name for m in (SMALL if args.quick else FULL)
+        # --vs-inductor compiles every model: not the 1024-tower ones unless named
+        if not (args.vs_inductor and not args.quick and m.name.endswith("-1024"))
     ]
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         parser.error(f"unknown models {', '.join(unknown)}; choose from {', '.join(MODELS)}")
     default_variants = [v for v in VARIANTS if device.startswith("cuda") or v not in GPU_ONLY]
+    if args.vs_inductor and not args.variants:
+        default_variants = list(VS_INDUCTOR_DEFAULT)
     variants = [v for v in (args.variants or "").split(",") if v] or default_variants
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         parser.error(f"unknown variants {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
-    if not args.child and "original" not in variants:
-        variants.insert(0, "original")  # every speedup is over it
-    if not args.child and "captured" not in variants and any(v in COMPILED for v in variants):
-        variants.insert(1, "captured")  # its op count decides --compile-max-ops
+    if args.vs_inductor and not args.child:
+        paired = {v for pair in VS_INDUCTOR_PAIRS for v in pair}
+        variants = [v for v in variants if v in paired]
+        if not vs_inductor_pairs(variants):
+            parser.error("--vs-inductor needs a pair of variants: "
+                         + " or ".join(",".join(pair) for pair in VS_INDUCTOR_PAIRS))
+    elif not args.child:
+        if "original" not in variants:
+            variants.insert(0, "original")  # every speedup is over it
+        if "captured" not in variants and any(v in COMPILED for v in variants):
+            variants.insert(1, "captured")  # its op count decides --compile-max-ops
     if args.scaling_nodes:
         scaling = [int(n) for n in args.scaling_nodes.split(",") if n]
     else:
@@ -894,7 +1182,12 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
         threads=args.threads,
         quick=args.quick,
         jobs=args.jobs or (2 if args.quick else 1),
+        clock=args.clock,
+        vs_inductor=args.vs_inductor,
+        steady_only=args.steady_only,
     )
+    if args.vs_inductor:
+        settings.scaling_nodes = []  # not its question
     return args, settings
 
 
@@ -906,7 +1199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.child == "steady":
         print(json.dumps(child_steady(settings.models[0], settings.variants, settings.batch, settings.device,
-                                      settings.threads, settings.repeats, settings.sample_ms)))
+                                      settings.threads, settings.repeats, settings.sample_ms, settings.clock)))
         return 0
     if args.child == "scaling":
         print(json.dumps(child_scaling(settings.scaling_nodes)))
@@ -920,7 +1213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"batch {settings.batch}; {machine}", file=sys.stderr, flush=True)
     children = Children(settings.device, settings.threads, args.timeout)
     try:
-        if any(v in COMPILED for v in settings.variants) and not settings.quick:
+        if any(v in COMPILED for v in settings.variants) and not settings.quick and not settings.steady_only:
             # The first compile on a machine also loads the C++ compiler and
             # its headers into the OS's file cache: not charged to a variant.
             print("warming up the compiler (one unmeasured Inductor compile) ...", file=sys.stderr, flush=True)
@@ -942,7 +1235,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
 
     problems = verdict(results)
-    text = render(results, scaling, settings, machine, elapsed, problems)
+    pairs = vs_inductor_rows(results, settings.variants) if settings.vs_inductor else []
+    if settings.vs_inductor:
+        problems += [f"{row['model']} {row['ours']}: {row['verdict']} ({_fmt(row['ratio'], '.3f')}x)"
+                     for row in pairs if row["verdict"] != "PASS"]
+        text = render_vs_inductor(results, pairs, settings, machine, elapsed, problems)
+    else:
+        text = render(results, scaling, settings, machine, elapsed, problems)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(text + "\n")
@@ -952,9 +1251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": elapsed,
         "models": [{**asdict(r), "cells": {v: asdict(c) for v, c in r.cells.items()}} for r in results],
         "scaling": scaling,
+        "vs_inductor": pairs,
         "problems": problems,
     }, indent=2))
-    plotted = write_plot(results, settings.variants, args.out / "results.png")
+    plotted = not settings.vs_inductor and write_plot(results, settings.variants, args.out / "results.png")
     written = ", ".join(str(args.out / f) for f in ("results.md", "results.json") + (("results.png",) if plotted else ()))
     print(f"\nwritten: {written}")
     return 1 if problems else 0
@@ -967,7 +1267,7 @@ def render(
     """The whole markdown report."""
     from suite_models import MODELS
 
-    clock = "CUDA events" if settings.device.startswith("cuda") else "wall clock"
+    clock = "CUDA events" if settings.device.startswith("cuda") else f"{settings.clock} clock"
     parts = [
         "# optimus-ir benchmark suite" + (" (--quick: small sizes, few repeats)" if settings.quick else ""),
         "",

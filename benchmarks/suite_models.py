@@ -14,7 +14,13 @@ All are built in the repository from seeded random weights (no downloads):
 * `mmoe`: multi-task ranking (`examples/mmoe.py`): parallel expert MLPs
   mixed by one softmax gate per task, a tower per task;
 * `wide-deep`: a wide-and-deep model (`examples/wide_deep.py`): a wide
-  linear next to per-feature embeddings and projections feeding a deep MLP.
+  linear next to per-feature embeddings and projections feeding a deep MLP;
+* `plumbing`: the split/cat plumbing model of `make demo`'s section 7
+  (`examples/plumbing.py`), at the suite's batch;
+* `demo`: `make demo`'s model (`examples/demo.py`, `MODEL_VARIANT`: 64
+  mixed towers, seed 0) -- the same model as `recsys-mixed-64` and as
+  `benchmarks/bench_compile.py`'s, under the name issue 23 gives it (not in
+  `FULL`: it would measure recsys-mixed-64 twice).
 
 `build(name, batch)` gives `(model in eval mode, example inputs)`;
 `SMALL` are the sizes of `--quick` (seconds, for the CI smoke run).
@@ -110,6 +116,22 @@ def _wide_deep(name: str, **sizes: Any) -> SuiteModel:
     )
 
 
+def _plumbing(name: str) -> SuiteModel:
+    def make(batch: int) -> Built:
+        from plumbing import Plumbing
+
+        torch.manual_seed(0)
+        model = Plumbing().eval()
+        return model, (torch.randn(batch, 4 * model.width),)
+
+    return SuiteModel(name, "plumbing", "split/cat plumbing: split, tanh towers, cat, split of a split, stack", make)
+
+
+def _demo() -> SuiteModel:
+    model = _recsys("mixed", 64)
+    return SuiteModel("demo", "recsys", f"make demo's model (= recsys-mixed-64): {model.description}", model.make)
+
+
 FULL: tuple[SuiteModel, ...] = (
     *(_recsys(variant, towers) for variant in ("uniform", "mixed") for towers in (8, 64, 256, 1024)),
     _recsys("activations", 64),
@@ -117,6 +139,7 @@ FULL: tuple[SuiteModel, ...] = (
     _dlrm("dlrm"),
     _mmoe("mmoe"),
     _wide_deep("wide-deep"),
+    _plumbing("plumbing"),
 )
 """The full suite, in table order."""
 
@@ -129,7 +152,7 @@ SMALL: tuple[SuiteModel, ...] = (
 )
 """`--quick`: one small model of each family."""
 
-MODELS: dict[str, SuiteModel] = {model.name: model for model in FULL + SMALL}
+MODELS: dict[str, SuiteModel] = {model.name: model for model in FULL + SMALL + (_demo(),)}
 
 
 def build(name: str, batch: int) -> Built:

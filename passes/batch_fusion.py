@@ -1177,7 +1177,36 @@ def estimate_group_inductor(
         if all(isinstance(v.owner, fx.PlaceholderOp) for v in values):
             wide = n >= INDUCTOR_EXTERN_STACK_MIN_INPUTS
             estimate.copies_s += costs.extern_stack_s if wide else n * costs.input_cat_s
+    if kind not in ("linear", "linear-shared-input", "grouped-linear", "layer_norm") and _part_of_a_stack(
+        slots, provenance
+    ):
+        # A pointwise group over an irregular part of one fused result (one
+        # activation of several cycled over towers of mixed widths): its
+        # results come out as a stack of their own, which the consumers
+        # gather back with the other parts -- a copy. Left alone, Inductor
+        # writes each member's result straight into the consumers'
+        # concatenation (recsys-activations-64: 0.95x of Inductor alone with
+        # every pointwise group fused, 1.11x with none; regular parts, every
+        # other tower, do pay: recsys-uniform-64 1.56x with them, 1.31x without).
+        copied = _bytes(members[0].results[0], dims) * n
+        estimate.bytes_copied += copied
+        estimate.copies_s += model.kernel_seconds("stack", copied)
     return estimate
+
+
+def _part_of_a_stack(slots: Sequence[Sequence[SSAValue]], provenance: _Provenance) -> bool:
+    """Some operand of the group is an irregular part of one earlier stack:
+    its members all from one fused group, fewer than that group's members,
+    at positions that are no strided slice of it (a gather, not a view)."""
+    for values in slots:
+        if _slot_source(values, provenance) != "stack":
+            continue
+        positions = sorted(provenance.members[v][1] for v in values)
+        size = provenance.members[values[0]][2]
+        steps = {b - a for a, b in zip(positions, positions[1:])}
+        if len(values) < size and len(steps) > 1:
+            return True
+    return False
 
 
 def reorder_by_source(

@@ -328,7 +328,7 @@ for dtype, epilogue, layouts, aligned, config in [
         UPCAST_DOT=False, META_COLS=gg._META_COLS, **config.kwargs,
     )
     signature = {"meta": "*i64", "tile_starts": "*i64", "num_groups": "i32", "M_CLASS": "i32",
-                 "N_CLASS": "i32", "K_CLASS": "i32", "G_CLASS": "i32"}
+                 "N_CLASS": "i32", "K_CLASS": "i32", "G_CLASS": "i32", "DTYPE_CLASS": "i32"}
     signature.update({name: "constexpr" for name in constants})
     source = ASTSource(fn, signature, constexprs={(fn.arg_names.index(k),): v for k, v in constants.items()})
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32),

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import gc
 import types
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -174,11 +175,14 @@ def live_tensor_storages() -> dict[StorageKey, int]:
     garbage collection first; tensors only C++ holds are not seen)."""
     gc.collect()
     found: dict[StorageKey, int] = {}
-    for obj in gc.get_objects():
-        if isinstance(obj, torch.Tensor):
-            key = storage_key(obj)
-            if key is not None and key not in found:
-                found[key] = storage_bytes(obj)
+    with warnings.catch_warnings():
+        # isinstance() reads `__class__` of every object, deprecated proxies included
+        warnings.simplefilter("ignore")
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.Tensor):
+                key = storage_key(obj)
+                if key is not None and key not in found:
+                    found[key] = storage_bytes(obj)
     return found
 
 

@@ -137,17 +137,21 @@ def memory_check(
     example_inputs: Sequence[Any],
     example_kwargs: Mapping[str, Any] | None = None,
     method: str = MEMORY_METHOD,
+    *,
+    warm: bool = False,
 ) -> MemoryCheck:
-    """`MemoryCheck` of `module` against `captured` (both called once before,
-    unmeasured, so that first-call work is not counted), under `no_grad`;
-    the parameters are `model`'s (when a module). Measuring changes no
-    result: the calls' outputs are dropped."""
+    """`MemoryCheck` of `module` against `captured`, under `no_grad`; unless
+    `warm` (both ran already: the speed check's calls), each is called
+    once first, unmeasured, so that first-call work is not counted. The
+    parameters are `model`'s (when a module). Measuring changes no result:
+    the calls' outputs are dropped."""
     kwargs = dict(example_kwargs or {})
     owner = model if isinstance(model, torch.nn.Module) else None
     with torch.no_grad():
         calls = []
         for subject in (module, captured):
-            subject(*example_inputs, **kwargs)
+            if not warm:
+                subject(*example_inputs, **kwargs)
             calls.append(measure_call_memory(lambda s=subject: s(*example_inputs, **kwargs), method=method))
     return MemoryCheck(
         calls[0], calls[1], resident_tensor_bytes(module, owner), resident_tensor_bytes(captured, owner)
@@ -808,6 +812,7 @@ def _optimize_captured(
         check_speed = environment().check_speed
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
     unfused_run = False
+    checked = result  # the module the speed check runs
     if check_speed and report.side_effect_free and report.groups_fused:
         finish_code(result)  # it runs now (a second generation, after the guard's check is added)
         start = time.perf_counter()
@@ -833,11 +838,13 @@ def _optimize_captured(
     final: OptimizeReport = result.optimus_report  # type: ignore[assignment]
     if final.speed_check is not None:
         # Measured with the speed check, under its conditions, on the module
-        # returned (its code generated now if pending, as the check does).
+        # returned (its code generated now if pending, as the check does);
+        # warm when it is the module the check ran.
+        warm = not unfused_run and result is checked
         finish_code(result)
         with _phase("memory check", final.phase_seconds):
             try:
-                final.memory = memory_check(result, gm, model, example_inputs, example_kwargs)
+                final.memory = memory_check(result, gm, model, example_inputs, example_kwargs, warm=warm)
             except Exception:  # noqa: BLE001 - a measurement never fails optimize
                 final.memory = None
     return result

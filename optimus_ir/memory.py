@@ -142,7 +142,9 @@ def format_bytes(count: int) -> str:
 
 
 def _is_fake(tensor: torch.Tensor) -> bool:
-    """A tensor without memory of its own (meta, fake, functional wrapper)."""
+    """A tensor without memory of its own (meta, fake)."""
+    if type(tensor) is torch.Tensor or type(tensor) is torch.nn.Parameter:
+        return tensor.device.type == "meta"
     if tensor.device.type == "meta":
         return True
     from torch._subclasses.fake_tensor import FakeTensor
@@ -235,14 +237,8 @@ class _StorageTracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types_: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        inputs = {
-            key
-            for leaf in pytree.tree_leaves((args, kwargs))
-            if isinstance(leaf, torch.Tensor) and (key := storage_key(leaf)) is not None
-        }
-        for leaf in pytree.tree_leaves(out):
-            if not isinstance(leaf, torch.Tensor):
-                continue
+        inputs = {key for leaf in _tensor_leaves((args, kwargs)) if (key := storage_key(leaf)) is not None}
+        for leaf in _tensor_leaves(out):
             key = storage_key(leaf)
             if key is None or key in inputs or self._alive(key):
                 continue  # a view or an in-place result: no new bytes
@@ -258,6 +254,24 @@ class _StorageTracker(TorchDispatchMode):
     def held(self) -> int:
         self._prune()
         return self.live
+
+
+def _tensor_leaves(value: Any) -> Iterator[Any]:
+    """The leaves of an op's arguments or results: flat lists and tuples
+    directly (nearly every op), anything else through pytree."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                yield item
+            elif isinstance(item, (list, tuple, dict)):
+                yield from _tensor_leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensor_leaves(item)
+    elif value is not None:
+        yield from (leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor))
 
 
 def _on_cuda(value: Any) -> bool:
@@ -353,6 +367,8 @@ def _held_tensors(root: Any) -> Iterator[tuple[str, torch.Tensor]]:
             continue
         if isinstance(obj, (torch.fx.Graph, torch.fx.Node, torch.dtype, torch.device, torch.Size)):
             continue
+        if type(obj).__module__.startswith(_TENSORLESS_PACKAGES) or isinstance(obj, _ir_types()):
+            continue  # IR a report keeps (tens of thousands of objects, no tensor)
         if isinstance(obj, dict):
             children = ((f"{path}[{k!r}]", v) for k, v in obj.items())
         elif isinstance(obj, (list, tuple, set, frozenset)):
@@ -367,6 +383,17 @@ def _held_tensors(root: Any) -> Iterator[tuple[str, torch.Tensor]]:
             if isinstance(attributes, dict):
                 children = ((f"{path}.{k}", v) for k, v in attributes.items())
         stack.extend(children)
+
+
+_TENSORLESS_PACKAGES = ("xdsl.",)
+"""Packages whose objects hold no tensor: the walk does not enter them."""
+
+
+def _ir_types() -> tuple[type, ...]:
+    """The xDSL IR classes (the project's ops and attributes subclass them)."""
+    from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+    return (Operation, Attribute, SSAValue, Block, Region)
 
 
 def _cell_full(cell: Any) -> bool:

@@ -27,10 +27,13 @@ This module measures tensor bytes instead, in two ways:
     already tracked is a new allocation of `untyped_storage().nbytes()`
     bytes; the storage is freed when its C++ storage dies, which a weak
     storage reference (`StorageWeakRef`) tells exactly -- under autograd
-    too, where saved tensors keep storages alive without any Python
-    object (a `weakref.finalize` on the output tensors would fire while
-    the saved storage still lives, or never, with PyObject preservation:
-    the storage is what is watched, not the tensor). Frees are noticed at
+    too, where a tensor saved for the backward outlives its Python
+    object (tested: a temporary `sin` saved stays counted until the
+    backward frees it). The storage is watched, not the tensor object:
+    a `weakref.finalize` on output tensors happens to fire at the right
+    time there too (torch 2.13 preserves the Python object of a tensor C++
+    still holds), but it counts Python objects, not storages, and would
+    depend on that preservation. Frees are noticed at
     the next op, which is when they matter: the peak is taken at
     allocations. It sees only what goes through the dispatcher: eager
     code (every exported FX graph), not the C++ kernels of compiled code

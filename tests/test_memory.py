@@ -150,6 +150,29 @@ def test_forward_and_backward_under_grad() -> None:
     assert got["dispatch"].peak_bytes <= got["profiler"].peak_bytes
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_saved_tensor_stays_counted_until_autograd_frees_it(method: str) -> None:
+    """`sin` saves its input for the backward: under grad the temporary
+    `x * 2` outlives its Python object, so it is live when `x * 3` is
+    allocated (three buffers at the peak); under no_grad it is freed first
+    (two)."""
+    x = torch.randn(256, 256, requires_grad=True)
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        y = (x * 2).sin()
+        return y + x * 3
+
+    size = _f32(256, 256)
+    with torch.no_grad():
+        inference = measure_call_memory(forward, x, method=method)
+    training = measure_call_memory(forward, x, method=method)
+    assert _about(inference.peak_bytes, 3 * size, method)  # y, x * 3 and the sum
+    assert _about(training.peak_bytes, 4 * size, method)  # and the saved x * 2
+    # after the call the output's autograd graph still holds the saved x * 2
+    assert _about(training.held_bytes, 2 * size, method)
+    assert _about(inference.held_bytes, size, method)
+
+
 def test_resident_bytes_count_a_stack_once_and_parameters_apart() -> None:
     class Holder(torch.nn.Module):
         def __init__(self) -> None:

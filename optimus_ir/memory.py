@@ -28,7 +28,7 @@ This module measures tensor bytes instead, in two ways:
     bytes; the storage is freed when its C++ storage dies, which a weak
     storage reference (`StorageWeakRef`) tells exactly -- under autograd
     too, where a tensor saved for the backward outlives its Python
-    object (tested: a temporary `sin` saved stays counted until the
+    object (tested: a temporary saved by an elementwise op stays counted until the
     backward frees it). The storage is watched, not the tensor object:
     a `weakref.finalize` on output tensors happens to fire at the right
     time there too (torch 2.13 preserves the Python object of a tensor C++

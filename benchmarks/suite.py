@@ -46,9 +46,27 @@ and reports, per model and variant:
   (`timing.measure`: round robin, rotated order, warm-up, GC off; CUDA
   events on a GPU), median and the interquartile spread of the repeats,
   and the speedup over original and over captured;
-* peak memory: on the CPU the process's peak resident set (VmHWM, reset
-  after the first call) over five calls, in that fresh process; on a GPU
-  `torch.cuda.max_memory_allocated` over five calls;
+* peak live MiB: the tensor memory of one call (`optimus_ir.memory`,
+  after the first call, under no_grad): the peak of the bytes allocated
+  during the call and live at once, above what was live before it. On the
+  CPU from the profiler's allocation events (every allocation of PyTorch's
+  CPU allocator, in order: eager ops, a kernel's temporaries, and the
+  buffers Inductor's generated code allocates, which go through the same
+  allocator even though its C++ kernels never pass the dispatcher; memory
+  a library allocates itself, such as oneDNN's scratch pads, is not seen);
+  on a GPU `torch.cuda.max_memory_allocated` less the memory allocated
+  before the call;
+* held MiB: the tensor bytes the variant keeps alive between calls beyond
+  what the model already held (its parameters and buffers, the inputs):
+  every storage of a live Python tensor (`memory.live_tensor_storages`)
+  after preparing the variant and dropping its first output, less those
+  live before -- the weight stacks ours computed once with `freeze=True`,
+  Inductor's frozen constants, the copies a pass made. Tensors only C++
+  holds (no Python object) are not seen;
+* RSS peak MiB: the process's peak resident set (VmHWM, reset after the
+  first call) over five calls, in that fresh process (on a GPU
+  `torch.cuda.max_memory_allocated` over five calls): interpreter and
+  libraries included, so it hides differences of a few MiB of tensors;
 * max abs diff to the original model's outputs, and whether they match
   (`assert_close`, rtol 1e-4, atol 1e-5: batched matmuls and Inductor's
   fusions reorder fp32 sums).
@@ -183,7 +201,18 @@ class Cell:
     median_ms: float | None = None
     q1_ms: float | None = None
     q3_ms: float | None = None
-    peak_mib: float | None = None
+    rss_peak_mib: float | None = None
+    """The process's peak resident set over `MEMORY_CALLS` calls (CPU), or
+    `torch.cuda.max_memory_allocated` (GPU): process-wide, not tensors."""
+    peak_live_mib: float | None = None
+    """Peak tensor bytes live during one call, above what was live before
+    (`optimus_ir.memory.measure_call_memory`: profiler allocation events on
+    the CPU, the CUDA allocator's counters on a GPU)."""
+    held_mib: float | None = None
+    """Tensor bytes the variant holds between calls beyond the model's
+    parameters and buffers and the inputs (`held_tensor_mib`)."""
+    memory_method: str | None = None
+    """How `peak_live_mib` was measured ("profiler" or "cuda")."""
     max_abs_diff: float | None = None
     matches: bool | None = None
     mismatch: str | None = None
@@ -491,15 +520,40 @@ def peak_memory_mib(call: Callable[[], Any], device: str) -> float | None:
         return None
 
 
+def call_memory(call: Callable[[], Any]) -> tuple[float, str]:
+    """(peak live MiB of one call, method): `optimus_ir.memory.measure_call_memory`
+    of `call` -- on the CPU by the profiler's allocation events, which see
+    the buffers of compiled code too (the dispatch-mode tracker would miss
+    Inductor's kernels), on a GPU by the CUDA allocator's counters."""
+    from optimus_ir.memory import measure_call_memory
+
+    memory = measure_call_memory(call)
+    return memory.peak_mib, memory.method
+
+
+def held_tensor_mib(before: dict[Any, int], *exclude: Any) -> float:
+    """MiB of the storages of live tensors now that were not live at
+    `before` (`memory.live_tensor_storages`), less those of `exclude`
+    (outputs still referenced): what preparing a variant left held."""
+    from optimus_ir.memory import live_tensor_storages, tensor_storages
+
+    excluded = tensor_storages(exclude)
+    now = live_tensor_storages()
+    return sum(size for key, size in now.items() if key not in before and key not in excluded) / 2**20
+
+
 def child_first_call(model_name: str, variant: str, batch: int, device: str, threads: int) -> dict[str, Any]:
     """In a fresh process: prepare and first-call one variant; its figures."""
     import torch
 
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore")
+    from optimus_ir.memory import live_tensor_storages
+
     model, inputs = build_on(model_name, batch, device)
     cell = Cell()
     with torch.no_grad():
+        before = live_tensor_storages()  # the model's parameters and buffers, the inputs
         if variant == "original":
             prepared = prepare(variant, model, inputs)
             expected = prepared.first_output
@@ -515,7 +569,10 @@ def child_first_call(model_name: str, variant: str, batch: int, device: str, thr
         if variant in WITH_OUR_BACKEND:
             cell.fused_groups, cell.declined_groups = group_summaries(prepared.remarks)
             cell.unchanged = prepared.unchanged
-        cell.peak_mib = peak_memory_mib(prepared.call, device)
+        cell.rss_peak_mib = peak_memory_mib(prepared.call, device)
+        cell.peak_live_mib, cell.memory_method = call_memory(prepared.call)
+        prepared.first_output = None
+        cell.held_mib = held_tensor_mib(before, expected)
     return asdict(cell)
 
 
@@ -869,8 +926,8 @@ def format_details(results: Sequence[ModelResult], variants: Sequence[str]) -> s
     """Every figure of every (model, variant)."""
     lines = [
         "| model | variant | ops (all calls) | first call s | passes ms | steady ms (median ±IQR) | "
-        "vs original | vs captured | peak MiB | max abs diff |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "vs original | vs captured | peak live MiB | held MiB | RSS peak MiB | max abs diff |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         for v in variants:
@@ -879,7 +936,7 @@ def format_details(results: Sequence[ModelResult], variants: Sequence[str]) -> s
                 continue
             if cell.skipped or (cell.error and cell.median_ms is None and cell.first_call_s is None):
                 why = f"skipped: {cell.skipped}" if cell.skipped else f"FAILED: {cell.error}"
-                lines.append(f"| {r.name} | {v} | {why} | | | | | | | |")
+                lines.append(f"| {r.name} | {v} | {why} | | | | | | | | | |")
                 continue
             steady = "-"
             if cell.median_ms is not None:
@@ -893,7 +950,8 @@ def format_details(results: Sequence[ModelResult], variants: Sequence[str]) -> s
                 f"| {r.name} | {v} | {_fmt(cell.ops, 'd')} ({_fmt(cell.calls, 'd')}) | "
                 f"{_fmt(cell.first_call_s, '.2f')} | "
                 f"{_fmt(cell.pass_ms, '.1f')} | {steady} | {_fmt(r.speedup(v), '.2f')} | "
-                f"{_fmt(r.speedup(v, 'captured'), '.2f')} | {_fmt(cell.peak_mib, '.0f')} | {diff} |"
+                f"{_fmt(r.speedup(v, 'captured'), '.2f')} | {_fmt(cell.peak_live_mib, '.2f')} | "
+                f"{_fmt(cell.held_mib, '.2f')} | {_fmt(cell.rss_peak_mib, '.0f')} | {diff} |"
             )
     return "\n".join(lines)
 

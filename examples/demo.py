@@ -571,6 +571,11 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     speedup_module = eager["nn.Module"].median / eager["optimus-ir"].median
     speedup_captured = eager["captured graph"].median / eager["optimus-ir"].median
     say(f"  speedup: {speedup_module:.2f}x over the nn.Module, {speedup_captured:.2f}x over the captured graph")
+    # Tensor memory at the allocator (optimus_ir.memory), not process RSS:
+    # measured with optimize's speed check, else now.
+    memory = report.memory or report.measure_memory(optimized, model, inputs)
+    for line in memory.describe().splitlines():
+        say(f"  {line}")
 
     compile_line = "skipped (--no-compile)"
     if not args.no_compile:

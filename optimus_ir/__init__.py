@@ -19,7 +19,10 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
   `OptimusPluginWarning`);
 * `OptimizeOptions` (`optimus_ir.options`): the knobs of all three, one
   frozen dataclass (`options=OptimizeOptions(...)` instead of keywords);
-  the environment variables optimus-ir reads are read there, in one place.
+  the environment variables optimus-ir reads are read there, in one place;
+* `measure_call_memory(fn, *args)`, `resident_tensor_bytes(module, model)`
+  (`optimus_ir.memory`): tensor memory at the allocator, per call and
+  held between calls (`OptimizeReport.memory`).
 
 Importing the package registers the custom ops `torch.ops.optimus.*`
 (`optimus_ir.kernels.ops`, `optimus_ir.inductor_handoff`; torch only, no
@@ -57,6 +60,8 @@ _LAZY = {
     "inductor_pass": "optimus_ir.inductor_hook",
     "OptimusInductorPass": "optimus_ir.inductor_hook",
     "register_replacement": "optimus_ir.replacements",
+    "measure_call_memory": "optimus_ir.memory",
+    "resident_tensor_bytes": "optimus_ir.memory",
 }
 
 

@@ -53,6 +53,7 @@ from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_dia
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, export_graph, finish_code
 from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
+from optimus_ir.memory import CallMemory, ResidentBytes, format_bytes, measure_call_memory, resident_tensor_bytes
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
 from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
@@ -93,6 +94,70 @@ class SpeedCheck:
         )
 
 
+@dataclass(frozen=True)
+class MemoryCheck:
+    """Tensor memory of the module `optimize` returned against the graph
+    Dynamo captured (`optimus_ir.memory`): one call of each on the example
+    inputs under `no_grad` (the peak of the tensor bytes live during it,
+    above what was live before), and the tensor bytes each holds between
+    calls, split into the model's parameters and buffers and the rest (the
+    weight stacks `freeze=True` computed once, for instance)."""
+
+    optimized: CallMemory
+    """One call of the module returned."""
+    captured: CallMemory
+    """One call of the captured graph."""
+    optimized_resident: ResidentBytes
+    """What the module returned holds between calls."""
+    captured_resident: ResidentBytes
+    """What the captured graph holds between calls."""
+
+    def describe(self) -> str:
+        ours, theirs = self.optimized, self.captured
+        ratio = f" ({ours.peak_bytes / theirs.peak_bytes:.2f}x)" if theirs.peak_bytes else ""
+        return (
+            f"memory per call ({ours.method}): peak live {format_bytes(ours.peak_bytes)} vs captured "
+            f"{format_bytes(theirs.peak_bytes)}{ratio}, outputs {format_bytes(ours.held_bytes)}\n"
+            f"memory held between calls: parameters {format_bytes(self.optimized_resident.parameter_bytes)}, "
+            f"beyond them {format_bytes(self.optimized_resident.extra_bytes)} vs captured "
+            f"{format_bytes(self.captured_resident.extra_bytes)}"
+        )
+
+
+MEMORY_METHOD = "dispatch"
+"""How `optimize` measures the memory of a call (`optimus_ir.memory`): the
+dispatch-mode tracker sees every op of an eager graph and needs no
+profiler start (tens of milliseconds)."""
+
+
+def memory_check(
+    module: Callable[..., Any],
+    captured: Callable[..., Any],
+    model: Any,
+    example_inputs: Sequence[Any],
+    example_kwargs: Mapping[str, Any] | None = None,
+    method: str = MEMORY_METHOD,
+    *,
+    warm: bool = False,
+) -> MemoryCheck:
+    """`MemoryCheck` of `module` against `captured`, under `no_grad`; unless
+    `warm` (both ran already: the speed check's calls), each is called
+    once first, unmeasured, so that first-call work is not counted. The
+    parameters are `model`'s (when a module). Measuring changes no result:
+    the calls' outputs are dropped."""
+    kwargs = dict(example_kwargs or {})
+    owner = model if isinstance(model, torch.nn.Module) else None
+    with torch.no_grad():
+        calls = []
+        for subject in (module, captured):
+            if not warm:
+                subject(*example_inputs, **kwargs)
+            calls.append(measure_call_memory(lambda s=subject: s(*example_inputs, **kwargs), method=method))
+    return MemoryCheck(
+        calls[0], calls[1], resident_tensor_bytes(module, owner), resident_tensor_bytes(captured, owner)
+    )
+
+
 @dataclass
 class OptimizeReport:
     """What `optimize` did, for people and for tests."""
@@ -126,6 +191,26 @@ class OptimizeReport:
     check vetoed it, or it had more ops than the captured graph): what that
     attempt fused is *not* in the module returned, so it is kept apart from
     `remarks`, which describe the returned module only."""
+    memory: MemoryCheck | None = None
+    """Tensor memory of one call and held between calls, against the
+    captured graph: measured when the speed check ran (it is run under the
+    same conditions), or by `measure_memory`; None otherwise."""
+
+    def measure_memory(
+        self,
+        module: Callable[..., Any],
+        model: Any,
+        example_inputs: Sequence[Any],
+        example_kwargs: Mapping[str, Any] | None = None,
+        method: str = MEMORY_METHOD,
+    ) -> MemoryCheck:
+        """Measure `memory` now (when the speed check did not): `module` (what
+        `optimize(model, example_inputs)` returned) against `model` captured
+        again, one call each on the inputs (`memory_check`); sets and
+        returns `memory`."""
+        captured = capture(model, example_inputs, dict(example_kwargs or {}))
+        self.memory = memory_check(module, captured, model, example_inputs, example_kwargs, method)
+        return self.memory
 
     @property
     def groups_fused(self) -> int:
@@ -162,6 +247,8 @@ class OptimizeReport:
             lines.append(f"not optimized: {self.fallback}")
         if self.speed_check is not None:
             lines.append(self.speed_check.describe())
+        if self.memory is not None:
+            lines.append(self.memory.describe())
         lines.append(
             "time: "
             + ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in self.phase_seconds.items())
@@ -423,7 +510,12 @@ def optimize(
     default one without batch fusion) run instead; `optimus_report.speed_check`
     says what was measured and decided. The cost model decides; the check
     catches only a large misprediction on the machine at hand, so that load
-    from other processes does not change the graph from run to run.
+    from other processes does not change the graph from run to run. When
+    the speed check ran, `optimus_report.memory` also holds the tensor
+    memory of one call of the result and of the captured graph and what
+    each holds between calls (`MemoryCheck`, `optimus_ir.memory`; about
+    0.1 s on 64 towers, the first time in a process 0.2 s); otherwise
+    `optimus_report.measure_memory(result, model, example_inputs)` measures it.
 
     The result never has more ops than the captured graph (`count_fx_ops`,
     as `optimus_report.ops_before`/`ops_after` count them): a result with
@@ -725,6 +817,7 @@ def _optimize_captured(
         check_speed = environment().check_speed
     report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
     unfused_run = False
+    checked = result  # the module the speed check runs
     if check_speed and report.side_effect_free and report.groups_fused:
         finish_code(result)  # it runs now (a second generation, after the guard's check is added)
         start = time.perf_counter()
@@ -743,11 +836,23 @@ def _optimize_captured(
             result = _rerun_unfused(gm, example_inputs, result, check.describe(), options)
             result.optimus_report.speed_check = check  # type: ignore[union-attr]
             unfused_run = True
-    if pipeline is not None:
+    if pipeline is None:
         # an explicit pipeline is run as written (tests and users forcing a
         # fusion, `cost-model=none`); the guarantee is the default pipeline's
-        return result
-    return _guard_op_count(gm, model, example_inputs, result, training, options, unfused_run=unfused_run)
+        result = _guard_op_count(gm, model, example_inputs, result, training, options, unfused_run=unfused_run)
+    final: OptimizeReport = result.optimus_report  # type: ignore[assignment]
+    if final.speed_check is not None:
+        # Measured with the speed check, under its conditions, on the module
+        # returned (its code generated now if pending, as the check does);
+        # warm when it is the module the check ran.
+        warm = not unfused_run and result is checked
+        finish_code(result)
+        with _phase("memory check", final.phase_seconds):
+            try:
+                final.memory = memory_check(result, gm, model, example_inputs, example_kwargs, warm=warm)
+            except Exception:  # noqa: BLE001 - a measurement never fails optimize
+                final.memory = None
+    return result
 
 
 PLUMBING_KINDS = frozenset(

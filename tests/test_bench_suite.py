@@ -62,7 +62,8 @@ def test_quick_run_covers_every_family_and_every_result_matches(quick_run) -> No
             assert cell["error"] is None, where
             assert cell["matches"] is True and cell["max_abs_diff"] <= 1e-4, where
             assert cell["median_ms"] > 0 and cell["q1_ms"] <= cell["median_ms"] <= cell["q3_ms"], where
-            assert cell["first_call_s"] > 0 and cell["peak_mib"] > 0, where
+            assert cell["first_call_s"] > 0 and cell["rss_peak_mib"] > 0, where
+            assert cell["peak_live_mib"] > 0 and cell["held_mib"] >= 0, where
     recsys = report["models"][0]["cells"]
     assert all(recsys[v]["skipped"] is None for v in suite.COMPILED)  # Inductor ran there
     # ours never computes with more ops than the captured graph. Whether the

@@ -63,6 +63,8 @@ def test_demo_sections_and_checks(demo_run: tuple[int, str, Path]) -> None:
     assert out.count("result: OK (outputs match the original model)") == 2
     assert "numerical checks: all OK" in out
     assert "torch.compile: skipped (--no-compile)" in out
+    # tensor memory at the allocator, per call and held (section 5)
+    assert "memory per call (dispatch): peak live" in out and "memory held between calls:" in out
 
 
 def test_demo_removes_ops_and_fuses(demo_run: tuple[int, str, Path]) -> None:

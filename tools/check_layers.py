@@ -24,8 +24,8 @@ rank   layer       modules
                    IR, capture state (no pass depends on them)
 6      pipeline    optimus_ir.{pipeline, validation}
 7      api         optimus_ir (the package), optimus_ir.{api, backend,
-                   guards, inductor_hook, inductor_handoff, param_cache,
-                   plugins, replacements}
+                   guards, inductor_hook, inductor_handoff, memory,
+                   param_cache, plugins, replacements}
 8      tools       optimus_ir.tools.*
 -      registry    optimus_ir.passes.registry: the one place that names
                    passes and pattern modules by string; any layer may
@@ -128,8 +128,8 @@ LAYERS: tuple[Layer, ...] = (
         + tuple(
             f"optimus_ir.{name}"
             for name in (
-                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "param_cache", "plugins",
-                "replacements",
+                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "memory", "param_cache",
+                "plugins", "replacements",
             )
         ),
     ),

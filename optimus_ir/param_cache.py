@@ -39,6 +39,7 @@ graph writes in place.
 
 from __future__ import annotations
 
+import copy
 import operator
 import weakref
 from collections.abc import Iterable, Sequence
@@ -497,6 +498,14 @@ def _storage_elements(t: torch.Tensor) -> torch.Tensor:
     return t.new_empty(0).set_(t.untyped_storage(), 0, (count,), (1,))
 
 
+def _exact_numbers(positions: torch.Tensor, total: int) -> bool:
+    """Whether `positions` (a traced value) can hold the numbers 0..total-1
+    exactly: an integer type, or a floating type whose significand fits."""
+    if positions.is_floating_point():
+        return total <= 2 ** _EXACT_FLOAT_BITS.get(positions.dtype, 0)
+    return positions.dtype in (torch.int32, torch.int64)
+
+
 def _views_of_sources(
     compute: torch.fx.GraphModule, sources: Sequence[Any], values: Sequence[torch.Tensor]
 ) -> list[torch.Tensor | None]:
@@ -507,56 +516,63 @@ def _views_of_sources(
 
     The frozen expressions are data movement and exact arithmetic on the
     sources, so where a source was only moved (stacked, concatenated,
-    transposed) its elements lie in the value's storage at a strided
-    pattern. That pattern is found by running `compute` once more on
-    sources that hold their own element numbers (float64: exact to 2**53;
-    a value converted to a narrower type counts only while the numbers fit
-    its significand), reading where each number landed in each value's
-    storage and checking that the positions of each source form one
-    strided view; the view is then checked against the source's real bits,
-    so that no coincidence can make a wrong view. Transient cost: the
-    expressions once more, in float64."""
+    transposed, made contiguous) its elements lie in the value's storage at
+    a strided pattern. That pattern is found by running `compute` once more
+    on sources that hold their own element numbers (int32, or int64 past
+    2**31 elements; a value converted to a floating type counts only while
+    the numbers fit its significand), reading where each number landed in
+    each value's storage and checking that the positions of each source
+    form one strided view; the view is then checked against the source's
+    real bits, so that no coincidence can make a wrong view (an expression
+    that computes rather than moves gives no view). Transient cost, at
+    optimize time: the expressions once more on integers, and a position
+    table, about three times the bytes of the values."""
     found: list[torch.Tensor | None] = [None] * len(sources)
-    numbered: list[Any] = []
     starts: list[int] = []
     total = 0
     for source in sources:
-        if not isinstance(source, torch.Tensor) or not source.numel() or source.is_complex():
-            numbered.append(source)
-            starts.append(-1)
-            continue
-        starts.append(total)
-        numbered.append(
-            torch.arange(total, total + source.numel(), dtype=torch.float64, device=source.device).reshape(source.shape)
-        )
-        total += source.numel()
+        usable = isinstance(source, torch.Tensor) and source.numel() and not source.is_complex()
+        starts.append(total if usable else -1)
+        total += source.numel() if usable else 0
     if not total:
         return found
+    kind = torch.int32 if total < 2**31 else torch.int64
+    numbered = [
+        torch.arange(start, start + source.numel(), dtype=kind, device=source.device).reshape(source.shape)
+        if start >= 0
+        else source
+        for source, start in zip(sources, starts)
+    ]
     try:
         with torch.inference_mode(False), torch.no_grad():
-            traced = tuple(compute.forward(*numbered))
+            traced = list(compute.forward(*numbered))
     except Exception:  # noqa: BLE001 - an expression that needs the real types: no views
         return found
+    del numbered
     if len(traced) != len(values):
         return found
-    for value, positions in zip(values, traced):
+    for j, value in enumerate(values):
+        positions, traced[j] = traced[j], None  # each traced value freed once read
         if (
             not isinstance(positions, torch.Tensor)
             or positions.shape != value.shape
             or positions.stride() != value.stride()
             or positions.storage_offset() != value.storage_offset()
             or positions.device != value.device
-            or not positions.is_floating_point()
-            or total > 2 ** _EXACT_FLOAT_BITS.get(positions.dtype, 0)
+            or not _exact_numbers(positions, total)
         ):
             continue
-        flat = _storage_elements(positions)
-        if flat.numel() != value.untyped_storage().nbytes() // value.element_size():
+        numbers = _storage_elements(positions)
+        if numbers.numel() != value.untyped_storage().nbytes() // value.element_size():
             continue
-        numbers = flat.to(torch.float64)
-        valid = torch.isfinite(numbers) & (numbers >= 0) & (numbers < total) & (numbers == numbers.round())
-        where = torch.full((total,), -1, dtype=torch.int64, device=value.device)
-        where[numbers[valid].long()] = torch.arange(flat.numel(), device=value.device)[valid]
+        # Storage elements outside the value (a slice of a stack) may hold
+        # anything: only exact numbers in range are positions.
+        valid = (numbers >= 0) & (numbers < total)
+        if numbers.is_floating_point():
+            valid &= numbers == numbers.round()
+        where = torch.full((total,), -1, dtype=kind, device=value.device)
+        where[numbers[valid].long()] = torch.arange(numbers.numel(), dtype=kind, device=value.device)[valid]
+        del numbers, valid, positions
         for index, (source, start) in enumerate(zip(sources, starts)):
             if found[index] is not None or start < 0 or source.dtype != value.dtype or source.device != value.device:
                 continue
@@ -588,7 +604,7 @@ def _strided_view(value: torch.Tensor, at: torch.Tensor) -> torch.Tensor | None:
     for dim, (size, stride) in enumerate(zip(at.shape, strides)):
         shape = [1] * at.dim()
         shape[dim] = size
-        expected = expected + (torch.arange(size, device=at.device) * stride).reshape(shape)
+        expected = expected + (torch.arange(size, dtype=at.dtype, device=at.device) * stride).reshape(shape)
     if not torch.equal(expected, at):
         return None
     return value.as_strided(at.shape, strides, offset)
@@ -813,7 +829,11 @@ def hand_over_to_frozen_values(gm: torch.fx.GraphModule, model: Any) -> Any:
     if not replacements:
         return model
     clones: dict[int, torch.nn.Module] = {}
-    stand_in = _module_copy(model, replacements, clones) if isinstance(model, torch.nn.Module) else model
+    try:
+        stand_in = _module_copy(model, replacements, clones) if isinstance(model, torch.nn.Module) else model
+    except Exception:  # noqa: BLE001 - a module that cannot be copied so: the weights stay twice (reported)
+        return model
+    # Nothing was changed so far; from here on only dict entries are set.
     # `gm` and the fallback keep submodules of the model by reference (a
     # call_module target): those are the model's, replaced by their copies.
     owned = {id(m) for m in model.modules()} if isinstance(model, torch.nn.Module) else set()
@@ -843,6 +863,8 @@ def _module_copy(
     done = clones.get(id(module))
     if done is not None:
         return done
+    if isinstance(module, torch.jit.ScriptModule):
+        return module  # its tensors live in its C++ object: shared as it is
     children = {
         name: _module_copy(child, replacements, clones) if child is not None else None
         for name, child in module._modules.items()  # noqa: SLF001
@@ -861,6 +883,14 @@ def _module_copy(
     modules = type(module._modules)()  # noqa: SLF001
     modules.update(children)
     copied.__dict__["_modules"] = modules
+    if isinstance(module, torch.fx.GraphModule):
+        # A graph knows the module owning it: the original's would keep the
+        # original (and its weights) alive through the copy. The copy owns
+        # a copy of the graph (nodes only: metadata is shared, its code is
+        # its class's, the original's, so it is not generated again).
+        graph = copy.deepcopy(module.graph)
+        graph.owning_module = copied  # type: ignore[assignment]
+        copied.__dict__["_graph"] = graph
     clones[id(module)] = copied
     return copied
 

@@ -30,7 +30,13 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE, MODEL_ATTRIBUTE, frozen_values
+from optimus_ir.param_cache import (
+    FROZEN_GUARD_ATTRIBUTE,
+    MODEL_ATTRIBUTE,
+    freeze_parameter_expressions,
+    frozen_values,
+    hand_over_to_frozen_values,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 for _path in (ROOT / "examples", ROOT / "benchmarks"):
@@ -276,3 +282,65 @@ def test_the_stand_in_shares_everything_it_does_not_replace() -> None:
     guard = opt.optimus_guard
     assert guard.model is stand_in and guard.reoptimize.model is stand_in
     assert getattr(opt, FROZEN_GUARD_ATTRIBUTE).originals is not None
+
+
+class Moved(nn.Module):
+    """Weights moved into frozen values in several ways (stacked,
+    transposed and made contiguous, concatenated, a slice of a stack) and
+    one computed (a sum of two weights: no view of it exists)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(0)
+        for name in ("a", "b", "c", "d", "e"):
+            setattr(self, name, nn.Parameter(torch.randn(3, 4, generator=generator)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        contiguous = torch.stack([self.a, self.b]).transpose(1, 2).contiguous()
+        joined = torch.cat([self.c, self.d], dim=0)
+        summed = self.e + self.a
+        return (x @ contiguous).sum(0) + (x @ joined.t()).sum() + x @ summed.t()
+
+
+def test_views_are_found_for_moved_weights_and_not_for_computed_ones() -> None:
+    model = Moved()
+    gm = torch.fx.symbolic_trace(model)
+    assert freeze_parameter_expressions(gm) == 3
+    guard = getattr(gm, FROZEN_GUARD_ATTRIBUTE)
+    views = {next(n for n, p in model.named_parameters() if p is s): v for s, v in zip(guard.sources, guard.views)}
+    assert set(views) == {"a", "b", "c", "d", "e"}
+    frozen = _frozen_storages(gm)
+    for name in "abcd":
+        view = views[name]
+        assert view is not None and view.untyped_storage().data_ptr() in frozen
+        torch.testing.assert_close(view, getattr(model, name), rtol=0, atol=0)
+    assert views["e"] is None  # only in the sum
+    stand_in = hand_over_to_frozen_values(gm, model)
+    assert all(getattr(stand_in, n).untyped_storage().data_ptr() in frozen for n in "abcd")
+    assert stand_in.e is model.e and model.a is not stand_in.a
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x), model(x), rtol=0, atol=0)
+
+
+def test_a_graph_module_model_is_not_kept_through_its_graph() -> None:
+    """A GraphModule model may be the stride fallback itself: its stand-in
+    owns a copy of the graph (the graph names its owner), the model's graph
+    stays the model's."""
+    model = torch.fx.symbolic_trace(Towers())
+    graph, code = model.graph, model.code
+    x = _x()
+    weights = parameter_bytes(model)
+    with torch.no_grad():
+        expected = model(x)
+    opt = optimus_ir.optimize(model, (x,), FUSED, freeze=True)
+    assert opt.optimus_report.cached_parameter_values > 0
+    assert model.graph is graph and graph.owning_module is model and model.code == code
+    originals = [weakref.ref(p) for p in model.parameters()]
+    del model, graph  # (the graph names the model)
+    gc.collect()
+    assert all(r() is None for r in originals)
+    assert held_bytes(opt) <= 1.05 * weights
+    with torch.no_grad():
+        torch.testing.assert_close(opt(x), expected)
+        torch.testing.assert_close(opt(x.t().contiguous().t()), expected)

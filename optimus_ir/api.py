@@ -34,8 +34,8 @@ kind before and after, the passes run with their statistics, time per phase.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import copy
+import dataclasses
 import inspect
 import sys
 import time
@@ -425,7 +425,11 @@ def optimize(
     constants. Parameter-only values are computed once, now, and stored as
     buffers read without any check; later changes of the parameters are not
     followed (like Inductor's freezing), and a backward that needs the
-    gradient of a frozen parameter raises a RuntimeError. See
+    gradient of a frozen parameter raises a RuntimeError. The module owns
+    those values and keeps no second copy of the weights in them: it reads
+    views of them instead, through a stand-in of `model` (which is not
+    changed), so once the caller drops `model` each stacked weight is held
+    once (`report.frozen_bytes`, `report.parameter_copy_bytes`). See
     `optimus_ir.param_cache`.
 
     The result is never slower than the captured graph it started from by

@@ -27,6 +27,13 @@ any check; later changes of the parameters are not followed (like
 Inductor's freezing). A backward that reaches a frozen value while a
 source parameter requires grad raises a RuntimeError saying so
 (`FrozenValuesGuard`; under `no_grad` it costs one grad-mode test).
+The module owns the frozen values, and `hand_over_to_frozen_values` (called
+by `optimize`) makes them the only copy of the weights they hold: every
+other reader of a stacked weight (the module's own parameters, the model it
+reads from and its guard falls back to: a stand-in of the caller's model,
+which is not changed) reads a view of a frozen value, so once the caller
+drops the model each weight is held once (`frozen_bytes` reports what is
+still held twice).
 
 What is frozen is conservative: only ops that are pure by
 `optimus_ir.effects` *and* on a short list of data-movement and exact

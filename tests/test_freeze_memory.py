@@ -10,7 +10,7 @@ be kept twice (a weight frozen in converted form) is reported
 (`OptimizeReport.parameter_copy_bytes`); the default mode keeps nothing
 computed from the parameters.
 
-`held_bytes` is the measure: the bytes of every distinct storage reachable
+`held_bytes` (`benchmarks/bench_freeze_memory.py`) is the measure: the bytes of every distinct storage reachable
 from the module (its parameters, buffers, tensor attributes of it and its
 submodules, tensors in containers and in the objects it keeps, such as its
 guard and the model it reads from), each storage counted once."""
@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import copy
 import gc
+import json
 import pickle
 import sys
 import weakref
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
 import optimus_ir
+from benchmark_scripts import load_benchmark
 from optimus_ir.param_cache import (
     FROZEN_GUARD_ATTRIBUTE,
     MODEL_ATTRIBUTE,
@@ -47,43 +48,11 @@ FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,s
 TOWERS = 6
 
 
-def _storages(root: Any) -> dict[tuple[Any, int], int]:
-    """(device, data pointer) -> bytes of every real storage reachable from
-    `root` through module dicts, plain attributes and containers."""
-    found: dict[tuple[Any, int], int] = {}
-    visited: set[int] = set()
-    stack = [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in visited or isinstance(obj, (type, str, bytes, int, float, bool)) or obj is None:
-            continue
-        visited.add(id(obj))
-        if isinstance(obj, torch.Tensor):
-            try:
-                storage = obj.untyped_storage()
-                pointer = storage.data_ptr()
-            except (RuntimeError, NotImplementedError):  # fake and meta tensors hold no memory
-                continue
-            if pointer:
-                found[(obj.device, pointer)] = storage.nbytes()
-            continue
-        if isinstance(obj, dict):
-            stack.extend(obj.values())
-        elif isinstance(obj, (list, tuple, set, frozenset)):
-            stack.extend(obj)
-        elif hasattr(obj, "__dict__") and not callable(getattr(obj, "__self__", None)):
-            stack.extend(vars(obj).values())
-    return found
-
-
-def held_bytes(module: Any) -> int:
-    """Bytes of the distinct tensor storages reachable from `module`."""
-    return sum(_storages(module).values())
-
-
-def parameter_bytes(model: nn.Module) -> int:
-    """Bytes of the distinct storages of `model`'s parameters and buffers."""
-    return held_bytes([*model.parameters(), *model.buffers()])
+_BENCH = load_benchmark("bench_freeze_memory")
+held_bytes = _BENCH.held_bytes
+"""Bytes of the distinct tensor storages reachable from a module."""
+parameter_bytes = _BENCH.parameter_bytes
+"""Bytes of the distinct storages of a model's parameters and buffers."""
 
 
 class Towers(nn.Module):
@@ -344,3 +313,12 @@ def test_a_graph_module_model_is_not_kept_through_its_graph() -> None:
     with torch.no_grad():
         torch.testing.assert_close(opt(x), expected)
         torch.testing.assert_close(opt(x.t().contiguous().t()), expected)
+
+
+def test_benchmark_smoke_run(tmp_path) -> None:
+    results = _BENCH.main(["--towers", "4", "--hidden", "16", "--batch", "8", "--json", str(tmp_path / "out.json")])
+    assert json.loads((tmp_path / "out.json").read_text()) == json.loads(json.dumps(results))
+    default, frozen = results["modes"]["default"], results["modes"]["freeze"]
+    assert default["frozen_bytes"] == default["parameter_copy_bytes"] == 0
+    assert default["originals_alive"] == default["parameters"]  # the module reads the model
+    assert frozen["ratio"] <= 1.05 and frozen["parameter_copy_bytes"] == 0

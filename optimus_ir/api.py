@@ -119,8 +119,9 @@ class OptimizeReport:
     the module; 0 without freeze (the default keeps nothing computed from
     the parameters: stacks are made on every call)."""
     parameter_copy_bytes: int = 0
-    """Bytes of those values that copy a parameter or buffer the module
-    also holds: what it keeps of the weights twice. `optimize(freeze=True)`
+    """Bytes the module holds of the weights those values were computed
+    from beyond one copy (the values and what it holds for their sources,
+    less what the sources took): what it keeps of the weights twice. `optimize(freeze=True)`
     makes each stacked weight a view of its stack wherever the module reads
     it (`param_cache.hand_over_to_frozen_values`), so this counts only
     weights frozen in converted or computed form (or stacked twice); 0

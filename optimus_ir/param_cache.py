@@ -198,6 +198,9 @@ class FrozenValuesGuard(torch.nn.Module):
         self.__dict__["sources"] = tuple(sources)
         self.__dict__["views"] = tuple(views) if views is not None else (None,) * len(self.sources)
         self.__dict__["originals"] = None
+        self.__dict__["source_bytes"] = _storage_bytes(self.sources)
+        """Bytes of the sources' storage when the values were frozen (what
+        the weights take once: `frozen_bytes` counts what is held beyond)."""
 
     def values(self, *frozen: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """`frozen`, tied to the sources that require grad when grad mode is on."""
@@ -808,16 +811,19 @@ def _storage_bytes(tensors: Iterable[Any]) -> int:
 
 
 def frozen_bytes(gm: torch.nn.Module) -> tuple[int, int]:
-    """(bytes of the frozen values' storage, bytes of it that copy a source
-    the module also holds): the second is what the module keeps of the
-    parameters twice (0 once `hand_over_to_frozen_values` made every
-    source a view of a frozen value); (0, 0) without frozen values."""
+    """(bytes of the frozen values' storage, bytes the module holds of the
+    weights beyond one copy): the second is the storage of the frozen values
+    and of the tensors it holds for their sources, less what the sources
+    took when they were frozen -- all of the values before
+    `hand_over_to_frozen_values`, 0 after it where every source became a
+    view of a value, else the values' share of the sources that did not (a
+    converted weight, a weight stacked twice); (0, 0) without frozen values."""
     values = frozen_values(gm)
     if not values:
         return 0, 0
     guard: FrozenValuesGuard = gm._modules[FROZEN_GUARD_ATTRIBUTE]  # type: ignore[assignment]  # noqa: SLF001
     held = _storage_bytes((*values, *guard.sources))
-    return _storage_bytes(values), held - _storage_bytes(guard.sources)
+    return _storage_bytes(values), max(0, held - guard.source_bytes)
 
 
 def hand_over_to_frozen_values(gm: torch.fx.GraphModule, model: Any) -> Any:

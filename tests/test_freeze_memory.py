@@ -322,3 +322,33 @@ def test_benchmark_smoke_run(tmp_path) -> None:
     assert default["frozen_bytes"] == default["parameter_copy_bytes"] == 0
     assert default["originals_alive"] == default["parameters"]  # the module reads the model
     assert frozen["ratio"] <= 1.05 and frozen["parameter_copy_bytes"] == 0
+
+
+class StackedTwice(nn.Module):
+    """Two weights stacked, and the first also stacked with a third: it
+    lies in both stacks, so one of them holds a copy of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(0)
+        for name in ("a", "b", "c"):
+            setattr(self, name, nn.Parameter(torch.randn(3, 4, generator=generator)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first = torch.stack([self.a, self.b])
+        second = torch.stack([self.a, self.c])
+        return (x @ first.transpose(1, 2)).sum(0) + (x @ second.transpose(1, 2)).sum(0)
+
+
+def test_a_weight_in_two_stacks_is_one_reported_copy() -> None:
+    model = StackedTwice()
+    x = torch.randn(2, 4)
+    weights = parameter_bytes(model)
+    opt = optimus_ir.optimize(model, (x,), freeze=True)
+    report = opt.optimus_report
+    assert report.cached_parameter_values == 2
+    assert report.frozen_bytes == 2 * 2 * 3 * 4 * 4
+    assert report.parameter_copy_bytes == 3 * 4 * 4  # `a`, once more
+    del model
+    gc.collect()
+    assert held_bytes(opt) == weights + report.parameter_copy_bytes

@@ -496,6 +496,7 @@ def optimize(
         owner = hand_over_to_frozen_values(result, model)
         if owner is not model:
             optimize_for = dataclasses.replace(optimize_for, model=owner)
+        if report.frozen_bytes:
             report.frozen_bytes, report.parameter_copy_bytes = frozen_bytes(result)
     install_guard(
         result,

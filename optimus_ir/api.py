@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import inspect
 import sys
 import time
@@ -178,6 +179,18 @@ class OptimizeReport:
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
     once, at optimize time (`optimus_ir.param_cache`); 0 without freeze."""
+    frozen_bytes: int = 0
+    """Bytes of storage those values take (the stacked weights), held by
+    the module; 0 without freeze (the default keeps nothing computed from
+    the parameters: stacks are made on every call)."""
+    parameter_copy_bytes: int = 0
+    """Bytes the module holds of the weights those values were computed
+    from beyond one copy (the values and what it holds for their sources,
+    less what the sources took): what it keeps of the weights twice. `optimize(freeze=True)`
+    makes each stacked weight a view of its stack wherever the module reads
+    it (`param_cache.hand_over_to_frozen_values`), so this counts only
+    weights frozen in converted or computed form (or stacked twice); 0
+    without freeze."""
     fallback: str | None = None
     """Why the module is the captured graph, unoptimized (a failure inside
     optimus-ir: the pass or phase and the error; or the op-count guard), or None."""
@@ -235,7 +248,10 @@ class OptimizeReport:
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
-            lines.append(f"frozen parameter values: {self.cached_parameter_values}")
+            lines.append(
+                f"frozen parameter values: {self.cached_parameter_values} "
+                f"({self.frozen_bytes} bytes, {self.parameter_copy_bytes} of them copies of weights)"
+            )
         if self.ops_per_call is not None and self.ops_per_call != self.ops_after:
             lines.append(
                 f"ops per call: {sum(self.ops_per_call.values())} (ops on parameters alone "
@@ -497,7 +513,11 @@ def optimize(
     constants. Parameter-only values are computed once, now, and stored as
     buffers read without any check; later changes of the parameters are not
     followed (like Inductor's freezing), and a backward that needs the
-    gradient of a frozen parameter raises a RuntimeError. See
+    gradient of a frozen parameter raises a RuntimeError. The module owns
+    those values and keeps no second copy of the weights in them: it reads
+    views of them instead, through a stand-in of `model` (which is not
+    changed), so once the caller drops `model` each stacked weight is held
+    once (`report.frozen_bytes`, `report.parameter_copy_bytes`). See
     `optimus_ir.param_cache`.
 
     The result is never slower than the captured graph it started from by
@@ -558,9 +578,21 @@ def optimize(
     # (`exporter.finish_code`): that time is the export's.
     pending = result.__dict__.get(CODE_PENDING_ATTRIBUTE, False)
     start = time.perf_counter()
+    owner = model
+    if options.freeze:
+        # The stacks become the only copy of the weights they hold: the
+        # module (and its guard, which re-optimizes and falls back) reads
+        # a stand-in of the model whose stacked weights are views of them.
+        from optimus_ir.param_cache import frozen_bytes, hand_over_to_frozen_values
+
+        owner = hand_over_to_frozen_values(result, model)
+        if owner is not model:
+            optimize_for = dataclasses.replace(optimize_for, model=owner)
+        if report.frozen_bytes:
+            report.frozen_bytes, report.parameter_copy_bytes = frozen_bytes(result)
     install_guard(
         result,
-        model,
+        owner,
         example_inputs,
         kwargs,
         optimize_for,
@@ -1154,11 +1186,13 @@ def _optimize(
             result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = (
                 copy.deepcopy(result.graph) if cache_parameters and freeze else OWN_GRAPH
             )
+    held = (0, 0)
     if cache_parameters and freeze:
-        from optimus_ir.param_cache import freeze_parameter_expressions
+        from optimus_ir.param_cache import freeze_parameter_expressions, frozen_bytes
 
         with _phase("freeze parameters", phases):
             cached = freeze_parameter_expressions(result)
+            held = frozen_bytes(result)
     if not defer_code:
         start = time.perf_counter()
         finish_code(result)  # the export's code generation, deferred to now: its time is the export's
@@ -1172,6 +1206,8 @@ def _optimize(
         statistics=stats,
         remarks=remarks,
         cached_parameter_values=cached,
+        frozen_bytes=held[0],
+        parameter_copy_bytes=held[1],
         side_effect_free=_side_effect_free(program.module),
         ops_per_call=count_per_call_ops(result) if cached else None,
     )
@@ -1183,8 +1219,6 @@ def _with_constant_parameters(pass_: Any) -> Any:
     """`pass_`, told that parameters are constants when it is batch fusion
     (its cost model then prices stacks of parameters as free)."""
     if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "constant_parameters"):
-        import dataclasses
-
         return dataclasses.replace(pass_, constant_parameters=True)
     return pass_
 

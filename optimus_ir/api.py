@@ -119,9 +119,8 @@ class MemoryCheck:
         return (
             f"memory per call ({ours.method}): peak live {format_bytes(ours.peak_bytes)} vs captured "
             f"{format_bytes(theirs.peak_bytes)}{ratio}, outputs {format_bytes(ours.held_bytes)}\n"
-            f"memory held between calls: parameters {format_bytes(self.optimized_resident.parameter_bytes)}, "
-            f"beyond them {format_bytes(self.optimized_resident.extra_bytes)} vs captured "
-            f"{format_bytes(self.captured_resident.extra_bytes)}"
+            f"memory held between calls: {self.optimized_resident.describe()}; captured "
+            f"{self.captured_resident.describe()}"
         )
 
 

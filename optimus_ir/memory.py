@@ -119,17 +119,33 @@ class ResidentBytes:
     weights, constants): what it holds beyond the model's parameters."""
     extra: tuple[tuple[str, int], ...] = ()
     """(attribute path, bytes) of each extra storage, largest first."""
+    model_bytes: int = 0
+    """Bytes of all of the model's parameters and buffers, held or not:
+    with `freeze=True` the module holds the fused weights only as stacks
+    (`extra`), so `parameter_bytes` is below this and the comparison that
+    matters is `total_bytes` against it."""
 
     @property
     def total_bytes(self) -> int:
         return self.parameter_bytes + self.extra_bytes
 
     @property
+    def ratio_to_model(self) -> float | None:
+        """`total_bytes` over the model's parameter and buffer bytes (None
+        for a model without any)."""
+        return self.total_bytes / self.model_bytes if self.model_bytes else None
+
+    @property
     def extra_mib(self) -> float:
         return self.extra_bytes / MIB
 
     def describe(self) -> str:
-        return f"parameters {format_bytes(self.parameter_bytes)}, held beyond them {format_bytes(self.extra_bytes)}"
+        ratio = self.ratio_to_model
+        of_model = f" ({ratio:.2f}x the model's {format_bytes(self.model_bytes)})" if ratio is not None else ""
+        return (
+            f"{format_bytes(self.total_bytes)}{of_model}: model parameters "
+            f"{format_bytes(self.parameter_bytes)}, other {format_bytes(self.extra_bytes)}"
+        )
 
 
 def format_bytes(count: int) -> str:
@@ -416,15 +432,19 @@ def resident_tensor_bytes(module: Any, model: torch.nn.Module | None = None) -> 
     storage counts as the parameter."""
     owner = model if model is not None else module
     parameters: set[StorageKey] = set()
+    model_bytes = 0
     if isinstance(owner, torch.nn.Module):
         for tensor in owner.parameters():
-            if (key := storage_key(tensor)) is not None:
+            if (key := storage_key(tensor)) is not None and key not in parameters:
                 parameters.add(key)
+                model_bytes += storage_bytes(tensor)
         for submodule in owner.modules():
             skipped = submodule._non_persistent_buffers_set if model is None else set()  # noqa: SLF001
             for name, tensor in submodule._buffers.items():  # noqa: SLF001
                 if tensor is not None and name not in skipped and (key := storage_key(tensor)) is not None:
-                    parameters.add(key)
+                    if key not in parameters:
+                        parameters.add(key)
+                        model_bytes += storage_bytes(tensor)
     parameter_bytes = 0
     extra: dict[StorageKey, tuple[str, int]] = {}
     counted: set[StorageKey] = set()
@@ -439,7 +459,7 @@ def resident_tensor_bytes(module: Any, model: torch.nn.Module | None = None) -> 
         else:
             extra[key] = (path.lstrip("."), size)
     listed = tuple(sorted(extra.values(), key=lambda item: -item[1]))
-    return ResidentBytes(parameter_bytes, sum(size for _, size in listed), listed)
+    return ResidentBytes(parameter_bytes, sum(size for _, size in listed), listed, model_bytes)
 
 
 __all__ = [

@@ -47,6 +47,8 @@ graph writes in place.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import operator
 import weakref
 from collections.abc import Iterable, Sequence
@@ -237,6 +239,19 @@ class FrozenValuesGuard(torch.nn.Module):
 # ---------------------------------------------------------------------------
 
 
+
+@functools.lru_cache(maxsize=None)
+def _inplace_position(target: Any) -> int | None:
+    """The position of `target`'s `inplace` parameter (`F.relu(x, True)`),
+    or None where it has none. A target without an inspectable signature
+    (torch's builtins) has no such flag: its in-place forms are separate
+    ops by name (`relu_`), which the effect rules already see."""
+    try:
+        parameters = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return None
+    return parameters.index("inplace") if "inplace" in parameters else None
+
 class _Classifier:
     """Purity and names of FX call targets, memoized per target object."""
 
@@ -275,7 +290,11 @@ class _Classifier:
             return False
         if kind == "impure" or "out" in node.kwargs or node.kwargs.get("inplace") is True:
             return False
-        return not any(arg is True for arg in node.args[1:])  # relu(x, True)
+        if node.op != "call_function":
+            return True  # Tensor methods write in place by name (`add_`), never by a flag
+        position = _inplace_position(node.target)
+        # relu(x, True) writes x; sum(x, [1], True) is keepdim, not a write.
+        return position is None or len(node.args) <= position or node.args[position] is not True
 
     def is_hoistable_op(self, node: torch.fx.Node) -> bool:
         """A pure op on the hoistable list (inputs not considered)."""

@@ -347,6 +347,33 @@ def test_graph_that_writes_its_input_hoists_nothing() -> None:
         _assert_identical(gm(model.w1), reference(reference.w1))
 
 
+def test_positional_true_is_a_write_only_where_it_is_the_inplace_flag() -> None:
+    # A positional True is an in-place write only where it is the target's
+    # `inplace` parameter (`F.relu(t, True)`); `sum(x, [2], True)` is keepdim
+    # and used to block the freezing of the whole graph.
+    class Keepdim(Stacked):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x) * torch.sum(x, [2], True)
+
+    class WritesTemporary(Stacked):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x) + torch.nn.functional.relu(x[..., :4] * 1, True)
+
+    x = _x()
+    for module in (Keepdim(), WritesTemporary()):
+        reference = copy.deepcopy(module)
+        gm = optimus_ir.optimize(module, (x,), freeze=True)
+        if isinstance(module, Keepdim):
+            assert gm.optimus_report.cached_parameter_values == 2
+        with torch.no_grad():
+            _assert_identical(gm(x), reference(x))
+        assert _state_equal(module, reference)
+
+
+def _state_equal(a: nn.Module, b: nn.Module) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+
+
 class SplitAndStack(Stacked):
     """A rewrite the stride guard depends on, beside the stacked weights."""
 

@@ -25,17 +25,16 @@ This module measures tensor bytes instead, in two ways:
   - ``"dispatch"``: a `TorchDispatchMode` that sees every ATen op: an
     output whose storage is none of the op's inputs' storages and not
     already tracked is a new allocation of `untyped_storage().nbytes()`
-    bytes; the storage is freed when its C++ storage dies, which a weak
-    storage reference (`StorageWeakRef`) tells exactly -- under autograd
+    bytes; the storage is freed when its C++ storage dies, which a finalizer
+    on its Python storage object tells at that moment (PyTorch keeps that
+    object alive exactly as long as the C++ storage) -- under autograd
     too, where a tensor saved for the backward outlives its Python
-    object (tested: a temporary saved by an elementwise op stays counted until the
-    backward frees it). The storage is watched, not the tensor object:
-    a `weakref.finalize` on output tensors happens to fire at the right
-    time there too (torch 2.13 preserves the Python object of a tensor C++
-    still holds), but it counts Python objects, not storages, and would
-    depend on that preservation. Frees are noticed at
-    the next op, which is when they matter: the peak is taken at
-    allocations. It sees only what goes through the dispatcher: eager
+    tensor (tested: a temporary saved by an elementwise op stays counted
+    until the backward frees it). The storage is watched, not the tensor
+    object: views and saved tensors share it. Each op costs O(1) however
+    many storages are live; a PyTorch that does not preserve storage
+    objects falls back to weak storage references (`StorageWeakRef`),
+    checked when an allocation would raise the peak. It sees only what goes through the dispatcher: eager
     code (every exported FX graph), not the C++ kernels of compiled code
     nor a kernel's internal temporaries. No profiler start: the cheap
     method, which `optimize`'s report uses.
@@ -59,9 +58,13 @@ This module measures tensor bytes instead, in two ways:
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import sys
 import types
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -226,19 +229,35 @@ def tensor_storages(value: Any) -> dict[StorageKey, int]:
 class _StorageTracker(TorchDispatchMode):
     """Tracks the storages the ops of a call allocate (the "dispatch" method).
 
-    The live total is an upper bound between frees and exact after
-    `_prune`; pruning when an allocation would raise the peak keeps the
-    peak exact without checking every storage at every op."""
+    A storage's bytes leave the live total when its C++ storage dies: a
+    `weakref.finalize` on its Python storage object, which PyTorch keeps
+    for as long as the C++ storage lives (`_storage_objects_preserved`),
+    fires at that moment -- under autograd too, where a tensor saved for
+    the backward outlives its Python tensor. Each allocation then costs
+    O(1), however many storages are live. On a PyTorch that does not
+    preserve storage objects, frees are found by checking weak storage
+    references (`StorageWeakRef`) before an allocation that would raise
+    the peak (exact too, but a scan of the live storages each time the
+    peak grows)."""
 
     def __init__(self) -> None:
         super().__init__()
         from torch.multiprocessing.reductions import StorageWeakRef
 
         self._weak = StorageWeakRef
+        self._finalizing = _storage_objects_preserved()
         self.tracked: dict[StorageKey, tuple[Any, int]] = {}
+        self._finalizers: list[weakref.finalize] = []
         self.live = 0
         self.peak = 0
         self.allocations = 0
+
+    def _freed(self, key: StorageKey, token: object, size: int) -> None:
+        """A tracked storage died (its finalizer)."""
+        self.live -= size
+        entry = self.tracked.get(key)
+        if entry is not None and entry[0] is token:
+            del self.tracked[key]
 
     def _prune(self) -> None:
         dead = [key for key, (ref, _) in self.tracked.items() if ref.expired()]
@@ -249,7 +268,7 @@ class _StorageTracker(TorchDispatchMode):
         entry = self.tracked.get(key)
         if entry is None:
             return False
-        if entry[0].expired():  # freed, and its address reused by the new one
+        if not self._finalizing and entry[0].expired():  # freed, and its address reused by the new one
             self.live -= self.tracked.pop(key)[1]
             return False
         return True
@@ -262,17 +281,52 @@ class _StorageTracker(TorchDispatchMode):
             if key is None or key in inputs or self._alive(key):
                 continue  # a view or an in-place result: no new bytes
             size = storage_bytes(leaf)
-            if self.live + size > self.peak:
-                self._prune()  # exact before it can set the peak
-            self.tracked[key] = (self._weak(leaf.untyped_storage()), size)
+            storage = leaf.untyped_storage()
+            if self._finalizing:
+                token = object()
+                self.tracked[key] = (token, size)
+                self._finalizers.append(weakref.finalize(storage, self._freed, key, token, size))
+            else:
+                if self.live + size > self.peak:
+                    self._prune()  # exact before it can set the peak
+                self.tracked[key] = (self._weak(storage), size)
             self.live += size
             self.allocations += 1
             self.peak = max(self.peak, self.live)
         return out
 
     def held(self) -> int:
-        self._prune()
-        return self.live
+        """The bytes still live; stops watching (the finalizers of storages
+        that outlive the measurement are detached)."""
+        if not self._finalizing:
+            self._prune()
+        held = self.live
+        for finalizer in self._finalizers:
+            finalizer.detach()
+        self._finalizers.clear()
+        return held
+
+
+def _storage_objects_preserved() -> bool:
+    """Whether PyTorch keeps a storage's Python object alive for as long as
+    the C++ storage lives (so that a finalizer on it fires when the memory
+    is freed): the same object comes back for a tensor whose storage object
+    was dropped in between."""
+    global _PRESERVED
+    if _PRESERVED is None:
+        tensor = torch.empty(1)
+        first = id(tensor.untyped_storage())
+        gc.collect()
+        _PRESERVED = id(tensor.untyped_storage()) == first
+        if _PRESERVED:  # the id could be a reused address: check with a weak reference
+            probe = tensor.untyped_storage()
+            ref = weakref.ref(probe)
+            del probe
+            _PRESERVED = ref() is not None
+    return _PRESERVED
+
+
+_PRESERVED: bool | None = None
 
 
 def _tensor_leaves(value: Any) -> Iterator[Any]:
@@ -339,8 +393,14 @@ def _measure_profiler(fn: Callable[..., Any], args: tuple[Any, ...]) -> CallMemo
     from torch.autograd.profiler import profile
 
     host = {DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP}
-    with profile(profile_memory=True, record_shapes=False) as prof:
+    prof = profile(profile_memory=True, record_shapes=False)
+    with _native_stderr_silenced():  # Kineto prints "profiler_start" lines to stderr, whatever its log level
+        prof.__enter__()
+    try:
         result = fn(*args)
+    finally:
+        with _native_stderr_silenced():
+            prof.__exit__(None, None, None)
     results = prof.kineto_results
     del result
     events = [
@@ -359,6 +419,27 @@ def _measure_profiler(fn: Callable[..., Any], args: tuple[Any, ...]) -> CallMemo
             allocations += 1
             peak = max(peak, live)
     return CallMemory(peak, max(0, live), "profiler", allocations)
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 pointed at the null device for the duration: what
+    native code writes to stderr (not Python's `sys.stderr` objects, which
+    are flushed first) is dropped. Used only around the profiler's start
+    and stop, never around the measured call, so a real error still shows."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 (embedded interpreters): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 # ---------------------------------------------------------------------------

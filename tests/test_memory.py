@@ -262,3 +262,82 @@ def test_suite_memory_columns() -> None:
     assert "peak live MiB" in text and "held MiB" in text and "RSS peak MiB" in text
     cell = suite.Cell()
     assert hasattr(cell, "peak_live_mib") and hasattr(cell, "held_mib") and hasattr(cell, "rss_peak_mib")
+
+
+def _growing(x: torch.Tensor) -> list[torch.Tensor]:
+    """Every result kept: the live bytes rise at each op (the case that made
+    a scan per allocation quadratic), with a freed temporary in between."""
+    kept = []
+    for i in range(200):
+        temporary = x * i  # freed at the next iteration's rebinding
+        kept.append(temporary.sum(0))
+    return kept
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _growing,
+        lambda x: ((x * 2) + 1).relu(),
+        lambda x: (x * 2).sin() + x * 3,
+    ],
+    ids=["growing", "chain", "saved"],
+)
+def test_dispatch_tracker_without_storage_preservation_agrees(fn: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback for a PyTorch that does not keep storage objects alive
+    (weak references, scanned when the peak would grow) measures what the
+    finalizers measure, with and without autograd."""
+    import optimus_ir.memory as memory
+
+    x = torch.randn(64, 64, requires_grad=True)
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            finalized = measure_call_memory(fn, x, method="dispatch")  # type: ignore[arg-type]
+            monkeypatch.setattr(memory, "_PRESERVED", False)
+            scanned = measure_call_memory(fn, x, method="dispatch")  # type: ignore[arg-type]
+            monkeypatch.setattr(memory, "_PRESERVED", None)
+        assert (finalized.peak_bytes, finalized.held_bytes, finalized.allocations) == (
+            scanned.peak_bytes,
+            scanned.held_bytes,
+            scanned.allocations,
+        )
+
+
+def test_dispatch_tracker_never_scans_live_storages_when_frees_are_observed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With storage objects preserved (this PyTorch), a free is seen when it
+    happens: no allocation scans the live storages, so a call whose memory
+    only grows costs O(1) per op, and the figures are exact."""
+    import optimus_ir.memory as memory
+
+    assert memory._storage_objects_preserved()
+
+    def no_scan(self: object) -> None:
+        raise AssertionError("scanned the live storages")
+
+    monkeypatch.setattr(memory._StorageTracker, "_prune", no_scan)
+    x = torch.randn(64, 64)
+    got = measure_call_memory(_growing, x, method="dispatch")
+    row = _f32(64)
+    assert got.allocations == 400
+    assert got.held_bytes == 200 * row
+    # at the last product, the previous temporary is still bound (rebinding
+    # follows the allocation): two temporaries and the 199 sums before it
+    assert got.peak_bytes == 2 * _f32(64, 64) + 199 * row
+
+
+def test_profiler_method_prints_nothing_to_stderr() -> None:
+    """Kineto writes 'profiler_start' lines to the process's stderr at every
+    profiler start and stop; the measurement keeps them off a user's terminal."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from optimus_ir.memory import measure_call_memory\n"
+        "m = torch.nn.Linear(4, 4)\n"
+        "print(measure_call_memory(m, torch.randn(2, 4), method='profiler').peak_bytes)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "32"
+    assert "profiler_start" not in done.stderr and "USDT" not in done.stderr, done.stderr

@@ -443,6 +443,166 @@ def _native_stderr_silenced() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------
+# Value lifetimes of an FX graph
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeptByView:
+    """A storage that a few live views keep alive whole (`ValueLifetimes`)."""
+
+    producer: str
+    """The FX node that allocated it (a fused group's stack, typically)."""
+    storage_bytes: int
+    unneeded_bytes: int
+    """The most bytes of it that no live value could read, at one point."""
+    nodes: int
+    """For how many nodes some of it was unneeded."""
+    kept_by: str
+    """The nodes whose values kept it alive then."""
+
+
+@dataclass(frozen=True)
+class ValueLifetimes:
+    """The tensor memory of an FX graph's values when each dies right after
+    its last reader, in the graph's node order (what the code FX generates
+    does: it drops every value after its last use): `graph_value_lifetimes`."""
+
+    peak_live_bytes: int
+    """The peak of the bytes of the storages allocated during the call and
+    alive at once (a storage lives while any value viewing it does),
+    outputs included: what a call of the graph's code should measure."""
+    peak_needed_bytes: int
+    """The peak of the bytes some live value can still read: below
+    `peak_live_bytes` where a view keeps a whole stack alive."""
+    nodes: int
+    """Nodes run."""
+    kept_by_views: tuple[KeptByView, ...] = ()
+    """The storages kept alive by views of part of them, most unneeded bytes first."""
+
+    @property
+    def view_overhead_bytes(self) -> int:
+        return self.peak_live_bytes - self.peak_needed_bytes
+
+    def describe(self) -> str:
+        lines = [
+            f"{self.nodes} nodes: peak live {format_bytes(self.peak_live_bytes)} when every value dies after "
+            f"its last reader; {format_bytes(self.peak_needed_bytes)} of it readable "
+            f"({format_bytes(self.view_overhead_bytes)} kept only by views of part of a storage)"
+        ]
+        for kept in self.kept_by_views[:5]:
+            lines.append(
+                f"  {kept.producer}: {format_bytes(kept.unneeded_bytes)} of {format_bytes(kept.storage_bytes)} "
+                f"kept by {kept.kept_by} over {kept.nodes} nodes"
+            )
+        return "\n".join(lines)
+
+
+def graph_value_lifetimes(gm: torch.fx.GraphModule, *args: Any) -> ValueLifetimes:
+    """Run `gm`'s graph on `args` node by node (under `no_grad`, every value
+    kept until the end so that storages are not reused) and compute the
+    lifetimes its values have when each dies after its last reader in node
+    order: the peak of the live storage bytes, the peak of the bytes live
+    values can read (a view of one member of a stack keeps the whole stack
+    alive: the difference), and the storages so kept. Memory: every value
+    of the graph at once, for the duration of the analysis."""
+    order = list(gm.graph.nodes)
+    index = {node: i for i, node in enumerate(order)}
+    end = len(order)
+    last_use = {node: max((index[u] for u in node.users), default=index[node]) for node in order}
+    for node in order:
+        if node.op == "output":
+            for returned in node.all_input_nodes:
+                last_use[returned] = end
+
+    spans: dict[torch.fx.Node, list[tuple[StorageKey, int, int]]] = {}
+    values: list[Any] = []  # keeps every value alive: no storage address is reused during the run
+
+    class _Recorder(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            result = super().run_node(n)
+            values.append(result)
+            found = []
+            for leaf in _tensor_leaves(result):
+                key = storage_key(leaf)
+                if key is not None:
+                    start = leaf.storage_offset() * leaf.element_size()
+                    extent = _byte_extent(leaf)
+                    found.append((key, start, start + extent))
+            spans[n] = found
+            return result
+
+    with torch.no_grad():
+        _Recorder(gm, garbage_collect_values=False).run(*args)
+
+    preexisting: set[StorageKey] = set()
+    storage_size: dict[StorageKey, int] = {}
+    producer: dict[StorageKey, torch.fx.Node] = {}
+    readers: dict[StorageKey, list[tuple[int, int, int, int, torch.fx.Node]]] = {}
+    for node in order:
+        for key, lo, hi in spans.get(node, ()):
+            if node.op in ("placeholder", "get_attr"):
+                preexisting.add(key)
+            if key in preexisting:
+                continue
+            if key not in producer:
+                producer[key] = node
+            readers.setdefault(key, []).append((index[node], last_use[node], lo, hi, node))
+    for value in values:
+        for leaf in _tensor_leaves(value):
+            key = storage_key(leaf)
+            if key in producer:
+                storage_size[key] = storage_bytes(leaf)
+    values.clear()
+
+    live = [0] * (end + 1)
+    needed = [0] * (end + 1)
+    kept: list[KeptByView] = []
+    for key, intervals in readers.items():
+        size = storage_size[key]
+        first = min(i for i, _, _, _, _ in intervals)
+        last = max(j for _, j, _, _, _ in intervals)
+        worst = 0
+        unneeded_nodes = 0
+        holders: set[str] = set()
+        for t in range(first, last + 1):
+            ranges = sorted((lo, hi) for i, j, lo, hi, _ in intervals if i <= t <= j)
+            covered = _union_length(ranges, size)
+            live[t] += size
+            needed[t] += covered
+            if covered < size:
+                unneeded_nodes += 1
+                if size - covered > worst:
+                    worst = size - covered
+                    holders = {n.name for i, j, _, _, n in intervals if i <= t <= j}
+        if worst:
+            shown = ", ".join(sorted(holders)[:4]) + (", ..." if len(holders) > 4 else "")
+            kept.append(KeptByView(producer[key].name, size, worst, unneeded_nodes, shown))
+    kept.sort(key=lambda k: (-k.unneeded_bytes, k.producer))
+    return ValueLifetimes(max(live, default=0), max(needed, default=0), end, tuple(kept))
+
+
+def _byte_extent(tensor: torch.Tensor) -> int:
+    """The bytes from a tensor's first element to one past its last, in its storage."""
+    if tensor.numel() == 0:
+        return 0
+    last = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+    return (last + 1) * tensor.element_size()
+
+
+def _union_length(ranges: list[tuple[int, int]], limit: int) -> int:
+    """The length of the union of sorted byte ranges, clipped to [0, limit)."""
+    total = 0
+    reach = 0
+    for lo, hi in ranges:
+        lo, hi = max(lo, reach), min(hi, limit)
+        if hi > lo:
+            total += hi - lo
+            reach = hi
+    return total
+
+
+# ---------------------------------------------------------------------------
 # Between calls
 # ---------------------------------------------------------------------------
 
@@ -547,7 +707,10 @@ __all__ = [
     "METHODS",
     "CallMemory",
     "ResidentBytes",
+    "KeptByView",
+    "ValueLifetimes",
     "format_bytes",
+    "graph_value_lifetimes",
     "live_tensor_storages",
     "measure_call_memory",
     "resident_tensor_bytes",

@@ -660,9 +660,7 @@ class PerMemberLayerNorm(RewritePattern):
             return  # members read here must be what the stack holds
         n = op.member_count
         emit = _Emitter(rewriter, op, self.aliases)
-        xs = emit.members(op.input)
-        ws = [None] * n if op.weight is None else emit.members(op.weight)
-        bs = [None] * n if op.bias is None else emit.members(op.bias)
+        xs, ws, bs = emit.layer_norm_members(op)
         member = B.member_type(op.result.type)  # type: ignore[arg-type]
         outs = []
         for i in range(n):

@@ -156,6 +156,17 @@ class _Emitter:
         self.rewriter.insert(op, InsertPoint.before(self.anchor))
         return op
 
+    def layer_norm_members(
+        self, op: B.LayerNormOp
+    ) -> tuple[list[SSAValue], list[SSAValue | None], list[SSAValue | None]]:
+        """Each member's input, weight and bias of a batch layer norm (None
+        for a missing affine parameter)."""
+        n = op.member_count
+        xs = self.members(op.input)
+        ws: list[SSAValue | None] = [None] * n if op.weight is None else list(self.members(op.weight))
+        bs: list[SSAValue | None] = [None] * n if op.bias is None else list(self.members(op.bias))
+        return xs, ws, bs
+
     def members(self, value: SSAValue) -> list[SSAValue]:
         """The member values of stacked `value`: a pack's members (or a
         dim-0 slice of them) where nothing writes them, else an unpack."""
@@ -315,9 +326,7 @@ class KernelLayerNorm(_KernelPattern):
             return
         n = op.member_count
         emit = _Emitter(rewriter, op, self.aliases)
-        xs = emit.members(op.input)
-        ws = [None] * n if op.weight is None else emit.members(op.weight)
-        bs = [None] * n if op.bias is None else emit.members(op.bias)
+        xs, ws, bs = emit.layer_norm_members(op)
         member = B.member_type(op.result.type)  # type: ignore[arg-type]
         eps = op.eps.value.data
         hint = op.result.name_hint

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
 from optimus_ir.passes.registry import DEFAULT_PIPELINE_STAGES
 
 FUSE_ALL = ",".join(
@@ -17,3 +21,19 @@ TRITON_FUSE_ALL = FUSE_ALL.replace("lower-batch", "lower-batch{kernels=triton}",
 (`torch.ops.optimus.*`); on a CPU they run the reference unless
 `OPTIMUS_TRITON_ON_CPU=1` and `TRITON_INTERPRET=1` send them to Triton's
 interpreter."""
+
+
+def dynamo_graph(model: torch.nn.Module, *inputs: Any) -> tuple[torch.fx.GraphModule, list[Any]]:
+    """The graph (and example inputs) Dynamo hands a backend for `model`,
+    captured under no_grad (Dynamo's caches reset first)."""
+    captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
+
+    def capture(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        captured.append((gm, list(example_inputs)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(model, backend=capture)(*inputs)
+    assert len(captured) == 1
+    return captured[0]

@@ -22,21 +22,7 @@ from optimus_ir.cost_model import INDUCTOR_COSTS, default_cost_model
 from optimus_ir.options import OptimizeOptions
 from optimus_ir.passes.registry import DEFAULT_PIPELINE
 from optimus_ir.pipeline import parse_pipeline
-
-
-def _dynamo_graph(model: torch.nn.Module, *inputs: torch.Tensor) -> tuple[torch.fx.GraphModule, list[Any]]:
-    """The graph (and example inputs) Dynamo hands a backend for `model`."""
-    captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
-
-    def capture(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        captured.append((gm, list(example_inputs)))
-        return gm.forward
-
-    torch._dynamo.reset()
-    with torch.no_grad():
-        torch.compile(model, backend=capture)(*inputs)
-    assert len(captured) == 1
-    return captured[0]
+from pipelines import dynamo_graph
 
 
 def _batch_fusion(text: str | None) -> Any:
@@ -66,7 +52,7 @@ def _small_model() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
 
 
 def _outcome(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], **options: Any) -> tuple[Any, Any]:
-    gm, example_inputs = _dynamo_graph(model, *inputs)
+    gm, example_inputs = dynamo_graph(model, *inputs)
     optimized, outcome = optimize_dynamo_graph(
         gm, example_inputs, OptimizeOptions(**options), cache_parameters=options.get("inner") == "eager"
     )
@@ -146,7 +132,7 @@ def test_inference_graphs_get_the_stack_without_autograd() -> None:
 
     model, inputs = make_recsys_model(num_towers=16, batch=8, **VARIANTS["uniform"])
     for inference, target in ((True, INFERENCE_STACK_TARGET), (False, OPAQUE_STACK_TARGET)):
-        gm, example_inputs = _dynamo_graph(model, *inputs)
+        gm, example_inputs = dynamo_graph(model, *inputs)
         optimized, _outcome = optimize_dynamo_graph(gm, example_inputs, OptimizeOptions(), cache_parameters=False)
         assert make_wide_input_stacks_opaque(optimized, inference=inference) > 0
         targets = {node.target for node in optimized.graph.nodes}

@@ -24,6 +24,7 @@ from optimus_ir.cost_model import (
     linear_lowering,
 )
 from optimus_ir.options import OptimizeOptions
+from pipelines import dynamo_graph
 from optimus_ir.pipeline import parse_pipeline
 
 PIPELINE = (
@@ -48,28 +49,13 @@ class Towers(torch.nn.Module):
         return torch.cat([torch.relu(norm(lin(x))) for x, lin, norm in zip(xs, self.linears, self.norms)], dim=1)
 
 
-def _dynamo_graph(model: torch.nn.Module, *inputs: Any) -> tuple[torch.fx.GraphModule, list[Any]]:
-    """The graph (and example inputs) Dynamo hands a backend for `model`."""
-    captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
-
-    def capture(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        captured.append((gm, list(example_inputs)))
-        return gm.forward
-
-    torch._dynamo.reset()
-    with torch.no_grad():
-        torch.compile(model, backend=capture)(*inputs)
-    assert len(captured) == 1
-    return captured[0]
-
-
 def _optimized(n: int, inner: str) -> tuple[torch.fx.GraphModule, list[str]]:
     """The `n`-tower model optimized for `inner`, checked against the model
     on its inputs; the optimized graph and the remarks."""
     torch.manual_seed(0)
     model = Towers(n).eval()
     xs = [torch.randn(8, 16) for _ in range(n)]
-    gm, example_inputs = _dynamo_graph(model, xs)
+    gm, example_inputs = dynamo_graph(model, xs)
     optimized, outcome = optimize_dynamo_graph(
         gm, example_inputs, OptimizeOptions(pipeline=PIPELINE, inner=inner, strict=True), cache_parameters=False,
     )

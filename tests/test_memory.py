@@ -10,6 +10,7 @@ import torch
 
 import optimus_ir
 from benchmark_scripts import load_benchmark
+from pipelines import FUSE_ALL
 from optimus_ir.api import capture, memory_check
 from optimus_ir.memory import (
     live_tensor_storages,
@@ -381,16 +382,9 @@ def test_value_lifetimes_of_a_stack_kept_alive_by_one_member() -> None:
     assert "kept only by views" in got.describe()
 
 
-EVERY_GROUP = (
-    "maximize-value-semantics,raise-fx,user-replacements,canonicalize,split-cat-simplify,"
-    "batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
-)
-"""The default pipeline with every group the search finds fused (the
-calibrated cost model fuses the layer norms too; the tests' default one
-does not)."""
 
 
-@pytest.mark.parametrize("pipeline", [None, EVERY_GROUP], ids=["default", "every-group"])
+@pytest.mark.parametrize("pipeline", [None, FUSE_ALL], ids=["default", "every-group"])
 @pytest.mark.parametrize("batch", [64, 512])
 def test_exported_module_frees_every_value_at_its_last_reader(batch: int, pipeline: str | None) -> None:
     """The module `optimize` returns runs its graph in node order and drops

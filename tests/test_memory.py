@@ -408,3 +408,21 @@ def test_exported_module_frees_every_value_at_its_last_reader(batch: int, pipeli
                 assert lifetimes.view_overhead_bytes == 0
                 assert lifetimes.kept_by_views == ()
             print(f"\nbatch {batch} {pipeline is None and 'default' or 'every group'} {'ours' if module is ours else 'captured'}: {lifetimes.describe()}")
+
+
+def test_bench_memory_smoke(tmp_path: object) -> None:
+    """benchmarks/bench_memory.py on a small recsys model: the table and the
+    JSON carry every figure, consistent with each other."""
+    import json
+    from pathlib import Path
+
+    bench = load_benchmark("bench_memory")
+    out = Path(str(tmp_path)) / "memory.json"
+    assert bench.main(["--towers", "4", "--hidden", "16", "--batches", "8", "--cost-model", "none", "--json", str(out)]) == 0
+    [row] = json.loads(out.read_text())
+    assert row["groups_fused"] > 0
+    assert row["forward_ratio"] == row["ours_forward_peak"] / row["captured_forward_peak"]
+    assert row["captured_train_peak"] > row["captured_forward_peak"]  # saved activations and gradients
+    assert row["held_default"] == row["model_bytes"]  # the default mode keeps no copy
+    assert row["held_frozen_ratio"] <= 1.05
+    assert 0 <= row["ours_view_overhead"] <= row["ours_forward_peak"]

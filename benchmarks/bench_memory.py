@@ -1,0 +1,156 @@
+"""Issue 24's memory targets in one command: tensor memory of the graph
+Dynamo captured against the module `optimize` returns, at the allocator.
+
+For the recsys model (`examples/recsys.py`, the suite's 'mixed' variant:
+64 towers of widths 16/32/64, hidden 256 by default), at each batch size:
+
+* forward peak: the peak of the tensor bytes live during one call, above
+  what was live before it, under no_grad, eval mode, after a warm-up call
+  (`optimus_ir.memory.measure_call_memory`, the dispatch tracker: exact for
+  eager graphs);
+* forward+backward peak: the same for `out.sum().backward()` in train mode
+  (the model and `optimize` in train mode; gradients included);
+* held between calls, default mode and `freeze=True` after `del model`:
+  the tensor bytes still reachable from the returned module, against the
+  model's parameter and buffer bytes (`resident_tensor_bytes`);
+* views: how much of ours' forward peak only views of part of a stack keep
+  alive (`graph_value_lifetimes`; 0 for the captured graph).
+
+Memory, not time: one measured call each, deterministic for a cost model.
+The targets: forward peak <= 1.5x the captured graph's, and <= 1.05x the
+parameters held after `del model` with freeze.
+
+    .venv/bin/python benchmarks/bench_memory.py                        # batch 64 and 512
+    .venv/bin/python benchmarks/bench_memory.py --batches 64 --towers 8 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_ROOT = Path(__file__).resolve().parent.parent
+for _path in (_ROOT, _ROOT / "examples"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+
+def _model(towers: int, hidden: int, batch: int, train: bool) -> tuple[torch.nn.Module, torch.Tensor]:
+    from recsys import VARIANTS, make_recsys_model
+
+    model, (x,) = make_recsys_model(num_towers=towers, hidden=hidden, batch=batch, seed=0, **VARIANTS["mixed"])
+    return model.train(train), x
+
+
+def _forward_and_backward(module: Any, x: torch.Tensor) -> None:
+    module(x).sum().backward()
+
+
+def measure(towers: int, hidden: int, batch: int, cost_model: str) -> dict[str, Any]:
+    """The figures of one batch size (see the module docstring)."""
+    import optimus_ir
+    from optimus_ir.api import capture
+    from optimus_ir.memory import graph_value_lifetimes, measure_call_memory, resident_tensor_bytes
+    from optimus_ir.options import OptimizeOptions
+
+    options = OptimizeOptions(cost_model=cost_model, check_speed=False)  # type: ignore[arg-type]
+    row: dict[str, Any] = {"batch": batch, "towers": towers, "hidden": hidden, "cost_model": cost_model}
+
+    model, x = _model(towers, hidden, batch, train=False)
+    with torch.no_grad():
+        ours = optimus_ir.optimize(model, (x,), options=options)
+        captured = capture(model, (x,))
+        for name, module in (("captured", captured), ("ours", ours)):
+            module(x)
+            row[f"{name}_forward_peak"] = measure_call_memory(module, x, method="dispatch").peak_bytes
+        lifetimes = graph_value_lifetimes(ours, x)
+    row["ours_view_overhead"] = lifetimes.view_overhead_bytes
+    row["ours_readable_peak"] = lifetimes.peak_needed_bytes
+    row["groups_fused"] = ours.optimus_report.groups_fused
+    row["model_bytes"] = resident_tensor_bytes(model, model).model_bytes
+    row["held_default"] = resident_tensor_bytes(ours, model).total_bytes
+    del ours, captured
+
+    train_model, x = _model(towers, hidden, batch, train=True)
+    ours = optimus_ir.optimize(train_model, (x,), options=options)
+    captured = capture(train_model, (x,))
+    for name, module in (("captured", captured), ("ours", ours)):
+        _forward_and_backward(module, x)  # warm-up: first-call work, gradients allocated
+        train_model.zero_grad(set_to_none=True)
+        row[f"{name}_train_peak"] = measure_call_memory(
+            lambda m=module: _forward_and_backward(m, x), method="dispatch"
+        ).peak_bytes
+        train_model.zero_grad(set_to_none=True)
+    del ours, captured, train_model
+
+    frozen_model, x = _model(towers, hidden, batch, train=False)
+    model_bytes = row["model_bytes"]
+    with torch.no_grad():
+        frozen = optimus_ir.optimize(frozen_model, (x,), options=dataclasses.replace(options, freeze=True))
+    del frozen_model
+    gc.collect()
+    row["held_frozen_after_del"] = resident_tensor_bytes(frozen).total_bytes
+    row["held_frozen_ratio"] = row["held_frozen_after_del"] / model_bytes
+    del frozen
+    row["forward_ratio"] = row["ours_forward_peak"] / row["captured_forward_peak"]
+    row["train_ratio"] = row["ours_train_peak"] / row["captured_train_peak"]
+    return row
+
+
+def _mib(count: int) -> str:
+    return f"{count / 2**20:.2f}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| batch | groups fused | forward peak MiB captured / ours (ratio) | of ours kept only by views | "
+        "fwd+bwd peak MiB captured / ours (ratio) | held MiB default | held MiB freeze, model deleted (x params) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['batch']} | {r['groups_fused']} | {_mib(r['captured_forward_peak'])} / {_mib(r['ours_forward_peak'])} "
+            f"({r['forward_ratio']:.2f}x) | {_mib(r['ours_view_overhead'])} | "
+            f"{_mib(r['captured_train_peak'])} / {_mib(r['ours_train_peak'])} ({r['train_ratio']:.2f}x) | "
+            f"{_mib(r['held_default'])} | {_mib(r['held_frozen_after_del'])} ({r['held_frozen_ratio']:.2f}x "
+            f"of {_mib(r['model_bytes'])}) |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--towers", type=int, default=64, help="towers of the recsys model (default 64)")
+    parser.add_argument("--hidden", type=int, default=256, help="the MLP's hidden width (default 256)")
+    parser.add_argument("--batches", default="64,512", help="comma-separated batch sizes (default 64,512)")
+    parser.add_argument(
+        "--cost-model",
+        default="calibrated",
+        choices=("calibrated", "default", "none"),
+        help="batch-fusion's cost model ('none': every group fused; default: calibrated, what users get)",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    rows = []
+    for batch in (int(b) for b in args.batches.split(",") if b.strip()):
+        print(f"batch {batch}: measuring ...", file=sys.stderr, flush=True)
+        rows.append(measure(args.towers, args.hidden, batch, args.cost_model))
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -426,3 +426,22 @@ def test_bench_memory_smoke(tmp_path: object) -> None:
     assert row["held_default"] == row["model_bytes"]  # the default mode keeps no copy
     assert row["held_frozen_ratio"] <= 1.05
     assert 0 <= row["ours_view_overhead"] <= row["ours_forward_peak"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by the GPU checks)")
+def test_cuda_method_counts_the_caching_allocator() -> None:
+    """On CUDA, "auto" uses the caching allocator's counters: a chain of
+    (256, 256) fp32 temporaries peaks at two of them (sizes are multiples
+    of the allocator's 512-byte blocks, so the counts are exact)."""
+    x = torch.randn(256, 256, device="cuda")
+
+    def chain(x: torch.Tensor) -> torch.Tensor:
+        b = (x * 2) + 1
+        return b.relu()
+
+    chain(x)
+    got = measure_call_memory(chain, x)
+    size = _f32(256, 256)
+    assert got.method == "cuda"
+    assert got.peak_bytes == 2 * size
+    assert got.held_bytes == size

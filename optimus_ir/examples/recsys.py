@@ -45,7 +45,7 @@ That is how such models are usually written, and it matters for capture:
 must be captured with Dynamo (``torch._dynamo.export`` or ``torch.export``)::
 
     import torch
-    from examples.recsys import make_recsys_model        # or: from recsys import ...
+    from optimus_ir.examples.recsys import make_recsys_model
     from optimus_ir.importer import import_graph
     from optimus_ir.exporter import export_graph
 
@@ -274,10 +274,6 @@ def make_recsys_model(
 
 
 def main() -> None:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from optimus_ir.exporter import export_graph
     from optimus_ir.importer import import_graph
 

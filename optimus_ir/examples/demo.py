@@ -4,7 +4,7 @@ A first experience of optimus-ir in about a minute, in numbered sections:
 
 1. the model: the `mixed` variant of the recsys model (benchmarks/
    bench_batch_fusion.py): 64 towers of widths 16/32/64, depth 2, tanh/relu/
-   sigmoid, batch 64 (examples/recsys.py);
+   sigmoid, batch 64 (optimus_ir/examples/recsys.py);
 2. `optimus_ir.optimize(model, inputs, pipeline)`: ops per kind before and
    after, the passes run (time, rewrites), the groups batch fusion fused (kind,
    members, shapes, the cost model's estimate) and, grouped by reason, the
@@ -19,14 +19,14 @@ A first experience of optimus-ir in about a minute, in numbered sections:
 6. under torch.compile: Inductor alone against `backend="optimus"` (ours, then
    Inductor): first-call compile time and steady-state per-call time, both
    checked against eager (`--no-compile` skips it);
-7. the split/cat plumbing model (examples/plumbing.py), where
+7. the split/cat plumbing model (optimus_ir/examples/plumbing.py), where
    split-cat-simplify has the work;
 
 then a summary.
 
-    python examples/demo.py [--towers 64] [--batch 64] [--out build/demo]
-                            [--pipeline "raise-fx,...,lower-to-fx"] [--validate]
-                            [--no-compile] [--compile-towers N] [--quick]
+    python -m optimus_ir.examples.demo [--towers 64] [--batch 64] [--out build/demo]
+                                       [--pipeline "raise-fx,...,lower-to-fx"] [--validate]
+                                       [--no-compile] [--compile-towers N] [--quick]
 """
 
 from __future__ import annotations
@@ -48,22 +48,15 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-_ROOT = Path(__file__).resolve().parent.parent
-# The repository root (for `examples.*`) and benchmarks/, which is not a
-# package (its scripts import each other by module name, as bench_compile does).
-for _path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-import optimus_ir  # noqa: E402
-from examples.plumbing import make_model as make_plumbing_model  # noqa: E402
-from examples.recsys import VARIANTS as RECSYS_VARIANTS  # noqa: E402
-from examples.recsys import make_recsys_model  # noqa: E402
-from optimus_ir.api import OptimizeReport, capture  # noqa: E402
-from timing import CLOCKS, measure, quantile  # noqa: E402
+import optimus_ir
+from optimus_ir.api import OptimizeReport, capture
+from optimus_ir.examples.plumbing import make_model as make_plumbing_model
+from optimus_ir.examples.recsys import VARIANTS as RECSYS_VARIANTS
+from optimus_ir.examples.recsys import make_recsys_model
+from optimus_ir.examples.timing import CLOCKS, measure, quantile
 
 MODEL_VARIANT: dict[str, Any] = dict(RECSYS_VARIANTS["mixed"])
-"""The `mixed` variant (examples/recsys.py `VARIANTS`): the one the benchmarks use."""
+"""The `mixed` variant (optimus_ir/examples/recsys.py `VARIANTS`): the one the benchmarks use."""
 
 RTOL, ATOL = 1.3e-6, 1e-5
 """`torch.testing.assert_close`'s fp32 defaults: optimize() must match eager that closely."""
@@ -379,7 +372,7 @@ class Timing:
 def time_calls(
     calls: dict[str, Callable[[], Any]], repeats: int, sample_ms: float, clock: str
 ) -> dict[str, Timing]:
-    """Interleaved per-call times of every callable (benchmarks/timing.py)."""
+    """Interleaved per-call times of every callable (optimus_ir/examples/timing.py)."""
     samples, _inner = measure(calls, repeats=repeats, sample_ms=sample_ms, clock=CLOCKS[clock])
     return {name: Timing.of(values) for name, values in samples.items()}
 
@@ -492,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=64, help="batch size of the example input")
     parser.add_argument("--pipeline", default=None, help="pass pipeline (default: the default pipeline)")
     parser.add_argument("--validate", action="store_true", help="validate every pass differentially")
-    parser.add_argument("--out", type=Path, default=_ROOT / "build" / "demo", help="where the IR of each stage goes")
+    parser.add_argument("--out", type=Path, default=Path("build") / "demo", help="where the IR of each stage goes (relative to the current directory)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile section")
     parser.add_argument("--compile-towers", type=int, default=None,
                         help="towers of the model compiled with torch.compile (default: --towers)")
@@ -521,7 +514,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
     ok = True
     demo_start = time.perf_counter()
 
-    section("1. the model (examples/recsys.py, the `mixed` variant)")
+    section("1. the model (optimus_ir/examples/recsys.py, the `mixed` variant)")
     model, inputs = make_recsys_model(num_towers=towers, batch=args.batch, seed=0, **MODEL_VARIANT)
     say(f"  {describe_model(model, inputs)}")
     say(f"  machine: {machine()}")
@@ -608,7 +601,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
             + (f" ({compile_towers} towers)" if compile_towers != towers else "")
         )
 
-    section("7. the split/cat plumbing model (examples/plumbing.py)")
+    section("7. the split/cat plumbing model (optimus_ir/examples/plumbing.py)")
     plumbing, plumbing_inputs = make_plumbing_model()
     plumbed = optimus_ir.optimize(plumbing, plumbing_inputs, args.pipeline, validate=args.validate)
     plumbing_report: OptimizeReport = plumbed.optimus_report

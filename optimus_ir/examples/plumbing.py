@@ -2,7 +2,7 @@
 
 `examples/plumbing.mlir` was made from it with::
 
-    optimus-translate --import examples/plumbing.py:make_model -o examples/plumbing.mlir
+    optimus-translate --import optimus_ir.examples.plumbing:make_model -o examples/plumbing.mlir
 
 Each of the four towers takes a slice of the features, and the slices are
 glued back in ways that the split-cat-simplify pass can see through.

@@ -113,10 +113,12 @@ def parse_blocks(path: Path) -> list[Block]:
             skip = None
             continues = repo_root = False
             exit_status = 0
+            if directives.startswith("skip"):  # the rest, commas and all, is the reason
+                skip = directives[len("skip") :].strip().removeprefix("(").removesuffix(")").strip()
+                skip = skip or "(no reason given)"
+                directives = ""
             for part in (p.strip() for p in directives.split(",") if directives):
-                if part.startswith("skip"):
-                    skip = part[len("skip") :].strip().strip("()").strip() or "(no reason given)"
-                elif part == "continue":
+                if part == "continue":
                     continues = True
                 elif part == "repo-root":
                     repo_root = True
@@ -178,17 +180,17 @@ def _console_commands(text: str) -> tuple[list[str], list[str]]:
     return commands, shown
 
 
+_NUMBER = r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+
+
 def _shown_line_pattern(line: str) -> re.Pattern[str]:
     """A shown output line as a regex: numbers match any number, whitespace
     any whitespace."""
-    parts = re.split(r"(\d+(?:\.\d+)?(?:e[-+]?\d+)?)", line.strip())
-    pieces = []
-    for i, part in enumerate(parts):
-        if i % 2:
-            pieces.append(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
-        else:
-            pieces.append(r"\s+".join(re.escape(word) for word in part.split()) if part.strip() else r"\s*")
-    return re.compile("".join(pieces))
+    tokens = []
+    for token in line.split():
+        parts = re.split(f"({_NUMBER})", token)
+        tokens.append("".join(_NUMBER if i % 2 else re.escape(part) for i, part in enumerate(parts)))
+    return re.compile(r"\s+".join(tokens))
 
 
 def _run(argv: list[str], block: Block, tmp_path: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

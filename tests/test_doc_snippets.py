@@ -139,11 +139,21 @@ def parse_blocks(path: Path) -> list[Block]:
 
 BLOCKS = [block for path in DOCS for block in parse_blocks(path)]
 
+pytestmark = pytest.mark.slow
+"""About four minutes on two shared cores: each block is a fresh interpreter
+that imports torch, and a `continue` block runs the blocks it continues."""
+
 
 def _environment() -> dict[str, str]:
-    """This venv first on PATH; no PYTHONPATH (the repository must not be
-    importable except as the installed package); one torch thread."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    """A newcomer's environment: this venv first on PATH; no PYTHONPATH (the
+    repository must not be importable except as the installed package); none
+    of the OPTIMUS_* settings the test session runs under (tests/conftest.py
+    sets OPTIMUS_STRICT, which turns the documented fallbacks into errors);
+    one torch thread."""
+    env = {
+        k: v for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "TORCH_LOGS") and not k.startswith("OPTIMUS_")
+    }
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(BIN.parent)
     env.setdefault("OMP_NUM_THREADS", "1")

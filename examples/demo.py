@@ -8,7 +8,9 @@ package module (the same object, private names included), not a copy.
 import sys
 
 from optimus_ir.examples import demo as _module
+from optimus_ir.examples.demo import *  # noqa: F403 - for loaders that keep this module object
 
+# (`optimus-translate --import examples/demo.py:...` loads the file by path)
 sys.modules[__name__] = _module
 
 if __name__ == "__main__":  # `python examples/demo.py` as before

@@ -8,5 +8,7 @@ package module (the same object, private names included), not a copy.
 import sys
 
 from optimus_ir.examples import plumbing as _module
+from optimus_ir.examples.plumbing import *  # noqa: F403 - for loaders that keep this module object
 
+# (`optimus-translate --import examples/plumbing.py:...` loads the file by path)
 sys.modules[__name__] = _module

@@ -27,7 +27,7 @@ $(THIRDPARTY_STAMP): $(STAMP)
 # torch.compile); the IR of each stage goes to build/demo. Options pass through
 # DEMO_ARGS, e.g. `make demo DEMO_ARGS="--quick --no-compile"`.
 demo: $(STAMP)
-	$(PY) examples/demo.py $(DEMO_ARGS)
+	$(PY) -m optimus_ir.examples.demo $(DEMO_ARGS)
 
 test: $(STAMP) $(THIRDPARTY_STAMP) check-layers
 	$(PY) -m pytest -q -p no:cacheprovider tests

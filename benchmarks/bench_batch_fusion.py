@@ -98,9 +98,9 @@ for _path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
 import optimus_ir  # noqa: E402
 from compare_split_cat import PYTORCH_PASSES  # noqa: E402
 from optimus_ir.api import capture  # noqa: E402
-from recsys import VARIANTS as RECSYS_VARIANTS  # noqa: E402
-from recsys import make_recsys_model  # noqa: E402
-from timing import CLOCKS, measure, quantile  # noqa: E402
+from optimus_ir.examples.recsys import VARIANTS as RECSYS_VARIANTS  # noqa: E402
+from optimus_ir.examples.recsys import make_recsys_model  # noqa: E402
+from optimus_ir.examples.timing import CLOCKS, measure, quantile  # noqa: E402
 
 CALLABLES = ("original", "captured", "ours", "pytorch", "lean")
 

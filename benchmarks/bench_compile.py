@@ -69,7 +69,7 @@ def build(towers: int, batch: int) -> tuple[Any, Any]:
     import torch
 
     from bench_batch_fusion import VARIANTS as MODEL_VARIANTS
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, (x,) = make_recsys_model(num_towers=towers, batch=batch, **MODEL_VARIANTS["mixed"])
     torch.set_num_threads(1)
@@ -150,7 +150,7 @@ def steady_state(
     """Per-call milliseconds of every variant, interleaved in one process."""
     import torch
 
-    from timing import measure
+    from optimus_ir.examples.timing import measure
 
     import copy
 

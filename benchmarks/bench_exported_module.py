@@ -77,9 +77,9 @@ for _path in (_ROOT, _ROOT / "tests", _ROOT / "examples", _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from models import CASES, clone_inputs  # noqa: E402
-from recsys import make_recsys_model  # noqa: E402
-from timing import CLOCKS, quantile  # noqa: E402
-from timing import measure as _measure  # noqa: E402
+from optimus_ir.examples.recsys import make_recsys_model  # noqa: E402
+from optimus_ir.examples.timing import CLOCKS, quantile  # noqa: E402
+from optimus_ir.examples.timing import measure as _measure  # noqa: E402
 
 VARIANTS = ("original", "captured", "ours")
 QUICK_MODELS = ("recsys-8", "tuple_outputs", "dict_output")

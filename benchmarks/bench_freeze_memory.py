@@ -76,7 +76,7 @@ def parameter_bytes(model: torch.nn.Module) -> int:
 def measure(towers: int, hidden: int, batch: int, freeze: bool) -> dict[str, Any]:
     """One mode: optimize, drop the model, count what the module holds."""
     import optimus_ir
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
     from suite_models import RECSYS_VARIANTS
 
     model, (x,) = make_recsys_model(num_towers=towers, hidden=hidden, batch=batch, seed=0, **RECSYS_VARIANTS["mixed"])

@@ -42,9 +42,9 @@ for path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import optimus_ir  # noqa: E402
-from timing import median_us_each  # noqa: E402
+from optimus_ir.examples.timing import median_us_each  # noqa: E402
 from optimus_ir.guards import GUARD_ATTRIBUTE  # noqa: E402
-from recsys import VARIANTS, make_recsys_model  # noqa: E402
+from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 
 
 def without_guard(module: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -151,7 +151,7 @@ def compare(kind: str, n: int, dim: int, freeze: bool, rounds: int, sample_ms: f
     """Both forms of `kind` over `n` members compiled fresh, checked against
     eager and timed interleaved: per form the steady-state microseconds, the
     compile seconds and the max abs difference."""
-    from timing import median_us_each
+    from optimus_ir.examples.timing import median_us_each
 
     torch.manual_seed(0)
     batched = make(kind, n, dim, True)

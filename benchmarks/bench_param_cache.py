@@ -58,8 +58,8 @@ from optimus_ir.param_cache import (  # noqa: E402
     _plan,
     _source_values,
 )
-from recsys import VARIANTS, make_recsys_model  # noqa: E402
-from timing import measure as measure_interleaved  # noqa: E402
+from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
+from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
 
 COLUMNS = ("captured", "default", "default, flat reads", "freeze", "stacks", "freeze guard")
 

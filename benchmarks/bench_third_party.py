@@ -64,7 +64,7 @@ for _path in (_ROOT, _ROOT / "benchmarks"):
 import optimus_ir  # noqa: E402
 from bench_batch_fusion import compare, count_calls, pytorch_options, run_pytorch  # noqa: E402
 from optimus_ir.api import CaptureError, capture  # noqa: E402
-from timing import CLOCKS, measure, quantile  # noqa: E402
+from optimus_ir.examples.timing import CLOCKS, measure, quantile  # noqa: E402
 
 MULTI_TASK = ("MMOE", "PLE", "ESMM", "SharedBottom")
 """deepctr-torch's multi-task models (two binary tasks, dense and sparse

@@ -77,7 +77,7 @@ for _path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
 
 import optimus_ir  # noqa: E402
 from optimus_ir.kernels import ops as K  # noqa: E402
-from recsys import make_recsys_model  # noqa: E402
+from optimus_ir.examples.recsys import make_recsys_model  # noqa: E402
 
 H200_HBM_BYTES_PER_S = 4.8e12
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

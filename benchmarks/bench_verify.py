@@ -67,7 +67,7 @@ def main() -> int:
     os.environ.pop(optimus_ir.pipeline.VERIFY_EACH_ENV, None)
 
     from bench_roundtrip import build_graph
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     cases = []
     for size in [int(s) for s in args.sizes.split(",") if s]:

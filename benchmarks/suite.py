@@ -584,7 +584,7 @@ def child_steady(
     CPU with `timing.CLOCKS[clock]`)."""
     import torch
 
-    from timing import CLOCKS, measure, measure_cuda, quantile
+    from optimus_ir.examples.timing import CLOCKS, measure, measure_cuda, quantile
 
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore")

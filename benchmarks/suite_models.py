@@ -43,7 +43,7 @@ for _path in (_ROOT, _ROOT / "examples"):
 
 Built = tuple[torch.nn.Module, tuple[Any, ...]]
 
-from recsys import VARIANTS as _NAMED  # noqa: E402
+from optimus_ir.examples.recsys import VARIANTS as _NAMED  # noqa: E402
 
 RECSYS_VARIANTS: dict[str, dict[str, Any]] = {
     **_NAMED,
@@ -68,7 +68,7 @@ def _recsys(variant: str, towers: int) -> SuiteModel:
     options = RECSYS_VARIANTS[variant]
 
     def make(batch: int) -> Built:
-        from recsys import make_recsys_model
+        from optimus_ir.examples.recsys import make_recsys_model
 
         return make_recsys_model(num_towers=towers, batch=batch, seed=0, **options)
 
@@ -86,7 +86,7 @@ def _recsys(variant: str, towers: int) -> SuiteModel:
 
 def _dlrm(name: str, **sizes: Any) -> SuiteModel:
     def make(batch: int) -> Built:
-        from dlrm import make_dlrm_model
+        from optimus_ir.examples.dlrm import make_dlrm_model
 
         return make_dlrm_model(batch=batch, seed=0, **sizes)
 
@@ -96,7 +96,7 @@ def _dlrm(name: str, **sizes: Any) -> SuiteModel:
 
 def _mmoe(name: str, **sizes: Any) -> SuiteModel:
     def make(batch: int) -> Built:
-        from mmoe import make_mmoe_model
+        from optimus_ir.examples.mmoe import make_mmoe_model
 
         return make_mmoe_model(batch=batch, seed=0, **sizes)
 
@@ -106,7 +106,7 @@ def _mmoe(name: str, **sizes: Any) -> SuiteModel:
 
 def _wide_deep(name: str, **sizes: Any) -> SuiteModel:
     def make(batch: int) -> Built:
-        from wide_deep import make_wide_deep_model
+        from optimus_ir.examples.wide_deep import make_wide_deep_model
 
         return make_wide_deep_model(batch=batch, seed=0, **sizes)
 
@@ -118,7 +118,7 @@ def _wide_deep(name: str, **sizes: Any) -> SuiteModel:
 
 def _plumbing(name: str) -> SuiteModel:
     def make(batch: int) -> Built:
-        from plumbing import Plumbing
+        from optimus_ir.examples.plumbing import Plumbing
 
         torch.manual_seed(0)
         model = Plumbing().eval()

@@ -1,38 +1,14 @@
-"""A small model full of split/cat plumbing, for trying optimus-opt by hand.
+"""Moved into the package: `optimus_ir.examples.plumbing` (installed with optimus-ir).
 
-`examples/plumbing.mlir` was made from it with::
-
-    optimus-translate --import examples/plumbing.py:make_model -o examples/plumbing.mlir
-
-Each of the four towers takes a slice of the features, and the slices are
-glued back in ways that the split-cat-simplify pass can see through.
+This module stays so that `from examples.plumbing import ...` (and `from plumbing import
+...` with examples/ on sys.path) keeps working in a clone: it *is* the
+package module (the same object, private names included), not a copy.
 """
 
-from __future__ import annotations
+import sys
 
-import torch
-from torch import nn
+from optimus_ir.examples import plumbing as _module
+from optimus_ir.examples.plumbing import *  # noqa: F403 - for loaders that keep this module object
 
-
-class Plumbing(nn.Module):
-    """split -> per-piece tanh towers -> cat, a split of a split, and a
-    cat of all pieces of a split that is the input itself."""
-
-    def __init__(self, width: int = 8) -> None:
-        super().__init__()
-        self.proj = nn.Linear(4 * width, 4 * width)
-        self.width = width
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        pieces = torch.split(x, self.width, dim=1)
-        towers = [torch.tanh(p) for p in pieces]
-        joined = torch.cat(towers, dim=1)
-        left, right = torch.split(self.proj(joined), [2 * self.width, 2 * self.width], dim=1)
-        a, b = torch.split(left, self.width, dim=1)
-        same = torch.cat([a, b, right], dim=1)
-        return same, torch.stack(pieces, dim=0).sum(0)
-
-
-def make_model() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    torch.manual_seed(0)
-    return Plumbing().eval(), (torch.randn(4, 32),)
+# (`optimus-translate --import examples/plumbing.py:...` loads the file by path)
+sys.modules[__name__] = _module

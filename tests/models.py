@@ -31,7 +31,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT / "examples") not in sys.path:
     sys.path.insert(0, str(_ROOT / "examples"))
 
-from recsys import make_recsys_model  # noqa: E402
+from optimus_ir.examples.recsys import make_recsys_model  # noqa: E402
 
 Capture = Literal["dynamo", "symbolic", "export", "aten"]
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import optimus_ir
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.api import CaptureError, count_fx_ops
 
 

@@ -18,7 +18,7 @@ from torch._dynamo.utils import counters
 from torch._inductor import config as inductor_config
 
 import optimus_ir
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.backend import (
     BackendOptions,
     OptimusBackend,

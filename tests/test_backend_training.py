@@ -40,7 +40,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import optimus_ir.api as api
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from models import CASES_BY_NAME
 from pipelines import FUSE_ALL
 

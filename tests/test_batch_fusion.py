@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.api import capture, optimize
 from pipelines import FUSE_ALL
 

@@ -40,7 +40,7 @@ def test_quick_run_writes_table_and_json(tmp_path: Path) -> None:
 
 def test_captured_graph_takes_the_real_parameters() -> None:
     bench = _bench()
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, inputs = make_recsys_model(num_towers=2, batch=4)
     gm, args = bench.capture_graph(model, inputs)

@@ -240,7 +240,7 @@ def test_help_lists_the_new_options() -> None:
 def test_demo_model_is_make_demos_model() -> None:
     import torch
 
-    from examples.demo import MODEL_VARIANT
+    from optimus_ir.examples.demo import MODEL_VARIANT
 
     assert MODEL_VARIANT == suite_models.RECSYS_VARIANTS["mixed"]
     demo, (x,) = suite_models.build("demo", 4)

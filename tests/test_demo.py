@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import demo
+from optimus_ir.examples import demo
 from optimus_ir.passes.registry import DEFAULT_PIPELINE, DEFAULT_PIPELINE_STAGES
 
 
@@ -126,7 +126,7 @@ def test_remarks_are_all_accounted_for() -> None:
     group or a not-fused reason (none falls through as unknown), and the
     fused groups agree with the pass's own count."""
     import optimus_ir
-    from examples.recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, inputs = make_recsys_model(num_towers=8, batch=16, **demo.MODEL_VARIANT)
     report = optimus_ir.optimize(model, inputs, freeze=True).optimus_report  # as the demo does
@@ -177,7 +177,7 @@ def test_demo_compile_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_numerical_check_catches_a_wrong_module(capsys: pytest.CaptureFixture[str]) -> None:
     """The check the demo's exit status rests on fails for a module that is
     slightly off, and says so on every input."""
-    from examples.recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, inputs = make_recsys_model(num_towers=2, batch=4)
     assert demo.numerical_check(model, model, inputs)

@@ -20,8 +20,8 @@ import pytest
 import torch
 from torch import nn
 
-from examples.demo import describe_outcome, summarize_remarks
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.demo import describe_outcome, summarize_remarks
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir import api, optimize
 from optimus_ir.api import count_fx_ops, count_per_call_ops, speed_veto
 

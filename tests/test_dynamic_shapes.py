@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import models  # noqa: E402
-from recsys import make_recsys_model  # noqa: E402
+from optimus_ir.examples.recsys import make_recsys_model  # noqa: E402
 from pipelines import FUSE_ALL
 
 

@@ -18,12 +18,12 @@ import torch
 from torch import nn
 
 import optimus_ir
-from dlrm import make_dlrm_model
-from mmoe import make_mmoe_model
+from optimus_ir.examples.dlrm import make_dlrm_model
+from optimus_ir.examples.mmoe import make_mmoe_model
 from optimus_ir.api import capture
 from pipelines import FUSE_ALL
-from recsys import make_recsys_model
-from wide_deep import make_wide_deep_model
+from optimus_ir.examples.recsys import make_recsys_model
+from optimus_ir.examples.wide_deep import make_wide_deep_model
 
 Factory = Callable[..., tuple[nn.Module, tuple[torch.Tensor, ...]]]
 

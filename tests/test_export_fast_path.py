@@ -19,7 +19,7 @@ import optimus_ir
 from models import CASES_BY_NAME, capture, clone_inputs
 from optimus_ir.exporter import ATTR_PATH_META, FastCodeGen, FastPyTreeCodeGen, export_graph
 from optimus_ir.importer import import_graph
-from recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 
 
 def _assert_identical(actual, expected) -> None:

@@ -100,7 +100,7 @@ def _frozen_storages(opt: torch.fx.GraphModule) -> set[int]:
 
 def test_recsys_mixed_64_holds_each_weight_once() -> None:
     """The issue's model: 64 mixed towers, hidden 256, batch 64, eval."""
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
     from suite_models import RECSYS_VARIANTS
 
     model, (x,) = make_recsys_model(num_towers=64, hidden=256, batch=64, seed=0, **RECSYS_VARIANTS["mixed"])

@@ -23,7 +23,7 @@ from optimus_ir.backend import OptimusFallbackWarning
 from optimus_ir.guards import OptimusGuardWarning
 from pipelines import FUSE_ALL
 from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
-from recsys import VARIANTS, make_recsys_model
+from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 
 FAILING = "raise-fx,test-fail{message=boom},lower-to-fx"
 

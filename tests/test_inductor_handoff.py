@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import optimus_ir
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.inductor_handoff import OPAQUE_STACK_TARGET, make_wide_input_stacks_opaque
 from pipelines import FUSE_ALL
 

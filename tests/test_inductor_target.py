@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import optimus_ir
-from examples.recsys import VARIANTS, make_recsys_model
+from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 from optimus_ir.backend import optimize_dynamo_graph, pipeline_for_target
 from optimus_ir.cost_model import INDUCTOR_COSTS, default_cost_model
 from optimus_ir.options import OptimizeOptions

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.api import optimize
 from optimus_ir.kernels import ops as K
 from optimus_ir.pipeline import PipelineError, parse_pipeline

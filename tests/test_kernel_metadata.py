@@ -238,7 +238,7 @@ def test_reduce_overhead_runs_our_kernels_in_cuda_graphs() -> None:
     import optimus_ir
     from torch._dynamo.utils import counters
 
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, (x,) = make_recsys_model(num_towers=4, batch=16)
     model, x = model.cuda(), x.cuda()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from examples.recsys import make_recsys_model
+from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.api import SPEED_CHECK_FALLBACK, optimize
 from optimus_ir.passes.output_layout import RESTORES_ADDED, MatchOutputStrides
 from optimus_ir.passes.registry import (

@@ -195,7 +195,7 @@ def test_resident_bytes_count_a_stack_once_and_parameters_apart() -> None:
 
 
 def _recsys_64(batch: int, hidden: int = 64) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    from recsys import VARIANTS, make_recsys_model
+    from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 
     return make_recsys_model(num_towers=64, batch=batch, seed=0, hidden=hidden, **VARIANTS["mixed"])
 

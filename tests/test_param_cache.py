@@ -217,7 +217,7 @@ def test_optimize_leaves_the_model_unchanged() -> None:
 
 
 def test_model_without_parameter_expressions_is_unchanged() -> None:
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, inputs = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
     no_fusion = "raise-fx,split-cat-simplify,dce,cse,lower-to-fx"  # fusion stacks weights

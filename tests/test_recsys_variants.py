@@ -13,7 +13,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
-from recsys import RecsysModel, make_recsys_model  # noqa: E402
+from optimus_ir.examples.recsys import RecsysModel, make_recsys_model  # noqa: E402
 
 
 class _OriginalRecsys(nn.Module):

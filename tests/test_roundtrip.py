@@ -97,7 +97,7 @@ def test_corpus_covers_every_capture_kind() -> None:
 def test_recsys_needs_dynamo() -> None:
     """The recommendation model iterates over split pieces in Python, so
     symbolic_trace cannot capture it (the reason the corpus uses Dynamo)."""
-    from recsys import make_recsys_model
+    from optimus_ir.examples.recsys import make_recsys_model
 
     model, _ = make_recsys_model(num_towers=2, tower_width=4, hidden=8, batch=2)
     with pytest.raises(torch.fx.proxy.TraceError):

@@ -27,6 +27,8 @@ rank   layer       modules
                    guards, inductor_hook, inductor_handoff, memory,
                    param_cache, plugins, replacements}
 8      tools       optimus_ir.tools.*
+9      examples    optimus_ir.examples.*: the example models and the
+                   demo (users of the API; nothing imports them)
 -      registry    optimus_ir.passes.registry: the one place that names
                    passes and pattern modules by string; any layer may
                    import it, it imports only the foundation
@@ -134,6 +136,7 @@ LAYERS: tuple[Layer, ...] = (
         ),
     ),
     Layer("tools", 8, ("optimus_ir.tools", "optimus_ir.tools.*")),
+    Layer("examples", 9, ("optimus_ir.examples", "optimus_ir.examples.*")),
 )
 
 

@@ -1,7 +1,7 @@
 """Issue 24's memory targets in one command: tensor memory of the graph
 Dynamo captured against the module `optimize` returns, at the allocator.
 
-For the recsys model (`examples/recsys.py`, the suite's 'mixed' variant:
+For the recsys model (`optimus_ir/examples/recsys.py`, the suite's 'mixed' variant:
 64 towers of widths 16/32/64, hidden 256 by default), at each batch size:
 
 * forward peak: the peak of the tensor bytes live during one call, above
@@ -37,14 +37,8 @@ from typing import Any
 
 import torch
 
-_ROOT = Path(__file__).resolve().parent.parent
-for _path in (_ROOT, _ROOT / "examples"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-
 def _model(towers: int, hidden: int, batch: int, train: bool) -> tuple[torch.nn.Module, torch.Tensor]:
-    from recsys import VARIANTS, make_recsys_model
+    from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 
     model, (x,) = make_recsys_model(num_towers=towers, hidden=hidden, batch=batch, seed=0, **VARIANTS["mixed"])
     return model.train(train), x

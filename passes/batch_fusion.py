@@ -61,6 +61,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import AliasAnalysis, all_static, shape
+from optimus_ir.analysis.live_bytes import DEFAULT_SYMBOLIC_SIZE, LiveBytes, live_bytes
+from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
+from optimus_ir.analysis.live_bytes import tensor_elements as _elements
 from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
@@ -973,35 +976,6 @@ def _explain_rejections(
 # ---------------------------------------------------------------------------
 # Cost estimate inputs
 # ---------------------------------------------------------------------------
-
-
-DEFAULT_SYMBOLIC_SIZE = 64
-"""The size the cost model assumes for a symbolic dim without an example
-size (hand-written IR; Dynamo's graphs record the SymInt's hint on the
-placeholder, which is used instead)."""
-
-
-def _bytes(value: SSAValue, dims: SymbolicDims | None = None) -> int:
-    """Bytes of a tensor value (a `?` dim at its example size)."""
-    width = getattr(value.type.element_type, "bitwidth", 32)  # type: ignore[union-attr]
-    return _elements(value, dims) * max(int(width) // 8, 1)
-
-
-def _elements(value: SSAValue, dims: SymbolicDims | None = None) -> int:
-    """Elements of a tensor value; a `?` dim counts as its example size
-    (`dims`' hint) or `DEFAULT_SYMBOLIC_SIZE`."""
-    ty = value.type
-    count = 1
-    if isinstance(ty, TensorType):
-        sizes = ty.get_shape()
-        if DYNAMIC in sizes:
-            sizes = (
-                dims.size_hints(value, DEFAULT_SYMBOLIC_SIZE) if dims is not None
-                else tuple(DEFAULT_SYMBOLIC_SIZE if d == DYNAMIC else d for d in sizes)
-            )
-        for d in sizes:
-            count *= max(d, 1)
-    return count
 
 
 def _member_kernel(kind: str, op: Operation, dims: SymbolicDims | None = None) -> tuple[str, float]:

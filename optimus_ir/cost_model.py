@@ -205,6 +205,13 @@ class GroupEstimate:
     views_s: float = 0.0
     target: str = "eager"
     """The `FusionTarget` the group was priced for."""
+    extra_live_bytes: int = 0
+    """What the fused group holds at once, at its batch op, beyond what its
+    members held at that point of the captured schedule: its stacked
+    results, the stacked operand copies and the lowering's temporaries,
+    less the members' results the captured schedule still held there
+    (`batch_fusion.part_memory`; the memory budget, `MemoryBudget`, is
+    checked against the whole fused schedule's peak, not this sum)."""
 
     @property
     def after_s(self) -> float:
@@ -228,6 +235,110 @@ class GroupEstimate:
             f"{head}members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
             f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
         )
+
+
+DEFAULT_MEMORY_BUDGET = "1.5x"
+"""`batch-fusion{memory-budget=...}` and `optimize(memory_budget=...)` by
+default: the fused graph may hold at most 1.5 times the tensor bytes the
+captured graph holds at its peak during one call (the 64-tower recsys
+demo's fused graph holds 1.16x at batch 64, 1.00x at 512: every group kept)."""
+
+_BYTE_UNITS = {
+    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+_BUDGET_FORMS = (
+    "a ratio over the captured graph's peak ('1.5x', '+50%'), bytes "
+    "('64MiB', '1GiB', '500MB', '1048576') or 'none'"
+)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """How many tensor bytes a call of the fused graph may hold at once:
+    `ratio` times the captured graph's peak (`optimus_ir.analysis.live_bytes`),
+    or `bytes`, or unlimited (both None). `parse_memory_budget` makes one
+    from its text."""
+
+    ratio: float | None = None
+    bytes: int | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        """No limit (`none`)."""
+        return self.ratio is None and self.bytes is None
+
+    def limit(self, captured_peak: int) -> float:
+        """The bytes allowed for a graph whose captured peak is
+        `captured_peak` (infinite when unlimited)."""
+        if self.ratio is not None:
+            return self.ratio * captured_peak
+        if self.bytes is not None:
+            return float(self.bytes)
+        return math.inf
+
+    def describe(self, captured_peak: int) -> str:
+        """`budget 1.50x of the captured peak 2.00 MiB = 3.00 MiB` (or
+        `budget 64.00 MiB`), for remarks."""
+        if self.ratio is not None:
+            return (
+                f"budget {self.ratio:.2f}x of the captured peak {_mib(captured_peak)} "
+                f"= {_mib(self.limit(captured_peak))}"
+            )
+        if self.bytes is not None:
+            return f"budget {_mib(self.bytes)} (the captured peak is {_mib(captured_peak)})"
+        return "no budget"
+
+    def text(self) -> str:
+        """The canonical option text: `1.5x`, `67108864`, `none`."""
+        if self.ratio is not None:
+            return f"{self.ratio:g}x"
+        if self.bytes is not None:
+            return str(self.bytes)
+        return "none"
+
+
+def _mib(count: float) -> str:
+    return f"{count / 2**20:.2f} MiB"
+
+
+def parse_memory_budget(value: str | float | int) -> MemoryBudget:
+    """The `MemoryBudget` a `memory-budget` option (or `memory_budget`
+    knob) says: `"1.5x"` (a ratio over the captured peak), `"+50%"` (the
+    same), `"64MiB"`/`"1GiB"`/`"500MB"`/`"1048576"` (bytes; binary and
+    decimal units, any case), `"none"` (unlimited); in Python also a float
+    (a ratio) or an int (bytes). Raises ValueError saying which forms there
+    are for anything else (zero, negative, NaN, a bool, an unknown unit)."""
+    if isinstance(value, bool) or not isinstance(value, str | float | int):
+        raise ValueError(f"memory budget {value!r} is not a budget: give {_BUDGET_FORMS}")
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"memory budget ratio must be a positive finite number, got {value!r}")
+        return MemoryBudget(ratio=value)
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError(f"memory budget in bytes must be positive, got {value!r}")
+        return MemoryBudget(bytes=value)
+    text = value.strip().lower().replace(" ", "").replace("_", "")
+    if text in ("none", "unlimited"):
+        return MemoryBudget()
+    number = r"(\d+(?:\.\d*)?|\.\d+)"
+    ratio = re.fullmatch(number + "x", text)
+    percent = re.fullmatch(r"\+" + number + "%", text)
+    sized = re.fullmatch(number + "([kmgt]i?b|b)?", text)
+    if ratio is not None or percent is not None:
+        factor = float(ratio.group(1)) if ratio is not None else 1.0 + float(percent.group(1)) / 100  # type: ignore[union-attr]
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"memory budget {value!r}: the ratio must be positive")
+        return MemoryBudget(ratio=factor)
+    if sized is not None:
+        count = float(sized.group(1)) * _BYTE_UNITS[sized.group(2) or "b"]
+        if count < 1:
+            raise ValueError(f"memory budget {value!r}: at least one byte")
+        return MemoryBudget(bytes=int(round(count)))
+    hint = " (a percentage is over the captured peak: write '+50%', or '0.5x' for half of it)" if text.endswith("%") else ""
+    raise ValueError(f"memory budget {value!r} is not a budget{hint}: give {_BUDGET_FORMS}")
 
 
 @dataclass(frozen=True)

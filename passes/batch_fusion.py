@@ -384,7 +384,7 @@ class BatchFusion(ModulePass):
     grouped_linear: bool = False
     constant_parameters: bool = False
     target: FusionTarget = "eager"
-    memory_budget: str = DEFAULT_MEMORY_BUDGET
+    memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.check_options()

@@ -1233,11 +1233,11 @@ def fit_memory(
             group,
             f"batch-fusion: {len(everything)} {key.op_name}{_names(everything)} fused in {len(fused)} chunks: "
             f"memory decided: as one group the call would hold {_mib(trigger[group])} live at once, "
-            f"{budget_text}; in chunks {_mib(simulated.peak)}",
+            f"{budget_text}; in chunks the plan holds {_mib(simulated.peak)}",
         ))
     for decision in current.decisions:
         if decision.verdict == "memory" and decision.note:
-            object.__setattr__(decision, "note", f"{decision.note}; without it {_mib(simulated.peak)}")
+            object.__setattr__(decision, "note", f"{decision.note}; declined, the plan holds {_mib(simulated.peak)}")
     return current
 
 

@@ -60,7 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from optimus_ir.analysis import AliasAnalysis, all_static, is_join_op, shape
+from optimus_ir.analysis import AliasAnalysis, all_static, is_graph_input, is_join_op, shape
 from optimus_ir.analysis.live_bytes import DEFAULT_SYMBOLIC_SIZE, LiveBytes, allocated_bytes, live_bytes
 from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.live_bytes import tensor_elements as _elements
@@ -903,6 +903,11 @@ class PartMemory:
     last one lives."""
     returned: int
     """The copies of members returned by the graph (held to the end)."""
+    input_copies: int = 0
+    """The stacked copies of graph inputs and parameters (per call, unless
+    constant): their packs depend on nothing the fusion moves, so they stay
+    where the group's last member was and are held from there until the
+    batch op runs (which the members' other operands may delay)."""
 
     def extra_over(self, members: Sequence[Operation], captured: LiveBytes, dims: SymbolicDims | None) -> int:
         """The part's bytes beyond what its members' results held at the
@@ -912,7 +917,8 @@ class PartMemory:
         what `simulate_plan` adds."""
         point = max(captured.position[m] for m in members)
         held = sum(_bytes(m.results[0], dims) for m in members if captured.held_at(m.results[0], point))
-        return self.stack + self.copies + max(self.scratch, self.epilogue) + self.returned - held
+        extra = self.stack + self.copies + self.input_copies + max(self.scratch, self.epilogue) + self.returned
+        return extra - held
 
 
 def part_memory(
@@ -926,7 +932,7 @@ def part_memory(
     sources as `provenance` says before the part is recorded."""
     n = len(members)
     result = _bytes(members[0].results[0], dims)
-    copies, scratch, epilogue = 0, 0, 0
+    copies, input_copies, scratch, epilogue = 0, 0, 0, 0
     copied: set[int] = set()
     first_slot = 1 if kind == "linear-shared-input" else 0
     for slot, values in enumerate(_operand_slots(kind, members), start=first_slot):
@@ -940,6 +946,9 @@ def part_memory(
             continue  # broadcast, or one parameter stacked once
         if source == "stack" and not _part_of_a_stack([values], provenance):
             continue  # the earlier stack itself, or a strided slice of it
+        if all(is_graph_input(v) for v in values):
+            input_copies += _bytes(values[0], dims) * n
+            continue
         copies += _bytes(values[0], dims) * n
         copied.add(slot)
     if kind == "layer_norm":
@@ -952,7 +961,7 @@ def part_memory(
         rows = _elements(first.operands[0], dims) // normalized
         scratch = 2 * 4 * n * rows  # the fp32 mean and rstd of `native_layer_norm`
     kept = sum(_bytes(m.results[0], dims) for m in members if m in returned)
-    return PartMemory(n * result, copies, frozenset(copied), scratch, epilogue, kept)
+    return PartMemory(n * result, copies, frozenset(copied), scratch, epilogue, kept, input_copies)
 
 
 @dataclass(frozen=True)
@@ -996,11 +1005,18 @@ def simulate_plan(
         k = part_of.get(op)
         return position[op] if k is None else count + k
 
-    nodes = count + len(parts)
-    key = [*range(count), *(max(position[m] for m in d.members) for d in parts)]
-    present = [op not in part_of for op in ops] + [True] * len(parts)
+    # nodes: the ops, then one per part, then one per part for the packs of
+    # its graph inputs and parameters (they stay where its last member was)
+    packs = count + len(parts)
+    nodes = packs + len(parts)
+    part_keys = [max(position[m] for m in d.members) for d in parts]
+    key = [*range(count), *part_keys, *part_keys]
+    present = [op not in part_of for op in ops] + [True] * (2 * len(parts))
     users: list[list[int]] = [[] for _ in range(nodes)]
     missing = [0] * nodes
+    for k in range(len(parts)):
+        users[packs + k].append(count + k)
+        missing[count + k] += 1
     for op in ops:
         me = node_of(op)
         for operand in op.operands:
@@ -1040,6 +1056,8 @@ def simulate_plan(
     gathers: dict[int, tuple[int, set[int], list[tuple[int, int]]]] = {}
     last: dict[SSAValue, int] = {}
     for v in order:
+        if v >= packs:
+            continue
         if v < count:
             op = ops[v]
             gathered = _gathered_runs(op, member_at, dims) if member_at and is_join_op(op) else None
@@ -1067,6 +1085,10 @@ def simulate_plan(
     stack_end = [0] * len(parts)
     for v in order:
         s = step[v]
+        if v >= packs:
+            held = parts[v - packs].memory
+            hold(held.input_copies, s + 1, step[v - len(parts)] + 1)  # type: ignore[union-attr]
+            continue
         if v < count:
             size = allocated_bytes(ops[v], dims)
             free = max((last.get(aliases.find(r), s + 1) for r in ops[v].results), default=s + 1)
@@ -1107,6 +1129,7 @@ def simulate_plan(
         s = step[count + k]
         there = {s: held.copies, s + 1: held.copies + held.scratch, s + 2: held.epilogue}.get(at, 0)
         there += gathered_there.get(k, 0)
+        there += held.input_copies if step[packs + k] + 1 <= at <= s + 1 else 0
         there += held.stack if s + 1 <= at <= stack_end[k] else 0
         there += held.returned if s + 2 <= at else 0
         for m in decision.members:

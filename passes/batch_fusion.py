@@ -363,10 +363,11 @@ class BatchFusion(ModulePass):
             so groups are priced for that and a group that does not pay there
             is declined with a remark naming the target.
         memory_budget: how many tensor bytes one call of the fused graph may
-            hold at once (issue 24): "1.5x" (the default,
-            `DEFAULT_MEMORY_BUDGET`) or "+50%" -- a ratio over the peak of
-            the block as it was before fusing (`analysis.live_bytes`) --,
-            bytes ("64MiB", "1GiB", "1048576"), or "none". The plan's whole
+            hold at once (issue 24): "1.5x" or "+50%" -- a ratio over the
+            peak of the block as it was before fusing (`analysis.live_bytes`)
+            --, optionally plus an allowance ("1.5x+1MiB", the default,
+            `DEFAULT_MEMORY_BUDGET`), bytes ("64MiB", "1GiB", an int), or
+            "none" (`cost_model.parse_memory_budget`). The plan's whole
             fused schedule is simulated (`simulate_plan`); while its peak
             exceeds the budget, the fused part holding the most beyond its
             members at that peak is cut in half (chunks, as the cost model

@@ -49,6 +49,7 @@ Safety
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import struct
 from collections.abc import Hashable, Mapping, Sequence
@@ -1259,9 +1260,10 @@ def fit_memory(
             f"memory decided: as one group the call would hold {_mib(trigger[group])} live at once, "
             f"{budget_text}; in chunks the plan holds {_mib(simulated.peak)}",
         ))
-    for decision in current.decisions:
-        if decision.verdict == "memory" and decision.note:
-            object.__setattr__(decision, "note", f"{decision.note}; declined, the plan holds {_mib(simulated.peak)}")
+    after = f"; declined, the plan holds {_mib(simulated.peak)}"
+    current.decisions[:] = [
+        dataclasses.replace(d, note=d.note + after) if d.verdict == "memory" else d for d in current.decisions
+    ]
     return current
 
 

@@ -92,3 +92,21 @@ def test_the_backend_takes_the_budget() -> None:
         optimus_ir.backend(memory_budget="lots")
     with pytest.raises(ValueError, match="memory_budget"):
         optimus_ir.optimize(torch.nn.Identity(), (torch.ones(2),), memory_budget=-1)
+
+
+def test_the_benchmark_runs_small(capsys) -> None:
+    """`benchmarks/bench_memory_budget.py` on 6 towers: the figures it
+    prints come from real calls (smoke; it judges nothing itself)."""
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_memory_budget")
+    with pytest.raises(SystemExit) as done:
+        bench.main(["--help"])
+    assert done.value.code == 0 and "--budgets" in capsys.readouterr().out
+    results = bench.main(["--towers", "6", "--batch", "16", "--budgets", "default,none,1.0x"])
+    row = results["batches"][16]
+    assert row["captured_peak_bytes"] > 0
+    assert set(row["budgets"]) == {"default", "none", "1.0x"}
+    assert row["default_same_as_none"] is True
+    assert row["budgets"]["1.0x"]["peak_bytes"] <= row["budgets"]["none"]["peak_bytes"]
+    assert "captured" in capsys.readouterr().out

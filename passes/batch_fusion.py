@@ -456,7 +456,7 @@ def fuse_block(
         budget = parse_memory_budget(options.memory_budget)
     # the block as captured: what the budget is relative to, and where each
     # member's result is still held in the captured schedule
-    memory = _Memory(budget, live_bytes(ops, aliases, dims), dims)
+    memory = _Memory(budget, live_bytes(ops, aliases, dims), dims) if any(candidates.keys) else None
 
     # the batch symbol of each candidate, read before any group is fused
     # (fusing a producer group replaces the operands of the next level)
@@ -1222,6 +1222,8 @@ def fit_memory(
     below what the unfused schedule needs there cannot be met by declining).
     Each group decided so gets a remark with "memory decided": the peak it
     would have made, the budget, and the peak after."""
+    if not any(d.verdict == "fuse" for d in plan.decisions):
+        return plan  # nothing fused: the captured schedule itself
     limit = memory.limit
     limits: dict[Operation, tuple[int, str]] = {}
     trigger: dict[Operation, int] = {}

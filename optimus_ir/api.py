@@ -50,6 +50,7 @@ import torch.fx
 from torch.fx.graph import _PyTreeCodeGen
 from xdsl.dialects.builtin import ModuleOp
 
+from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET
 from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
 from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, export_graph, finish_code
@@ -450,13 +451,14 @@ def optimize(
     freeze: bool = False,
     check_speed: bool | None = None,
     strict: bool | None = None,
+    memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET,
     options: OptimizeOptions | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
 
     The knobs (`pipeline`, `validate`, `verify_each`, `freeze`,
-    `check_speed`, `strict`) are the fields of `optimus_ir.OptimizeOptions`,
+    `check_speed`, `strict`, `memory_budget`) are the fields of `optimus_ir.OptimizeOptions`,
     shared with the torch.compile backend and the Inductor hook; pass them
     as keywords or all at once as `options=OptimizeOptions(...)` (which also
     has `remarks`, `cost_model` and `kernels`), not both. A knob left None
@@ -553,6 +555,7 @@ def optimize(
         freeze=freeze,
         check_speed=check_speed,
         strict=strict,
+        memory_budget=memory_budget,
     )
     if options is None:
         # a bad pipeline (or option) is the caller's mistake: it raises now

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_args
 
+from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET, parse_memory_budget
 from optimus_ir.environment import (  # noqa: F401 - re-exported
     CACHE_DIR_ENV,
     CHECK_SPEED_ENV,
@@ -85,6 +86,13 @@ class OptimizeOptions:
     kernels: KernelChoice = "auto"
     """The kernels of every `lower-batch` of the pipeline that leaves its
     `kernels` option at the default (see `KernelChoice`)."""
+    memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET
+    """The memory budget of every `batch-fusion` of the pipeline that
+    leaves its `memory-budget` option at the default: how many tensor bytes
+    one call of the fused graph may hold at once, against the captured
+    graph's peak. A text (`"1.5x+1MiB"`, the default; `"2x"`, `"+50%"`,
+    `"64MiB"`, `"1GiB"`, `"none"`), a float (a ratio: `2.0` is `"2x"`) or
+    an int (bytes). See `optimus_ir.cost_model.parse_memory_budget`."""
 
     ENTRY_POINTS: ClassVar[Mapping[str, tuple[EntryPoint, ...]]] = {
         "inner": ("backend",),
@@ -97,6 +105,7 @@ class OptimizeOptions:
     _PASS_KNOBS: ClassVar[Mapping[str, tuple[str, str]]] = {
         "cost_model": ("batch-fusion", "cost_model"),
         "kernels": ("lower-batch", "kernels"),
+        "memory_budget": ("batch-fusion", "memory_budget"),
     }
     """Knobs that set a pass option: knob -> (pass name, option field)."""
 
@@ -111,6 +120,10 @@ class OptimizeOptions:
                     f"optimus: option {name!r} must be one of {', '.join(map(repr, get_args(choices)))}, "
                     f"not {getattr(self, name)!r}"
                 )
+        try:
+            parse_memory_budget(self.memory_budget)
+        except ValueError as error:
+            raise ValueError(f"optimus: option 'memory_budget': {error}") from None
         for name in ("validate", "freeze", "remarks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"optimus: option {name!r} must be True or False, not {getattr(self, name)!r}")
@@ -194,7 +207,7 @@ class OptimizeOptions:
 
     def pipeline_to_run(self) -> str | None:
         """The `-p` text to run: `pipeline` (None: the default pipeline)
-        with the pass knobs (`cost_model`, `kernels`) set on the passes that
+        with the pass knobs (`cost_model`, `kernels`, `memory_budget`) set on the passes that
         leave those options at their defaults. None when nothing changes (the
         default pipeline as it is)."""
         defaults = OptimizeOptions()

@@ -49,9 +49,10 @@ Safety
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import struct
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -60,19 +61,25 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from optimus_ir.analysis import AliasAnalysis, all_static, shape
+from optimus_ir.analysis import AliasAnalysis, all_static, is_graph_input, is_join_op, shape
+from optimus_ir.analysis.live_bytes import DEFAULT_SYMBOLIC_SIZE, LiveBytes, allocated_bytes, live_bytes
+from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
+from optimus_ir.analysis.live_bytes import tensor_elements as _elements
 from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.analysis.independent_sets import SearchResult, block_dag, find_independent_groups
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
 from optimus_ir.cost_model import (
+    DEFAULT_MEMORY_BUDGET,
     TARGETS,
     INDUCTOR_EXTERN_STACK_MIN_INPUTS,
     CostModel,
     FusionTarget,
     GroupEstimate,
+    MemoryBudget,
     calibrated_cost_model,
     default_cost_model,
     measured_kind,
+    parse_memory_budget,
 )
 from optimus_ir.environment import CostModelChoice
 from optimus_ir.diagnostics import OptimusError, emit_remark, location_of
@@ -356,6 +363,18 @@ class BatchFusion(ModulePass):
             linears are extern calls (`optimus_ir.cost_model.InductorCosts`),
             so groups are priced for that and a group that does not pay there
             is declined with a remark naming the target.
+        memory_budget: how many tensor bytes one call of the fused graph may
+            hold at once (issue 24): "1.5x" or "+50%" -- a ratio over the
+            peak of the block as it was before fusing (`analysis.live_bytes`)
+            --, optionally plus an allowance ("1.5x+1MiB", the default,
+            `DEFAULT_MEMORY_BUDGET`), bytes ("64MiB", "1GiB", an int), or
+            "none" (`cost_model.parse_memory_budget`). The plan's whole
+            fused schedule is simulated (`simulate_plan`); while its peak
+            exceeds the budget, the fused part holding the most beyond its
+            members at that peak is cut in half (chunks, as the cost model
+            cuts groups) and at last declined, each such group with a
+            remark saying "memory decided". No timing is involved, and the
+            budget applies without a cost model too.
     """
 
     name = "batch-fusion"
@@ -367,12 +386,14 @@ class BatchFusion(ModulePass):
     grouped_linear: bool = False
     constant_parameters: bool = False
     target: FusionTarget = "eager"
+    memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.check_options()
+        budget = parse_memory_budget(self.memory_budget)  # checked just above: parses
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
-                fuse_block(graph.block, self, self._cost_model(graph.block))
+                fuse_block(graph.block, self, self._cost_model(graph.block), budget)
         aliases = AliasAnalysis(op)
         patterns = bind_aliases(BATCH_PATTERNS, aliases)
         GreedyRewriteDriver(
@@ -388,6 +409,10 @@ class BatchFusion(ModulePass):
             problems.append(f"unknown kinds {sorted(unknown)} (known: all, {', '.join(_KINDS)})")
         if self.target not in TARGETS:
             problems.append(f"unknown target {self.target!r} (known: {', '.join(TARGETS)})")
+        try:
+            parse_memory_budget(self.memory_budget)
+        except ValueError as error:
+            problems.append(f"memory-budget: {error}")
         if problems:
             raise OptimusError("batch-fusion: " + "; ".join(problems))
 
@@ -414,24 +439,31 @@ class BatchFusion(ModulePass):
         return kind in wanted or (kind in ("linear-shared-input", "grouped-linear") and "linear" in wanted)
 
 
-def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> int:
+def fuse_block(
+    block: Block, options: BatchFusion, model: CostModel | None, budget: MemoryBudget | None = None
+) -> int:
     """Find, decide and fuse the groups of `block`; the number fused.
 
     The plan (which candidates group with which, and which groups fuse) is
     chosen over the whole block before anything is rewritten: see
-    `choose_plan`."""
+    `choose_plan`. `budget`: the memory budget (default: the options')."""
     context = current_pass_context(options.name)
     ops = list(block.ops)
     aliases = AliasAnalysis(block)
     dims = SymbolicDims(block)
     candidates = _candidate_keys(ops, options, aliases, dims)
+    if budget is None:
+        budget = parse_memory_budget(options.memory_budget)
+    # the block as captured: what the budget is relative to, and where each
+    # member's result is still held in the captured schedule
+    memory = _Memory(budget, live_bytes(ops, aliases, dims), dims) if any(candidates.keys) else None
 
     # the batch symbol of each candidate, read before any group is fused
     # (fusing a producer group replaces the operands of the next level)
     batch_symbols = {op: _batch_symbol(op, dims) for op, key in zip(ops, candidates.keys) if key is not None}
     returned = {op for op, key in zip(ops, candidates.keys) if key is not None and _reaches_output(op, aliases)}
     dag = block_dag(ops)
-    plan = choose_plan(ops, dag, candidates, model, options, dims, returned)
+    plan = choose_plan(ops, dag, candidates, model, options, dims, returned, memory)
     _explain_rejections(ops, plan.keys, plan.search, options)
     for op, text in plan.notes:
         emit_remark(op, text)
@@ -445,6 +477,12 @@ def fuse_block(block: Block, options: BatchFusion, model: CostModel | None) -> i
                 part[0],
                 f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: "
                 "they compute the same value (cse merges them)",
+            )
+            continue
+        if decision.verdict == "memory":
+            emit_remark(
+                part[0],
+                f"batch-fusion: {len(part)} {key.op_name}{_names(part)} not fused: {decision.note}",
             )
             continue
         if decision.verdict == "unprofitable":
@@ -574,7 +612,15 @@ class _Decision:
     """In the order the batch op takes them (`reorder_by_source`)."""
     estimate: GroupEstimate | None
     verdict: str
-    """"fuse", "unprofitable" or "cse" (the members compute one value)."""
+    """"fuse", "unprofitable", "cse" (the members compute one value) or
+    "memory" (declined to stay within the memory budget)."""
+    group: Operation | None = None
+    """The first member of the search group the part is of (the key of
+    `_evaluate`'s `limits`)."""
+    memory: PartMemory | None = None
+    """What the fused part allocates (fused parts that stack their results)."""
+    note: str = ""
+    """Why a "memory" verdict, for its remark."""
 
 
 @dataclass(frozen=True)
@@ -606,6 +652,26 @@ def choose_plan(
     options: BatchFusion,
     dims: SymbolicDims | None,
     returned: set[Operation],
+    memory: _Memory | None = None,
+) -> Plan:
+    """The fusion plan of a block: the one the cost model expects to gain
+    most (`_plan_by_gain`), then cut down to the memory budget
+    (`fit_memory`; `memory` None: no budget)."""
+    plan = _plan_by_gain(ops, dag, candidates, model, options, dims, returned, memory)
+    if memory is None or memory.budget.unlimited:
+        return plan
+    return fit_memory(plan, ops, dag, model, options, dims, returned, memory)
+
+
+def _plan_by_gain(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    candidates: _Candidates,
+    model: CostModel | None,
+    options: BatchFusion,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: _Memory | None = None,
 ) -> Plan:
     """The fusion plan of a block, chosen over the whole block by the cost model.
 
@@ -631,7 +697,7 @@ def choose_plan(
     by one. Each plan costs one search and one pricing pass, linear in the
     block, and the result depends only on the block (families and sets are
     ordered by position)."""
-    base = _evaluate(ops, dag, list(candidates.keys), model, options, dims, returned)
+    base = _evaluate(ops, dag, list(candidates.keys), model, options, dims, returned, memory)
     if model is None or not candidates.shared_sets:
         return base
     level = _levels(dag)
@@ -652,14 +718,14 @@ def choose_plan(
 
     best, best_across = base, [False] * len(family_sets)
     everything = [True] * len(family_sets)
-    plan = _evaluate(ops, dag, keys_for(everything), model, options, dims, returned)
+    plan = _evaluate(ops, dag, keys_for(everything), model, options, dims, returned, memory)
     if _better(plan, best):
         best, best_across = plan, everything
     if 1 < len(family_sets) <= _MAX_FAMILY_TRIALS:
         for f in range(len(family_sets)):
             trial = list(best_across)
             trial[f] = not trial[f]
-            plan = _evaluate(ops, dag, keys_for(trial), model, options, dims, returned)
+            plan = _evaluate(ops, dag, keys_for(trial), model, options, dims, returned, memory)
             if _better(plan, best):
                 best, best_across = plan, trial
     for flip, sets in zip(best_across, family_sets):
@@ -701,13 +767,20 @@ def _evaluate(
     options: BatchFusion,
     dims: SymbolicDims | None,
     returned: set[Operation],
+    memory: _Memory | None = None,
+    limits: Mapping[Operation, tuple[int, str]] | None = None,
 ) -> Plan:
     """The plan the keys `keys` make: the search's groups, each decided
     producers first (`_choose_parts`), on the unrewritten block. A fused
     part's members' results are recorded as one stack, as the results of its
     `batch.unpack` are when it is rewritten (a returned member's consumers
     read its copy, not the stack), so later groups see where their operands
-    lie exactly as the rewrite leaves them."""
+    lie exactly as the rewrite leaves them. `limits` (from `fit_memory`):
+    the most members a part of the search group whose first member is the
+    key may have (and the remark of a member declined for it); parts are cut into chunks of at most that many, and
+    members left in a chunk below min-size (all of them, for a limit below
+    it) are declined for memory. `memory`: the captured block's live bytes
+    (each part's `PartMemory` and its estimate's `extra_live_bytes`)."""
     result = find_independent_groups(dag, keys, min_size=options.min_size, max_size=options.max_size)
     provenance = _Provenance(constant_parameters=options.constant_parameters)
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
@@ -716,21 +789,489 @@ def _evaluate(
     for group_ids in producers_first(result.groups, ops):
         members = [ops[i] for i in group_ids]
         key = keys[group_ids[0]]
+        first = members[0]
         assert key is not None
         if all(_slot_source(v, provenance) == "shared" for v in _operand_slots(key.kind, members)):
-            decisions.append(_Decision(key, members, None, "cse"))
+            decisions.append(_Decision(key, members, None, "cse", first))
             continue
-        for part, estimate in _choose_parts(model, key, members, provenance, options, group_of, dims):
+        parts = _choose_parts(model, key, members, provenance, options, group_of, dims)
+        limited = limits.get(first) if limits else None
+        if limited is not None:
+            limit, note = limited
+            parts, declined = _within_limit(parts, limit, model, key, provenance, options, group_of, dims)
+            for part in declined:
+                decisions.append(_Decision(key, part, None, "memory", first, note=note))
+        for part, estimate in parts:
             if estimate is not None and not estimate.profitable:
-                decisions.append(_Decision(key, part, estimate, "unprofitable"))
+                decisions.append(_Decision(key, part, estimate, "unprofitable", first))
                 continue
             part = reorder_by_source(key.kind, part, provenance)
+            held = None
+            if memory is not None and _stacks_results(key.kind, part):
+                held = part_memory(key.kind, part, provenance, dims, returned)
+                if estimate is not None:
+                    estimate.extra_live_bytes = held.extra_over(part, memory.captured, dims)
             if _stacks_results(key.kind, part):
                 provenance.record([None if m in returned else m.results[0] for m in part])
-            decisions.append(_Decision(key, part, estimate, "fuse"))
+            decisions.append(_Decision(key, part, estimate, "fuse", first, held))
             if estimate is not None:
                 gain += estimate.gain_s
     return Plan(keys, result, decisions, gain)
+
+
+def _within_limit(
+    parts: list[tuple[list[Operation], GroupEstimate | None]],
+    limit: int,
+    model: CostModel | None,
+    key: GroupKey,
+    provenance: _Provenance,
+    options: BatchFusion,
+    group_of: dict[Operation, int] | None,
+    dims: SymbolicDims | None,
+) -> tuple[list[tuple[list[Operation], GroupEstimate | None]], list[list[Operation]]]:
+    """`parts` with every part of more than `limit` members cut into the
+    fewest chunks of consecutive members (in source order: each reads one
+    slice) of at most `limit`, each priced again; and the members declined
+    (a chunk below min-size; every part, for a limit below it)."""
+    kept: list[tuple[list[Operation], GroupEstimate | None]] = []
+    declined: list[list[Operation]] = []
+    smallest = max(options.min_size, 2)
+    for part, estimate in parts:
+        if len(part) <= limit:
+            kept.append((part, estimate))
+            continue
+        if limit < smallest:
+            declined.append(part)
+            continue
+        ordered = reorder_by_source(key.kind, part, provenance)
+        count = -(-len(ordered) // limit)
+        size = -(-len(ordered) // count)
+        for i in range(0, len(ordered), size):
+            chunk = ordered[i : i + size]
+            if len(chunk) < smallest:
+                declined.append(chunk)
+                continue
+            priced = (
+                None if model is None
+                else estimate_group(model, key.kind, chunk, provenance, group_of, dims, target=options.target)
+            )
+            kept.append((chunk, priced))
+    return kept, declined
+
+
+# ---------------------------------------------------------------------------
+# Memory: the budget (issue 24)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """The memory budget of one block and the block's live bytes as
+    captured (before anything fuses)."""
+
+    budget: MemoryBudget
+    captured: LiveBytes
+    dims: SymbolicDims | None
+
+    @property
+    def limit(self) -> float:
+        """The bytes one call of the fused block may hold at once."""
+        return self.budget.limit(self.captured.peak)
+
+
+@dataclass(frozen=True)
+class PartMemory:
+    """What one fused part allocates when its batch op runs (eager
+    lowering, `lower-batch`), beyond views: the inputs of the estimate of
+    the fused schedule's live bytes (`simulate_plan`)."""
+
+    stack: int
+    """The stacked results: held while any (non-returned) member's result
+    is read."""
+    copies: int
+    """The stacked operand copies, made before the batch op and freed
+    after it: every stack but a slice of one earlier stack, a strided view
+    of one tensor, a broadcast, and -- under constant parameters -- a stack
+    of parameters (computed once and held between calls, not per call)."""
+    copied: frozenset[int]
+    """The member operand indices those copies are of (their sources are
+    last read by the copy, before the batch op runs)."""
+    scratch: int
+    """Held beside the copies and the result while the batch op runs: a
+    batched layer norm's mean and rstd."""
+    epilogue: int
+    """Held beside the result just after the batch op: a batched layer
+    norm's affine step (`* weight`, `+ bias`) writes a new stack while the
+    last one lives."""
+    returned: int
+    """The copies of members returned by the graph (held to the end)."""
+    input_copies: int = 0
+    """The stacked copies of graph inputs and parameters (per call, unless
+    constant): their packs depend on nothing the fusion moves, so they stay
+    where the group's last member was and are held from there until the
+    batch op runs (which the members' other operands may delay)."""
+
+    def extra_over(self, members: Sequence[Operation], captured: LiveBytes, dims: SymbolicDims | None) -> int:
+        """The part's bytes beyond what its members' results held at the
+        part's point (its last member) in the captured schedule
+        (`GroupEstimate.extra_live_bytes`). Local: the members' operands
+        the fused op keeps alive longer, and the ops the fusion moves, are
+        what `simulate_plan` adds."""
+        point = max(captured.position[m] for m in members)
+        held = sum(_bytes(m.results[0], dims) for m in members if captured.held_at(m.results[0], point))
+        extra = self.stack + self.copies + self.input_copies + max(self.scratch, self.epilogue) + self.returned
+        return extra - held
+
+
+def part_memory(
+    kind: str,
+    members: Sequence[Operation],
+    provenance: _Provenance,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+) -> PartMemory:
+    """What fusing `members` allocates (`PartMemory`), with their operands'
+    sources as `provenance` says before the part is recorded."""
+    n = len(members)
+    result = _bytes(members[0].results[0], dims)
+    copies, input_copies, scratch, epilogue = 0, 0, 0, 0
+    copied: set[int] = set()
+    first_slot = 1 if kind == "linear-shared-input" else 0
+    for slot, values in enumerate(_operand_slots(kind, members), start=first_slot):
+        source = _slot_source(values, provenance)
+        if source in ("parameters", "pieces"):
+            continue  # held between calls, or a view
+        if source == "shared" and (
+            kind in ("pointwise", "softmax")
+            or (provenance.constant_parameters and _is_parameter(values[0]))
+        ):
+            continue  # broadcast, or one parameter stacked once
+        if source == "stack" and not _part_of_a_stack([values], provenance):
+            continue  # the earlier stack itself, or a strided slice of it
+        if all(is_graph_input(v) for v in values):
+            input_copies += _bytes(values[0], dims) * n
+            continue
+        copies += _bytes(values[0], dims) * n
+        copied.add(slot)
+    if kind == "layer_norm":
+        first = members[0]
+        if first.weight is not None or first.bias is not None:  # type: ignore[attr-defined]
+            epilogue = n * result
+        normalized = 1
+        for d in T.ints(first.normalized_shape):  # type: ignore[attr-defined]
+            normalized *= max(d, 1)
+        rows = _elements(first.operands[0], dims) // normalized
+        scratch = 2 * 4 * n * rows  # the fp32 mean and rstd of `native_layer_norm`
+    kept = sum(_bytes(m.results[0], dims) for m in members if m in returned)
+    return PartMemory(n * result, copies, frozenset(copied), scratch, epilogue, kept, input_copies)
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """The live bytes of a plan's fused schedule (`simulate_plan`)."""
+
+    peak: int
+    """The most tensor bytes one call holds at once."""
+    culprit: _Decision | None
+    """The fused part holding the most beyond what its members would hold
+    unfused at the peak (None: no part holds more there)."""
+    excess: int
+    """That part's bytes beyond its members' at the peak."""
+
+
+def simulate_plan(
+    ops: Sequence[Operation],
+    decisions: Sequence[_Decision],
+    captured: LiveBytes,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+) -> Simulated:
+    """The live bytes of the block as it runs once `decisions` are fused:
+    each fused part one op at its last member's position, every op in the
+    stable topological order by original position that `restore_dominance`
+    gives (the consumers of an earlier member move after the part), each
+    op's allocations as `analysis.live_bytes` counts them and each part's
+    as `PartMemory` says (its stack freed after the last reader of any
+    non-returned member's result, its copies after the batch op, the
+    returned members' copies held to the end). O(n log n) in the ops."""
+    count = len(ops)
+    position = captured.position
+    aliases = captured.aliases
+    parts = [d for d in decisions if d.verdict == "fuse" and d.memory is not None]
+    part_of: dict[Operation, int] = {}
+    for k, decision in enumerate(parts):
+        for member in decision.members:
+            part_of[member] = k
+
+    def node_of(op: Operation) -> int:
+        k = part_of.get(op)
+        return position[op] if k is None else count + k
+
+    # nodes: the ops, then one per part, then one per part for the packs of
+    # its graph inputs and parameters (they stay where its last member was)
+    packs = count + len(parts)
+    nodes = packs + len(parts)
+    part_keys = [max(position[m] for m in d.members) for d in parts]
+    key = [*range(count), *part_keys, *part_keys]
+    present = [op not in part_of for op in ops] + [True] * (2 * len(parts))
+    users: list[list[int]] = [[] for _ in range(nodes)]
+    missing = [0] * nodes
+    for k in range(len(parts)):
+        users[packs + k].append(count + k)
+        missing[count + k] += 1
+    for op in ops:
+        me = node_of(op)
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner in position:
+                source = node_of(owner)
+                if source != me:
+                    users[source].append(me)
+                    missing[me] += 1
+    ready = [(key[v], v) for v in range(nodes) if present[v] and missing[v] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        order.append(v)
+        for u in users[v]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(ready, (key[u], u))
+    if len(order) != sum(present):  # pragma: no cover - the search keeps fused groups acyclic
+        return Simulated(captured.peak, None, 0)
+
+    # Three steps per node: a part copies its stacked operands (step 0;
+    # their sources are last read there), runs the batch op (1: copies,
+    # result and scratch live) and its epilogue (2: the result and one more
+    # stack); any other op reads and allocates at step 1, but a join that
+    # gathers members of fused parts first (`_gathered_runs`) reads them and
+    # copies them at step 0.
+    step = [0] * nodes
+    for s, v in enumerate(order):
+        step[v] = 3 * s
+    member_at: dict[SSAValue, tuple[int, int]] = {}
+    for k, decision in enumerate(parts):
+        for i, member in enumerate(decision.members):
+            if member not in returned:  # a returned member's readers read its copy
+                member_at[member.results[0]] = (k, i)
+    gathers: dict[int, tuple[int, set[int], list[tuple[int, int]]]] = {}
+    last: dict[SSAValue, int] = {}
+    for v in order:
+        if v >= packs:
+            continue
+        if v < count:
+            op = ops[v]
+            gathered = _gathered_runs(op, member_at, dims) if member_at and is_join_op(op) else None
+            if gathered is not None:
+                gathers[v] = gathered
+            early = gathered[1] if gathered is not None else ()
+            for i, operand in enumerate(op.operands):
+                root = aliases.find(operand)
+                last[root] = max(last.get(root, 0), step[v] + (0 if i in early else 1))
+            continue
+        decision = parts[v - count]
+        copied = decision.memory.copied  # type: ignore[union-attr]
+        for member in decision.members:
+            for i, operand in enumerate(member.operands):
+                root = aliases.find(operand)
+                last[root] = max(last.get(root, 0), step[v] + (0 if i in copied else 1))
+    end = 3 * len(order) - 1
+    delta = [0] * (end + 2)
+
+    def hold(size: int, start: int, stop: int) -> None:
+        if size:
+            delta[start] += size
+            delta[max(stop, start) + 1] -= size
+
+    stack_end = [0] * len(parts)
+    for v in order:
+        s = step[v]
+        if v >= packs:
+            held = parts[v - packs].memory
+            hold(held.input_copies, s + 1, step[v - len(parts)] + 1)  # type: ignore[union-attr]
+            continue
+        if v < count:
+            size = allocated_bytes(ops[v], dims)
+            free = max((last.get(aliases.find(r), s + 1) for r in ops[v].results), default=s + 1)
+            hold(size, s + 1, free)
+            if v in gathers:
+                hold(gathers[v][0], s, s + 1)
+            continue
+        decision = parts[v - count]
+        held = decision.memory
+        assert held is not None
+        free = max(
+            (last.get(aliases.find(m.results[0]), s + 2) for m in decision.members if m not in returned),
+            default=s + 2,
+        )
+        stack_end[v - count] = max(free, s + 2)
+        hold(held.copies, s, s + 1)
+        hold(held.scratch, s + 1, s + 1)
+        hold(held.stack, s + 1, stack_end[v - count])
+        hold(held.epilogue, s + 2, s + 2)
+        hold(held.returned, s + 2, end)
+    peak, at, running = 0, 0, 0
+    for i in range(end + 1):
+        running += delta[i]
+        if running > peak:
+            peak, at = running, i
+    # who holds the peak: each part's bytes live there, less what its
+    # members' own results would hold there unfused
+    peak_key = key[order[at // 3]] if order else 0
+    gathered_there: dict[int, int] = {}  # the gathers live at the peak, by the part they copy
+    join = order[at // 3] if order else -1
+    if join in gathers and at % 3 < 2:
+        for k, size in gathers[join][2]:
+            gathered_there[k] = gathered_there.get(k, 0) + size
+    culprit, excess = None, 0
+    for k, decision in enumerate(parts):
+        held = decision.memory
+        assert held is not None
+        s = step[count + k]
+        there = {s: held.copies, s + 1: held.copies + held.scratch, s + 2: held.epilogue}.get(at, 0)
+        there += gathered_there.get(k, 0)
+        there += held.input_copies if step[packs + k] + 1 <= at <= s + 1 else 0
+        there += held.stack if s + 1 <= at <= stack_end[k] else 0
+        there += held.returned if s + 2 <= at else 0
+        for m in decision.members:
+            result = m.results[0]
+            if position[m] <= peak_key and last.get(aliases.find(result), -1) >= at:
+                there -= _bytes(result, dims)
+        if there > excess:
+            culprit, excess = decision, there
+    return Simulated(peak, culprit, excess)
+
+
+def _gathered_runs(
+    join: Operation, member_at: Mapping[SSAValue, tuple[int, int]], dims: SymbolicDims | None
+) -> tuple[int, set[int], list[tuple[int, int]]] | None:
+    """What a cat or stack of members of fused parts copies before it runs,
+    as `lower-batch`'s `CatOfMembers` rewrites it: each run of whole
+    periods of interleaved parts (`periodic_run`: member k of part j at
+    operand k*m + j) becomes one copy of the run (a stack of the moved
+    stacks), unless that run is the join's only input (the copy is then
+    the join's result). The bytes copied, the operand indices gathered
+    (read by the copy, not the join) and (part, bytes) per run; None when
+    nothing is gathered."""
+    values = list(join.operands)
+    runs: list[tuple[int, int]] = []  # (start, length)
+    i = 0
+    while i < len(values):
+        run = _periodic_run(values, i, member_at)
+        if run is None:
+            i += 1
+            continue
+        runs.append((i, run))
+        i += run
+    if not runs or (len(runs) == 1 and runs[0] == (0, len(values))):
+        return None
+    copied, indices, by_part = 0, set(), []
+    for start, length in runs:
+        for index in range(start, start + length):
+            size = _bytes(values[index], dims)
+            copied += size
+            indices.add(index)
+            by_part.append((member_at[values[index]][0], size))
+    return copied, indices, by_part
+
+
+def _periodic_run(values: Sequence[SSAValue], start: int, member_at: Mapping[SSAValue, tuple[int, int]]) -> int | None:
+    """The length of the run of whole periods of interleaved fused parts
+    that begins at `values[start]` (`lower_batch.periodic_run` on the
+    plan's parts: each period reads member k of m distinct parts, from
+    member 0 on); None when it is shorter than two values."""
+    parts: list[int] = []
+    for value in values[start:]:
+        where = member_at.get(value)
+        if where is None or where[1] != 0 or where[0] in parts:
+            break
+        parts.append(where[0])
+    m = len(parts)
+    if m == 0:
+        return None
+    n = 0
+    while start + (n + 1) * m <= len(values) and all(
+        member_at.get(values[start + n * m + j]) == (parts[j], n) for j in range(m)
+    ):
+        n += 1
+    return n * m if n * m >= 2 else None
+
+
+_MAX_MEMORY_ROUNDS = 48
+"""Parts halved or declined at most, for one block's budget: each round is
+one plan evaluation and one simulation (linear-ish in the block)."""
+
+
+def fit_memory(
+    plan: Plan,
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    model: CostModel | None,
+    options: BatchFusion,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: _Memory,
+) -> Plan:
+    """`plan`, cut down until its fused schedule holds at most the budget
+    (`simulate_plan`): while the peak is over it, the part holding the most
+    beyond its members there is halved (its search group's parts are cut
+    into chunks of at most half its size, `_evaluate`'s `limits`) or, below
+    two members (min-size), declined, and the plan is evaluated again.
+    Stops when nothing fused holds more at the peak than unfused (a budget
+    below what the unfused schedule needs there cannot be met by declining).
+    Each group decided so gets a remark with "memory decided": the peak it
+    would have made, the budget, and the peak after."""
+    if not any(d.verdict == "fuse" for d in plan.decisions):
+        return plan  # nothing fused: the captured schedule itself
+    limit = memory.limit
+    limits: dict[Operation, tuple[int, str]] = {}
+    trigger: dict[Operation, int] = {}
+    budget_text = memory.budget.describe(memory.captured.peak)
+    current = plan
+    simulated = simulate_plan(ops, current.decisions, memory.captured, dims, returned)
+    for _ in range(_MAX_MEMORY_ROUNDS):
+        if simulated.peak <= limit or simulated.culprit is None:
+            break
+        culprit = simulated.culprit
+        group = culprit.group
+        assert group is not None
+        trigger.setdefault(group, simulated.peak)
+        size = (len(culprit.members) + 1) // 2  # two chunks of it (a part of 2: declined)
+        size = size if size >= max(options.min_size, 2) and size < len(culprit.members) else 0
+        note = (
+            f"memory decided: fused, the call would hold {_mib(trigger[group])} live at once, {budget_text}"
+        )
+        limits[group] = (size, note)
+        current = _evaluate(ops, dag, current.keys, model, options, dims, returned, memory, limits)
+        simulated = simulate_plan(ops, current.decisions, memory.captured, dims, returned)
+    if not limits:
+        return plan
+    current.notes.extend(plan.notes)
+    for group, (size, _) in limits.items():
+        if size == 0:
+            continue  # each declined part has its own remark
+        fused = [d for d in current.decisions if d.group is group and d.verdict == "fuse"]
+        everything = [m for d in current.decisions if d.group is group for m in d.members]
+        key = fused[0].key if fused else None
+        if key is None:
+            continue
+        current.notes.append((
+            group,
+            f"batch-fusion: {len(everything)} {key.op_name}{_names(everything)} fused in {len(fused)} chunks: "
+            f"memory decided: as one group the call would hold {_mib(trigger[group])} live at once, "
+            f"{budget_text}; in chunks the plan holds {_mib(simulated.peak)}",
+        ))
+    after = f"; declined, the plan holds {_mib(simulated.peak)}"
+    current.decisions[:] = [
+        dataclasses.replace(d, note=d.note + after) if d.verdict == "memory" else d for d in current.decisions
+    ]
+    return current
+
+
+def _mib(count: float) -> str:
+    """`12.00 MiB`: the remarks' unit for memory."""
+    return f"{count / 2**20:.2f} MiB"
 
 
 def _stacks_results(kind: str, members: Sequence[Operation]) -> bool:
@@ -973,35 +1514,6 @@ def _explain_rejections(
 # ---------------------------------------------------------------------------
 # Cost estimate inputs
 # ---------------------------------------------------------------------------
-
-
-DEFAULT_SYMBOLIC_SIZE = 64
-"""The size the cost model assumes for a symbolic dim without an example
-size (hand-written IR; Dynamo's graphs record the SymInt's hint on the
-placeholder, which is used instead)."""
-
-
-def _bytes(value: SSAValue, dims: SymbolicDims | None = None) -> int:
-    """Bytes of a tensor value (a `?` dim at its example size)."""
-    width = getattr(value.type.element_type, "bitwidth", 32)  # type: ignore[union-attr]
-    return _elements(value, dims) * max(int(width) // 8, 1)
-
-
-def _elements(value: SSAValue, dims: SymbolicDims | None = None) -> int:
-    """Elements of a tensor value; a `?` dim counts as its example size
-    (`dims`' hint) or `DEFAULT_SYMBOLIC_SIZE`."""
-    ty = value.type
-    count = 1
-    if isinstance(ty, TensorType):
-        sizes = ty.get_shape()
-        if DYNAMIC in sizes:
-            sizes = (
-                dims.size_hints(value, DEFAULT_SYMBOLIC_SIZE) if dims is not None
-                else tuple(DEFAULT_SYMBOLIC_SIZE if d == DYNAMIC else d for d in sizes)
-            )
-        for d in sizes:
-            count *= max(d, 1)
-    return count
 
 
 def _member_kernel(kind: str, op: Operation, dims: SymbolicDims | None = None) -> tuple[str, float]:

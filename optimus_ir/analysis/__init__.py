@@ -9,7 +9,9 @@
 * `layout` -- strides a value provably has (`strides_of`, `same_layout`,
   `known_contiguous`, `layout_insensitive`);
 * `forwarding` -- `can_forward_as_alias` and `can_replace_by_copy`, the
-  preconditions of turning a copy into a view (or a cheaper copy).
+  preconditions of turning a copy into a view (or a cheaper copy);
+* `live_bytes` -- the tensor bytes a call holds at each op and their peak
+  (`live_bytes`), statically: batch fusion's memory budget.
 """
 
 from optimus_ir.analysis.aliasing import (
@@ -47,6 +49,14 @@ from optimus_ir.analysis.layout import (
     strides_of,
     view_strides,
 )
+from optimus_ir.analysis.live_bytes import (
+    DEFAULT_SYMBOLIC_SIZE,
+    LiveBytes,
+    allocated_bytes,
+    live_bytes,
+    tensor_bytes,
+    tensor_elements,
+)
 from optimus_ir.analysis.op_classes import (
     CONTIGUOUS_RESULT_OPS,
     FX_ALIASING_NAMES,
@@ -67,6 +77,12 @@ from optimus_ir.analysis.op_classes import (
 )
 
 __all__ = [
+    "DEFAULT_SYMBOLIC_SIZE",
+    "LiveBytes",
+    "allocated_bytes",
+    "live_bytes",
+    "tensor_bytes",
+    "tensor_elements",
     "CONTIGUOUS_RESULT_OPS",
     "FX_ALIASING_NAMES",
     "NON_MUTATING_MODULE_TYPES",

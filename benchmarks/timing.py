@@ -138,3 +138,15 @@ def median_us_each(calls: dict[str, Callable[[], Any]], rounds: int, sample_ms: 
             if enabled:
                 gc.enable()
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+if __name__ == "__main__":
+    # A library of the benchmark scripts, not a benchmark: run as a script
+    # it only answers --help (every script of benchmarks/ does).
+    import argparse
+
+    argparse.ArgumentParser(
+        description="Interleaved per-call timing shared by the benchmark scripts "
+        "(a module they import; it measures nothing when run alone)."
+    ).parse_args()
+    print("benchmarks/timing.py is a module of the benchmark scripts; see its docstring.")

@@ -261,10 +261,10 @@ class ModelResult:
 def op_counts(gm: Any) -> tuple[int, int]:
     """(compute ops, all calls): the calls that compute or move data
     (every call less `PLUMBING_KINDS`), and every call (getitem included)."""
-    from optimus_ir.api import PLUMBING_KINDS, op_kind
+    from optimus_ir.api import is_plumbing, op_kind
 
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    return sum(1 for n in calls if op_kind(n).lstrip(".") not in PLUMBING_KINDS), len(calls)
+    return sum(1 for n in calls if not is_plumbing(op_kind(n))), len(calls)
 
 
 def to_device(value: Any, device: Any) -> Any:

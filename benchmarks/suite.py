@@ -838,6 +838,9 @@ def run_model(children: Children, settings: Settings, name: str, description: st
 
     for variant in variants:
         result.cells[variant] = Cell()
+        if variant in COMPILED and settings.compiled_on is not None and name not in settings.compiled_on:
+            # here too, not only in first_call: with --steady-only that never runs
+            result.cells[variant].skipped = "not in --quick's compiled set"
     if not settings.steady_only:
         for variant in variants:  # captured before the compiled: its size decides --compile-max-ops
             first_call(variant)

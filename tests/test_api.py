@@ -119,6 +119,7 @@ def test_torch_compile_backend_rejects_unknown_options() -> None:
         compiled(*inputs)
 
 
+@pytest.mark.slow  # Inductor compile (make test-all, CI)
 def test_torch_compile_backend_hands_over_to_inductor() -> None:
     torch._dynamo.reset()
     model, inputs = make_recsys_model(num_towers=2)

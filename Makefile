@@ -23,8 +23,9 @@ $(THIRDPARTY_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,thirdparty]'
 	touch $(THIRDPARTY_STAMP)
 
-# ~1 minute: the 64-tower model optimized, checked and timed (eager and under
-# torch.compile); the IR of each stage goes to build/demo. Options pass through
+# ~50 s on 2 cores (README, "How long each command takes"): the 64-tower
+# model optimized, checked and timed (eager and under torch.compile); the IR
+# of each stage goes to build/demo. Options pass through
 # DEMO_ARGS, e.g. `make demo DEMO_ARGS="--quick --no-compile"`.
 demo: $(STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)

@@ -107,7 +107,7 @@ from the original, 0 otherwise; PyTorch's failures are reported, not fatal.
 Usage::
 
     python benchmarks/suite.py                      # everything (about an hour on 2 cores)
-    python benchmarks/suite.py --quick              # small models, few repeats (< 2 min)
+    python benchmarks/suite.py --quick              # small models, few repeats (~7 min on 2 cores; make bench-quick: < 1 min)
     python benchmarks/suite.py --models recsys-mixed-64,dlrm --variants original,ours,inductor
     python benchmarks/suite.py --compile-max-ops 0  # Inductor also on the 1024-tower models
     python benchmarks/suite.py --vs-inductor --steady-only            # ours under Inductor vs Inductor alone
@@ -1167,7 +1167,7 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
     from suite_models import FULL, MODELS, SMALL
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small models, few repeats, Inductor on one model (< 2 min)")
+    parser.add_argument("--quick", action="store_true", help="small models, few repeats, Inductor on one model (a smoke run, ~7 min on 2 cores)")
     parser.add_argument("--models", help=f"comma-separated, of: {', '.join(MODELS)}")
     parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--batch", type=int, default=64)

@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 THIRDPARTY_STAMP := $(VENV)/.thirdparty
 
-.PHONY: demo test bench-third-party check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test test-all bench-third-party check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,14 +23,26 @@ $(THIRDPARTY_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,thirdparty]'
 	touch $(THIRDPARTY_STAMP)
 
-# ~1 minute: the 64-tower model optimized, checked and timed (eager and under
-# torch.compile); the IR of each stage goes to build/demo. Options pass through
+# ~50 s on 2 cores (README, "How long each command takes"): the 64-tower
+# model optimized, checked and timed (eager and under torch.compile); the IR
+# of each stage goes to build/demo. Options pass through
 # DEMO_ARGS, e.g. `make demo DEMO_ARGS="--quick --no-compile"`.
 demo: $(STAMP)
 	$(PY) -m optimus_ir.examples.demo $(DEMO_ARGS)
 
+# The tests on two workers (pytest-xdist; each test file stays on one worker,
+# so a module's expensive fixture runs once), all but those marked `slow`
+# (the benchmark scripts' smoke runs, Inductor compiles, third-party and
+# corpus models, the long fuzz profiles: see `slow` in pyproject.toml), then
+# the lit/FileCheck tests. `make test-all` (and CI) runs everything.
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 test: $(STAMP) $(THIRDPARTY_STAMP) check-layers
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PYTEST) -m "not slow" tests
+	$(VENV)/bin/lit -sv tests/lit
+
+# Every test, the slow ones included, as CI runs them (.ci/run).
+test-all: $(STAMP) $(THIRDPARTY_STAMP) check-layers
+	$(PYTEST) tests
 	$(VENV)/bin/lit -sv tests/lit
 
 # The layer contract (docs/architecture.md, "Layers"): layers import downward
@@ -62,10 +74,15 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/suite.py
 
-# The same on small models with few repeats (under two minutes): checks that
-# the runner works and every variant matches the original, not speed.
+# A smoke run: one small model per family (suite_models.SMALL), few short
+# repeats, steady state only (no first-call processes), the eager variants
+# and Inductor after ours on one model (one compile), scaling at 1k and 3k
+# nodes: checks that the runner works and that every variant matches the
+# original, not speed. `suite.py --quick` alone adds the first-call processes
+# (compile time, ops, memory) and every Inductor variant (several minutes).
 bench-quick: $(STAMP)
-	$(PY) benchmarks/suite.py --quick
+	$(PY) benchmarks/suite.py --quick --steady-only --variants original,captured,ours,pytorch,inductor+ours \
+		--scaling-nodes 1000,3000
 
 # Import/raise/lower/export alone on generated graphs of 1k..100k nodes.
 bench-roundtrip: $(STAMP)

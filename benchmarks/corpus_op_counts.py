@@ -11,8 +11,23 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (only `--help`): parsed before the corpus and the
+    pipeline are imported, so that `--help` prints and exits at once."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] + " Prints a markdown table; exits 1 when the "
+        "pipeline grew the total op count.",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    parse_args()
 
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT / "tests"))

@@ -188,3 +188,15 @@ MODELS: dict[str, ModelSpec] = {
 """The benchmark's models, by name."""
 
 __all__ = ["MODELS", "ModelSpec"]
+
+
+if __name__ == "__main__":
+    # A module of models, not a benchmark: run as a script it lists them
+    # (every script of benchmarks/ answers --help).
+    import argparse
+
+    argparse.ArgumentParser(
+        description="The split/cat-heavy models of benchmarks/compare_split_cat.py "
+        "(a module imported by it and the tests); run alone it lists their names."
+    ).parse_args()
+    print("\n".join(MODELS))

@@ -107,7 +107,7 @@ from the original, 0 otherwise; PyTorch's failures are reported, not fatal.
 Usage::
 
     python benchmarks/suite.py                      # everything (about an hour on 2 cores)
-    python benchmarks/suite.py --quick              # small models, few repeats (< 2 min)
+    python benchmarks/suite.py --quick              # small models, few repeats (~7 min on 2 cores; make bench-quick: < 1 min)
     python benchmarks/suite.py --models recsys-mixed-64,dlrm --variants original,ours,inductor
     python benchmarks/suite.py --compile-max-ops 0  # Inductor also on the 1024-tower models
     python benchmarks/suite.py --vs-inductor --steady-only            # ours under Inductor vs Inductor alone
@@ -261,10 +261,10 @@ class ModelResult:
 def op_counts(gm: Any) -> tuple[int, int]:
     """(compute ops, all calls): the calls that compute or move data
     (every call less `PLUMBING_KINDS`), and every call (getitem included)."""
-    from optimus_ir.api import PLUMBING_KINDS, op_kind
+    from optimus_ir.api import is_plumbing, op_kind
 
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    return sum(1 for n in calls if op_kind(n).lstrip(".") not in PLUMBING_KINDS), len(calls)
+    return sum(1 for n in calls if not is_plumbing(op_kind(n))), len(calls)
 
 
 def to_device(value: Any, device: Any) -> Any:
@@ -838,6 +838,9 @@ def run_model(children: Children, settings: Settings, name: str, description: st
 
     for variant in variants:
         result.cells[variant] = Cell()
+        if variant in COMPILED and settings.compiled_on is not None and name not in settings.compiled_on:
+            # here too, not only in first_call: with --steady-only that never runs
+            result.cells[variant].skipped = "not in --quick's compiled set"
     if not settings.steady_only:
         for variant in variants:  # captured before the compiled: its size decides --compile-max-ops
             first_call(variant)
@@ -1164,7 +1167,7 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Sett
     from suite_models import FULL, MODELS, SMALL
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small models, few repeats, Inductor on one model (< 2 min)")
+    parser.add_argument("--quick", action="store_true", help="small models, few repeats, Inductor on one model (a smoke run, ~7 min on 2 cores)")
     parser.add_argument("--models", help=f"comma-separated, of: {', '.join(MODELS)}")
     parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--batch", type=int, default=64)

@@ -162,3 +162,16 @@ def build(name: str, batch: int) -> Built:
     except KeyError:
         raise KeyError(f"unknown model {name!r}; choose from {', '.join(MODELS)}") from None
     return model.make(batch)
+
+
+if __name__ == "__main__":
+    # A module of models, not a benchmark: run as a script it lists them
+    # (every script of benchmarks/ answers --help).
+    import argparse
+
+    argparse.ArgumentParser(
+        description="The models of the benchmark suite (a module imported by "
+        "benchmarks/suite.py); run alone it lists their names, FULL and SMALL (--quick)."
+    ).parse_args()
+    print("full: " + " ".join(m.name for m in FULL))
+    print("small (--quick): " + " ".join(m.name for m in SMALL))

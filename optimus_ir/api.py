@@ -82,6 +82,21 @@ class SpeedCheck:
         """Rounds in which the fused module was slower by more than the margin."""
         return sum(fused > captured * (1 + SPEED_MARGIN) for fused, captured in self.rounds)
 
+    def headline(self) -> str:
+        """The first line of the report: how much faster (or slower) than the
+        captured graph the module measured, per call (medians); after a fall
+        back, that the module measured was not the one returned."""
+        ratio = self.captured_ms / self.fused_ms if self.fused_ms > 0 else float("inf")
+        times = f"{self.captured_ms:.3f} -> {self.fused_ms:.3f} ms per call"
+        if self.fell_back:
+            return (
+                f"speed: the batch-fused module ran {1 / ratio:.2f}x the captured graph's time "
+                f"({times}), so the module returned was made without batch fusion (not timed)"
+            )
+        if ratio >= 1:
+            return f"speed: {ratio:.2f}x faster than the captured graph ({times})"
+        return f"speed: {1 / ratio:.2f}x slower than the captured graph ({times})"
+
     def describe(self) -> str:
         verdict = "fell back to the pipeline without batch fusion" if self.fell_back else "kept"
         rounds = (
@@ -233,7 +248,23 @@ class OptimizeReport:
         return sum(r.counters.get("groups fused", 0) for r in self.statistics.by_pass("batch-fusion"))
 
     def format(self) -> str:
-        lines = [f"pipeline: {self.pipeline}"]
+        """The report for people: first the measured speed (when the speed
+        check ran), the compute ops and the view/metadata ops before -> after
+        (`PLUMBING_KINDS`, the classification of the op-count guard and the
+        benchmarks: every call that is not a view, a getitem or metadata
+        computes, copies such as cat and stack included), with the kinds that
+        changed most; then the pipeline, the ops per kind, and the rest."""
+        lines = []
+        if self.speed_check is not None:
+            lines.append(self.speed_check.headline())
+        plumbing_before = Counter({k: n for k, n in self.ops_before.items() if is_plumbing(k)})
+        plumbing_after = Counter({k: n for k, n in self.ops_after.items() if is_plumbing(k)})
+        lines.append(
+            "compute ops "
+            + _count_change(self.ops_before - plumbing_before, self.ops_after - plumbing_after)
+        )
+        lines.append("view and metadata ops " + _count_change(plumbing_before, plumbing_after))
+        lines.append(f"pipeline: {self.pipeline}")
         kinds = sorted(set(self.ops_before) | set(self.ops_after))
         width = max((len(k) for k in kinds), default=4)
         lines.append(f"{'op kind':<{width}}  before  after")
@@ -901,10 +932,32 @@ once (`optimus_ir.param_cache`). Every other call reads and writes data:
 the *compute* ops of the op-count guarantee and of the benchmarks."""
 
 
+def is_plumbing(kind: str) -> bool:
+    """Whether ops of `kind` (`op_kind`: methods with their dot) compute
+    nothing (`PLUMBING_KINDS`)."""
+    return kind.lstrip(".") in PLUMBING_KINDS
+
+
 def count_compute_ops(counts: Counter[str]) -> int:
     """The compute ops of an ops-per-kind count (`count_fx_ops`): all but
     `PLUMBING_KINDS`."""
-    return sum(n for kind, n in counts.items() if kind.lstrip(".") not in PLUMBING_KINDS)
+    return sum(n for kind, n in counts.items() if not is_plumbing(kind))
+
+
+def _count_change(before: Counter[str], after: Counter[str], shown: int = 5) -> str:
+    """`total before -> total after` of two ops-per-kind counts, with the
+    `shown` kinds whose count changed most in parentheses (`linear 16 -> 2`)."""
+    changed = sorted(
+        (kind for kind in set(before) | set(after) if before[kind] != after[kind]),
+        key=lambda kind: (-abs(before[kind] - after[kind]), kind),
+    )
+    text = f"{sum(before.values())} -> {sum(after.values())}"
+    if changed:
+        parts = [f"{kind} {before[kind]} -> {after[kind]}" for kind in changed[:shown]]
+        if len(changed) > shown:
+            parts.append(f"{len(changed) - shown} more kinds")
+        text += " (" + ", ".join(parts) + ")"
+    return text
 
 
 def _ops_total(counts: Counter[str]) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import torch
 import torch.fx
@@ -550,19 +550,37 @@ def stride_guard(graph_op: fx.GraphOp, codegen: CodeGen | None) -> str:
     )
 
 
-def mode_guard(training: bool) -> str:
-    """The source of the check that the module runs in the mode it was
-    captured in (`self.training`, about 50 ns)."""
+def wrong_mode_message(training: bool) -> str:
+    """What a module specialized for `training` (True: training mode) says
+    when it is run in the other mode."""
     mode, other = ("training", "eval") if training else ("eval", "training")
-    message = (
+    return (
         f"this module was optimized from a model in {mode} mode, and its graph "
         f"computes {mode}-mode behaviour (dropout, batch norm); it was switched to "
         f"{other} mode since. Call optimus_ir.optimize on the model in {other} mode "
         f"for that, or switch this module back with .{'train' if training else 'eval'}()"
     )
+
+
+def raise_wrong_mode(training: bool) -> NoReturn:
+    """Raise the `RuntimeError` of `mode_guard` (`wrong_mode_message`).
+
+    Raised here, in a source file, rather than in the generated forward:
+    torch.fx prints an error raised in generated code with the offending
+    line of that code and a line of `~` as long as it (about 300 characters
+    for the message inlined), before the error itself; raised from a frame
+    of a real file, the error is shown as any other."""
+    raise RuntimeError(wrong_mode_message(training))
+
+
+def mode_guard(training: bool) -> str:
+    """The source of the check that the module runs in the mode it was
+    captured in (`self.training`, about 50 ns); the error (`raise_wrong_mode`)
+    is imported only when it is raised."""
+    mode = "training" if training else "eval"
     return (
         f"\n    if self.training is not {training}:  # specialized for {mode} mode"
-        f"\n        raise RuntimeError({message!r})"
+        f"\n        __import__('optimus_ir.exporter', fromlist=['_']).raise_wrong_mode({training})"
     )
 
 

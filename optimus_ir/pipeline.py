@@ -332,7 +332,7 @@ class PassManager:
                 record = statistics.passes[-1]
                 record.seconds = time.perf_counter() - started[0]
                 stack.close()
-                self._after_pass(previous, record, mod)
+                self._after_pass(previous, record, mod, statistics)
             if upcoming is not None:
                 record = PassRecord(upcoming.name, str(upcoming.spec()))
                 statistics.passes.append(record)
@@ -352,7 +352,9 @@ class PassManager:
             PassPipeline(self.passes, callback).apply(ctx, module)
             if self.verify_at_end and not self.verify_each and self.passes:
                 spec = statistics.passes[-1].spec if statistics.passes else ""
+                verify_start = time.perf_counter()
                 verify_module(module, f"after pass '{spec}' (end of pipeline)")
+                statistics.add_phase("verify", time.perf_counter() - verify_start)
         except Exception as error:
             if running[0] is not None:
                 name_failing_pass(error, running[0].spec)
@@ -362,14 +364,20 @@ class PassManager:
             statistics.total_seconds += time.perf_counter() - pipeline_start
         return statistics
 
-    def _after_pass(self, pass_: ModulePass, record: PassRecord, module: ModuleOp) -> None:
+    def _after_pass(
+        self, pass_: ModulePass, record: PassRecord, module: ModuleOp, statistics: PassStatistics
+    ) -> None:
         # IR that fails to verify, or results that changed, right after a
         # pass are that pass's fault: the error names it like a crash in it
         try:
             if self.verify_each:
+                start = time.perf_counter()
                 verify_module(module, f"after pass '{record.spec}'")
+                statistics.add_phase("verify", time.perf_counter() - start)
             if self.validate_each is not None:
+                start = time.perf_counter()
                 self.validate_each(pass_, module)
+                statistics.add_phase("validate", time.perf_counter() - start)
         except Exception as error:
             name_failing_pass(error, record.spec)
             raise

@@ -43,6 +43,39 @@ def test_optimize_removes_plumbing_and_reports_it() -> None:
     assert report.statistics.by_pass("raise-fx")
 
 
+def test_report_shows_speed_then_compute_and_view_ops_apart() -> None:
+    """Issue 25: `total 45 -> 45` hid 16 linears fused into 2 behind the
+    views and stacks the fusion adds. The first lines are the measured speed,
+    the compute ops and the view/metadata ops (the classification of the
+    op-count guard and the benchmarks, `PLUMBING_KINDS`), each before -> after."""
+    from collections import Counter
+
+    from optimus_ir.api import OptimizeReport, SpeedCheck
+
+    report = OptimizeReport(
+        ops_before=Counter({"linear": 16, "layer_norm": 6, "getitem": 16, "split": 1, "cat": 1, "size": 5}),
+        ops_after=Counter({"linear": 2, "layer_norm": 1, "stack": 3, "getitem": 30, "view": 7, "cat": 1}),
+        pipeline="raise-fx,lower-to-fx",
+        speed_check=SpeedCheck(fused_ms=0.69, captured_ms=0.91, fell_back=False),
+    )
+    lines = report.format().splitlines()
+    assert lines[0] == "speed: 1.32x faster than the captured graph (0.910 -> 0.690 ms per call)"
+    assert lines[1] == "compute ops 23 -> 7 (linear 16 -> 2, layer_norm 6 -> 1, stack 0 -> 3)"
+    assert lines[2] == (
+        "view and metadata ops 22 -> 37 (getitem 16 -> 30, view 0 -> 7, size 5 -> 0, split 1 -> 0)"
+    )
+    assert lines[3] == "pipeline: raise-fx,lower-to-fx"
+    assert any(line.split() == ["total", "45", "44"] for line in lines)
+
+    slower = OptimizeReport(ops_before=Counter({"relu": 1}), ops_after=Counter({"relu": 1}),
+                            speed_check=SpeedCheck(fused_ms=2.0, captured_ms=1.0, fell_back=False))
+    assert slower.format().splitlines()[0].startswith("speed: 2.00x slower than the captured graph")
+    vetoed = OptimizeReport(speed_check=SpeedCheck(fused_ms=2.0, captured_ms=1.0, fell_back=True))
+    assert "made without batch fusion (not timed)" in vetoed.format().splitlines()[0]
+    unmeasured = OptimizeReport(ops_before=Counter({"relu": 2}), ops_after=Counter({"relu": 1}))
+    assert unmeasured.format().splitlines()[:2] == ["compute ops 2 -> 1 (relu 2 -> 1)", "view and metadata ops 0 -> 0"]
+
+
 def test_optimize_accepts_a_graph_module_and_a_pipeline() -> None:
     model, inputs = make_recsys_model(num_towers=3)
     gm, _ = torch._dynamo.export(model, assume_static_by_default=True)(*inputs)
@@ -86,6 +119,7 @@ def test_torch_compile_backend_rejects_unknown_options() -> None:
         compiled(*inputs)
 
 
+@pytest.mark.slow  # Inductor compile (make test-all, CI)
 def test_torch_compile_backend_hands_over_to_inductor() -> None:
     torch._dynamo.reset()
     model, inputs = make_recsys_model(num_towers=2)

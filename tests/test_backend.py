@@ -100,6 +100,7 @@ def test_options_through_torch_compile() -> None:
         compiled(x)
 
 
+@pytest.mark.slow  # Inductor compile (make test-all, CI)
 def test_freeze_with_inductor_matches_under_no_grad() -> None:
     model, (x,) = make_recsys_model(num_towers=2)
     compiled = torch.compile(model, backend="optimus", options={"freeze": True})
@@ -293,6 +294,7 @@ def test_inductor_pass_options() -> None:
     assert made.uuid() != optimus_ir.inductor_pass(pipeline="raise-fx,lower-to-fx").uuid()
 
 
+@pytest.mark.slow  # Inductor compiles (make test-all, CI)
 def test_inductor_pass_with_the_fx_graph_cache(inductor_cache: Path) -> None:
     model, (x,) = make_recsys_model(num_towers=4)
     hook = optimus_ir.inductor_pass(pipeline=FUSE_ALL)
@@ -327,6 +329,7 @@ def test_inductor_pass_without_the_cache_and_a_failing_pass(inductor_cache: Path
     assert not hook.outcomes[0].optimized
 
 
+@pytest.mark.slow  # Inductor compiles (make test-all, CI)
 def test_backend_with_inductor_cache_on_and_off(inductor_cache: Path) -> None:
     model, (x,) = make_recsys_model(num_towers=16)
     seen = []
@@ -365,6 +368,7 @@ def test_corpus_inference_through_the_backend(case, dynamic: bool) -> None:
     assert made.outcomes and all(o.optimized or o.reason == "no operations to optimize" for o in made.outcomes)
 
 
+@pytest.mark.slow  # Inductor compiles (make test-all, CI)
 def test_inductor_pass_with_dynamic_batch(inductor_cache: Path) -> None:
     model, (x,) = make_recsys_model(num_towers=4)
     hook = optimus_ir.inductor_pass(pipeline=FUSE_ALL)

@@ -35,6 +35,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
     return done, out
 
 
+@pytest.mark.slow  # the suite's --quick run: minutes (make test-all, CI)
 def test_quick_run_succeeds_and_writes_every_output(quick_run) -> None:
     done, out = quick_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -47,6 +48,7 @@ def test_quick_run_succeeds_and_writes_every_output(quick_run) -> None:
     assert "[1/5 recsys-mixed-8] ours: first call" in done.stderr
 
 
+@pytest.mark.slow  # the suite's --quick run: minutes (make test-all, CI)
 def test_quick_run_covers_every_family_and_every_result_matches(quick_run) -> None:
     _done, out = quick_run
     report = json.loads((out / "results.json").read_text())
@@ -252,6 +254,7 @@ def test_demo_model_is_make_demos_model() -> None:
     assert z.shape == (4, 32)
 
 
+@pytest.mark.slow  # Inductor compiles (make test-all, CI)
 def test_vs_inductor_smoke_run(tmp_path: Path) -> None:
     """Both pairs on the small plumbing model, one short repeat: the table
     and the JSON carry every field, and the ratio is the measured medians'.

@@ -253,6 +253,7 @@ def programs(draw) -> FxProgram:
     return draw(fusion_programs())
 
 
+@pytest.mark.slow  # the fuzz profile: 60 generated graphs (make test-all, CI)
 @settings(settings.get_profile(PROFILE))
 @given(program=programs())
 def test_generated_graph_survives_the_pipelines(program: FxProgram) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from torch import nn
 
@@ -55,6 +56,7 @@ def _recsys16() -> tuple[nn.Module, torch.Tensor]:
     return model, x
 
 
+@pytest.mark.slow  # Inductor compiles (make test-all, CI)
 def test_backend_with_inductor_inference_and_training_through_the_opaque_stack() -> None:
     torch._dynamo.reset()
     model, x = _recsys16()

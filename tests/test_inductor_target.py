@@ -75,6 +75,7 @@ def test_groups_that_do_not_pay_under_inductor_are_declined_with_the_target_name
     assert not any(m.startswith("batch-fusion: fused") and "layer_norm" in m for m in messages)
 
 
+@pytest.mark.slow  # Inductor compile (make test-all, CI)
 def test_wide_groups_still_fuse_under_inductor() -> None:
     """64 uniform towers: the linears (extern calls under Inductor) fuse,
     and the activations on their stacked results stay stacked (copy-free
@@ -188,6 +189,7 @@ def test_irregular_parts_of_a_stack_are_a_gather() -> None:
     assert _part_of_a_stack([[values[0], values[1], values[3]]], provenance)
 
 
+@pytest.mark.slow  # Inductor compile (make test-all, CI)
 def test_activations_cycled_over_mixed_widths_are_not_fused_as_gathers() -> None:
     """recsys-activations-64 (five activations cycled over towers of three
     widths): activation groups that would read an irregular part of a fused

@@ -512,3 +512,37 @@ def test_optimized_module_refuses_the_other_mode_instead_of_running_the_wrong_on
     optimized.training = False
     with pytest.raises(RuntimeError, match="in training mode"):
         optimized(x)
+
+
+_WRONG_MODE_SCRIPT = """
+import torch
+from torch import nn
+import optimus_ir
+
+model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval()
+x = torch.randn(8, 4)
+optimized = optimus_ir.optimize(model, [x])
+optimized.train()
+optimized(x)
+"""
+
+
+def test_the_wrong_mode_error_is_shown_alone_without_a_line_of_tildes() -> None:
+    """Issue 25: the error was raised inside the generated forward, which
+    torch.fx prints first with its source line and a ~300-character line of
+    `~` under it; now the user sees the traceback and the message alone."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WRONG_MODE_SCRIPT],
+        capture_output=True, text=True, timeout=300,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode != 0
+    assert "RuntimeError: this module was optimized from a model in eval mode" in done.stderr
+    assert "generated forward function" not in done.stderr
+    for line in done.stderr.splitlines():
+        stripped = line.strip()
+        assert not (len(stripped) >= 50 and set(stripped) <= set("~^")), line

@@ -113,6 +113,7 @@ def test_many_members_of_mixed_shapes() -> None:
     _check_forward_backward(xs, ws, bs, "gelu", torch.float32)
 
 
+@pytest.mark.slow  # a large kernel in Triton's interpreter (make test-all, CI)
 def test_looped_large_d_variant(monkeypatch: pytest.MonkeyPatch) -> None:
     # The looped two-pass kernels, exercised at small D (chunks of 16
     # columns, D up to 130: several chunks and a ragged last one).

@@ -200,6 +200,7 @@ def _recsys_64(batch: int, hidden: int = 64) -> tuple[torch.nn.Module, tuple[tor
     return make_recsys_model(num_towers=64, batch=batch, seed=0, hidden=hidden, **VARIANTS["mixed"])
 
 
+@pytest.mark.slow  # 64-tower model (make test-all, CI)
 @pytest.mark.parametrize("freeze", [False, True])
 def test_recsys_mixed_64_ours_against_captured(freeze: bool) -> None:
     """The suite's recsys-mixed-64 at batch 64: real figures of ours and
@@ -232,6 +233,7 @@ def test_recsys_mixed_64_ours_against_captured(freeze: bool) -> None:
     print(f"\nrecsys-mixed-64 batch 64 freeze={freeze}: {check.describe()}")
 
 
+@pytest.mark.slow  # 64-tower model, speed check (make test-all, CI)
 def test_report_memory_with_the_speed_check_and_on_demand() -> None:
     model, inputs = _recsys_64(64)
     ours = optimus_ir.optimize(model, list(inputs), freeze=True, check_speed=True)

@@ -159,6 +159,24 @@ def test_statistics_and_timing_flags(tmp_path, capsys):
     assert "Execution time report" in err and re.search(r"\(100\.0%\)  Total", err)
 
 
+def test_time_passes_rows_add_up_to_the_total(tmp_path, capsys):
+    """Issue 25: the pass rows summed to 60% of "Total"; parse, input
+    verification, verification after the passes, print and the pass
+    manager's own time are rows too, so the rows add up to the total."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "cse,dce", "--time-passes"]) == 0
+    err = capsys.readouterr().err
+    rows = re.findall(r"^  +(\d+\.\d+) \( *(\d+\.\d)%\)  (.+)$", err, re.MULTILINE)
+    names = [name for _, _, name in rows]
+    assert names[-1] == "Total" and {"cse", "dce", "parse", "verify input", "print"} <= set(names)
+    assert "other (pass manager)" in names
+    parts = rows[:-1]
+    total = float(rows[-1][0])
+    assert abs(sum(float(seconds) for seconds, _, _ in parts) - total) <= 0.0001 * len(parts)
+    assert abs(sum(float(pct) for _, pct, _ in parts) - 100.0) <= 0.1 * len(parts)
+
+
 def test_print_ir_after(tmp_path, capsys):
     path = tmp_path / "in.mlir"
     path.write_text(VALID)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -320,13 +321,17 @@ class OptimusOptMain(xDSLOptMain):
         padded = "\n" * line_offset + chunk
         try:
             with diagnostic_handler(diagnostics.append):
+                start = time.perf_counter()
                 module = self._parse(padded, name)
+                statistics.add_phase("parse", time.perf_counter() - start, outside=True)
                 if not self.args.disable_verify:
+                    start = time.perf_counter()
                     verify_module(module)
                     # written types must agree with what each known call gives
                     from optimus_ir.passes.raise_fx import verify_declared_types
 
                     verify_declared_types(module)
+                    statistics.add_phase("verify input", time.perf_counter() - start, outside=True)
                 assert self.pass_manager is not None
                 if self.args.bisect:
                     return self._bisect(padded, name, module, source_lines)
@@ -367,6 +372,16 @@ class OptimusOptMain(xDSLOptMain):
 
         if not self.args.remarks:  # remarks are opt-in, as in MLIR
             diagnostics = [d for d in diagnostics if d.severity is not Severity.REMARK]
+        printed: str | None = None
+        too_deep_to_print = False
+        if module is not None:
+            # printed (to a string) before the reports, so that --time-passes has its time
+            start = time.perf_counter()
+            try:
+                printed = self.output_resulting_program(module)
+            except RecursionError:
+                too_deep_to_print = True
+            statistics.add_phase("print", time.perf_counter() - start, outside=True)
         self._print_reports(statistics)
         if internal_error is not None:
             from optimus_ir.pipeline import failed_pass
@@ -392,12 +407,10 @@ class OptimusOptMain(xDSLOptMain):
             for diagnostic in diagnostics:
                 print(diagnostic.format(source_lines), file=sys.stderr)
             status = 1 if any(d.severity is Severity.ERROR for d in diagnostics) else 0
-        if module is not None:
-            try:
-                printed = self.output_resulting_program(module)
-            except RecursionError:
-                print(f"{name}:1:1: error: the result is nested too deeply to print", file=sys.stderr)
-                return 1
+        if too_deep_to_print:
+            print(f"{name}:1:1: error: the result is nested too deeply to print", file=sys.stderr)
+            return 1
+        if printed is not None:
             output.write(printed)
         return status
 

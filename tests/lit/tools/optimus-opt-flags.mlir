@@ -43,6 +43,12 @@
 // TIME:      Total Execution Time: {{[0-9.]+}} seconds
 // TIME:      {{[0-9.]+}} ({{ *[0-9.]+}}%)  cse
 // TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  dce
+// The time outside the passes is in rows too, so the rows add up to Total.
+// TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  parse
+// TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  verify input
+// TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  verify
+// TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  print
+// TIME-NEXT: {{[0-9.]+}} ({{ *[0-9.]+}}%)  other (pass manager)
 // TIME-NEXT: {{[0-9.]+}} (100.0%)  Total
 
 // With a budget of one rewrite, cse merges %b and dce may not touch %dead.

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import os
 import sys
 import types
@@ -555,29 +556,37 @@ def graph_value_lifetimes(gm: torch.fx.GraphModule, *args: Any) -> ValueLifetime
                 storage_size[key] = storage_bytes(leaf)
     values.clear()
 
-    live = [0] * (end + 1)
-    needed = [0] * (end + 1)
+    # Per storage, what is live and readable changes only where one of its
+    # values is made or read last: sum constant segments into difference
+    # arrays (work per storage ~ its values squared, not its lifetime).
+    live = [0] * (end + 2)
+    needed = [0] * (end + 2)
     kept: list[KeptByView] = []
     for key, intervals in readers.items():
         size = storage_size[key]
         first = min(i for i, _, _, _, _ in intervals)
         last = max(j for _, j, _, _, _ in intervals)
+        live[first] += size
+        live[last + 1] -= size
         worst = 0
         unneeded_nodes = 0
         holders: set[str] = set()
-        for t in range(first, last + 1):
-            ranges = sorted((lo, hi) for i, j, lo, hi, _ in intervals if i <= t <= j)
-            covered = _union_length(ranges, size)
-            live[t] += size
-            needed[t] += covered
+        points = sorted({i for i, _, _, _, _ in intervals} | {j + 1 for _, j, _, _, _ in intervals})
+        for start, stop in zip(points, points[1:]):
+            active = [(lo, hi, n) for i, j, lo, hi, n in intervals if i <= start <= j]
+            covered = _union_length(sorted((lo, hi) for lo, hi, _ in active), size)
+            needed[start] += covered
+            needed[stop] -= covered
             if covered < size:
-                unneeded_nodes += 1
+                unneeded_nodes += stop - start
                 if size - covered > worst:
                     worst = size - covered
-                    holders = {n.name for i, j, _, _, n in intervals if i <= t <= j}
+                    holders = {n.name for _, _, n in active}
         if worst:
             shown = ", ".join(sorted(holders)[:4]) + (", ..." if len(holders) > 4 else "")
             kept.append(KeptByView(producer[key].name, size, worst, unneeded_nodes, shown))
+    live = list(itertools.accumulate(live))
+    needed = list(itertools.accumulate(needed))
     kept.sort(key=lambda k: (-k.unneeded_bytes, k.producer))
     return ValueLifetimes(max(live, default=0), max(needed, default=0), end, tuple(kept))
 

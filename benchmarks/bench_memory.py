@@ -22,6 +22,12 @@ parameters held after `del model` with freeze.
 
     .venv/bin/python benchmarks/bench_memory.py                        # batch 64 and 512
     .venv/bin/python benchmarks/bench_memory.py --batches 64 --towers 8 --json out.json
+    .venv/bin/python benchmarks/bench_memory.py --third-party MMOE,PLE,DCN,DeepFM   # deepctr-torch models
+
+With `--third-party`, real models written by others (deepctr-torch's, as
+`bench_third_party.py` builds them, at `--batches`' first size) instead:
+forward peak of the captured graph and of ours under each `--budgets`
+budget, with the groups fused, results checked against the model.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+_BENCHMARKS = Path(__file__).resolve().parent
+if str(_BENCHMARKS) not in sys.path:  # bench_third_party, imported by name like the other scripts do
+    sys.path.insert(0, str(_BENCHMARKS))
 
 def _model(towers: int, hidden: int, batch: int, train: bool) -> tuple[torch.nn.Module, torch.Tensor]:
     from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
@@ -99,6 +109,46 @@ def measure(towers: int, hidden: int, batch: int, cost_model: str) -> dict[str, 
     return row
 
 
+def measure_third_party(name: str, batch: int, budgets: list[str]) -> dict[str, Any]:
+    """Forward peak (dispatch tracker, no_grad, after a warm-up call) of a
+    third-party model's captured graph and of ours under each budget."""
+    import optimus_ir
+    from bench_third_party import build
+    from optimus_ir.api import capture
+    from optimus_ir.memory import measure_call_memory
+
+    model, inputs = build(name, batch)
+    row: dict[str, Any] = {"model": name, "batch": batch, "budgets": {}}
+    with torch.no_grad():
+        captured = capture(model, inputs)
+        captured(*inputs)
+        row["captured_forward_peak"] = measure_call_memory(captured, *inputs, method="dispatch").peak_bytes
+        for budget in budgets:
+            ours = optimus_ir.optimize(model, inputs, memory_budget=budget, check_speed=False)
+            ours(*inputs)
+            torch.testing.assert_close(ours(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
+            row["budgets"][budget] = {
+                "forward_peak": measure_call_memory(ours, *inputs, method="dispatch").peak_bytes,
+                "groups_fused": ours.optimus_report.groups_fused,
+            }
+    return row
+
+
+def third_party_table(rows: list[dict[str, Any]]) -> str:
+    budgets = list(rows[0]["budgets"]) if rows else []
+    lines = [
+        "| model | batch | captured peak MiB | " + " | ".join(f"ours, budget {b}: peak MiB (groups)" for b in budgets) + " |",
+        "|---|---|---|" + "---|" * len(budgets),
+    ]
+    for r in rows:
+        cells = [
+            f"{_mib(c['forward_peak'])} ({c['forward_peak'] / r['captured_forward_peak']:.2f}x, {c['groups_fused']})"
+            for c in r["budgets"].values()
+        ]
+        lines.append(f"| {r['model']} | {r['batch']} | {_mib(r['captured_forward_peak'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _mib(count: int) -> str:
     return f"{count / 2**20:.2f}"
 
@@ -131,13 +181,35 @@ def main(argv: list[str] | None = None) -> int:
         choices=("calibrated", "default", "none"),
         help="batch-fusion's cost model ('none': every group fused; default: calibrated, what users get)",
     )
+    parser.add_argument(
+        "--third-party",
+        default="",
+        help="comma-separated deepctr-torch models (bench_third_party.py's names) to measure instead of recsys",
+    )
+    parser.add_argument(
+        "--budgets",
+        default="1.5x+1MiB,none,1.0x",
+        help="memory budgets for --third-party (default: the default budget, none, 1.0x)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
+    batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    if args.third_party:
+        budgets = [b.strip() for b in args.budgets.split(",") if b.strip()]
+        models = [m.strip() for m in args.third_party.split(",") if m.strip()]
+        third = []
+        for name in models:
+            print(f"{name}: measuring ...", file=sys.stderr, flush=True)
+            third.append(measure_third_party(name, batches[0], budgets))
+        print(third_party_table(third))
+        if args.json:
+            args.json.write_text(json.dumps(third, indent=2))
+        return 0
     rows = []
-    for batch in (int(b) for b in args.batches.split(",") if b.strip()):
+    for batch in batches:
         print(f"batch {batch}: measuring ...", file=sys.stderr, flush=True)
         rows.append(measure(args.towers, args.hidden, batch, args.cost_model))
     print(table(rows))

@@ -447,3 +447,21 @@ def test_cuda_method_counts_the_caching_allocator() -> None:
     assert got.method == "cuda"
     assert got.peak_bytes == 2 * size
     assert got.held_bytes == size
+
+
+def test_bench_memory_third_party_smoke(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """bench_memory.py --third-party on a deepctr-torch model: a row per
+    model with the captured peak and ours under each budget."""
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("deepctr_torch")
+    bench = load_benchmark("bench_memory")
+    out = Path(str(tmp_path)) / "third.json"
+    argv = ["--third-party", "DCN", "--batches", "8", "--budgets", "none,1.0x", "--json", str(out)]
+    assert bench.main(argv) == 0
+    [row] = json.loads(out.read_text())
+    assert row["model"] == "DCN" and row["captured_forward_peak"] > 0
+    assert set(row["budgets"]) == {"none", "1.0x"}
+    assert all(c["forward_peak"] > 0 for c in row["budgets"].values())
+    assert "| DCN | 8 |" in capsys.readouterr().out

@@ -18,10 +18,12 @@ import argparse
 import gc
 import json
 import sys
+import types
 import warnings
 import weakref
 from pathlib import Path
 from typing import Any
+
 
 import torch
 
@@ -54,6 +56,8 @@ def storages(root: Any) -> dict[tuple[Any, int], int]:
             if pointer:
                 found[(obj.device, pointer)] = storage.nbytes()
             continue
+        if isinstance(obj, types.ModuleType) or (isinstance(obj, dict) and "__builtins__" in obj):
+            continue  # a module or a module's globals (a `forward`'s, which the calling convention names)
         if isinstance(obj, dict):
             stack.extend(obj.values())
         elif isinstance(obj, (list, tuple, set, frozenset)):

@@ -113,7 +113,6 @@ def capture_direct(towers: int) -> tuple[torch.fx.GraphModule, torch.Tensor]:
 
     model = Towers(towers, WIDTH).eval()
     x = torch.randn(BATCH, towers * WIDTH)
-    root = nn.Module()
     graph = torch.fx.Graph()
     mode = FakeTensorMode()
     with mode:
@@ -132,9 +131,7 @@ def capture_direct(towers: int) -> tuple[torch.fx.GraphModule, torch.Tensor]:
             piece = getitems[i]
 
             def parameter(kind: str, field: str, tensor: torch.Tensor) -> tuple[torch.fx.Node, torch.Tensor]:
-                name = f"L__self___{kind}_{i}_{field}"
-                root.register_parameter(name, tensor)
-                node = graph.get_attr(name)
+                node = graph.get_attr(f"{kind}.{i}.{field}")  # the model's own name, as the capture reads it
                 fake = mode.from_tensor(tensor)
                 node.meta["example_value"] = fake
                 return node, fake
@@ -157,7 +154,7 @@ def capture_direct(towers: int) -> tuple[torch.fx.GraphModule, torch.Tensor]:
         cat = graph.call_function(torch.cat, (outs, 1))
         cat.meta["example_value"] = torch.cat([o.meta["example_value"] for o in outs], 1)
     graph.output([cat])
-    return torch.fx.GraphModule(root, graph), x
+    return torch.fx.GraphModule(model, graph), x
 
 
 CAPTURES = {"dynamo": capture_dynamo, "direct": capture_direct}

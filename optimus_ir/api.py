@@ -354,26 +354,20 @@ def op_kind(node: torch.fx.Node) -> str:
     return node.op
 
 
-def _check_assignments(
-    model: torch.nn.Module, state: ModuleState, gm: torch.fx.GraphModule
-) -> None:
+def _check_assignments(model: torch.nn.Module, captured: Any) -> None:
     """Raise CaptureError for an attribute assignment the captured graph does
     not perform. `self.buf += 1` on a tensor is fine: it writes the buffer in
     place (an op of the graph) and assigns the very same tensor back, which
-    Dynamo replays with the fake tensor of the graph's `get_attr`."""
-    read_as: dict[int, Any] = {}
+    Dynamo replays with the graph's output for it (`Captured.output_markers`)."""
+    from optimus_ir.dynamo_capture import written_attribute
+
     assigned: list[str] = []
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            fake = node.meta.get("example_value", node.meta.get("val"))
-            if fake is not None:
-                try:
-                    read_as[id(fake)] = getattr(gm, node.target)  # type: ignore[arg-type]
-                except AttributeError:
-                    continue
-    for name, old, new in state.changes():
-        if isinstance(old, torch.Tensor) and read_as.get(id(new)) is old:
-            continue
+    for name, old, new in captured.changes:
+        node = captured.output_markers.get(id(new))
+        if isinstance(old, torch.Tensor) and node is not None:
+            target = written_attribute(node)
+            if target is not None and _model_tensor(captured.graph_module, target) is old:
+                continue
         assigned.append(name)
     if assigned:
         names = ", ".join(f"'{name}'" for name in sorted(set(assigned)))
@@ -382,6 +376,17 @@ def _check_assignments(
             "cannot do that, so the optimized module would not behave like the model",
             tuple(sorted(set(assigned))),
         )
+
+
+def _model_tensor(model: torch.nn.Module, target: str) -> Any:
+    """The tensor of `model` at qualified name `target`, or None."""
+    try:
+        return model.get_parameter(target)
+    except AttributeError:
+        try:
+            return model.get_buffer(target)
+        except AttributeError:
+            return None
 
 
 def capture(
@@ -417,22 +422,19 @@ def capture(
         ) from None
     except ValueError:  # no signature (a builtin): Dynamo will say
         pass
-    state = ModuleState(model) if isinstance(model, torch.nn.Module) else None
+    from optimus_ir.dynamo_capture import capture_graph
+
     try:
-        gm, _guards = torch._dynamo.export(  # noqa: SLF001
-            model, assume_static_by_default=True
-        )(*example_inputs, **kwargs)
+        captured = capture_graph(model, example_inputs, kwargs)
     except Exception as error:  # noqa: BLE001 - Dynamo raises many kinds
-        if state is not None:
-            state.restore()
+        first = (str(error).strip().splitlines() or [""])[0]
         raise CaptureError(
-            f"Dynamo could not capture {type(model).__name__} as one graph: {error}"
+            f"Dynamo could not capture {type(model).__name__} as one graph "
+            f"(as torch.compile(fullgraph=True) would): {type(error).__name__}: {first}"
         ) from error
-    if state is not None:
-        try:
-            _check_assignments(model, state, gm)  # type: ignore[arg-type]
-        finally:
-            state.restore()
+    if isinstance(model, torch.nn.Module):
+        _check_assignments(model, captured)
+    gm = captured.graph_module
     return gm
 
 
@@ -440,6 +442,12 @@ def _flat_inputs(
     gm: torch.fx.GraphModule, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> list[Any]:
     """The values of `gm`'s placeholders, in order, for a call `gm(*args, **kwargs)`."""
+    from optimus_ir.calling import MODEL_ATTRIBUTE, ModelCallCodeGen
+
+    codegen = gm.graph._codegen  # noqa: SLF001
+    if isinstance(codegen, ModelCallCodeGen):
+        call = codegen.call
+        return call.values(call.bind(*args, **kwargs), gm.__dict__.get(MODEL_ATTRIBUTE))
     if kwargs:
         bound = inspect.signature(gm.forward).bind(*args, **kwargs)
         bound.apply_defaults()
@@ -620,7 +628,9 @@ def optimize(
 
         owner = hand_over_to_frozen_values(result, model)
         if owner is not model:
-            optimize_for = dataclasses.replace(optimize_for, model=owner)
+            from optimus_ir.param_cache import frozen_originals
+
+            optimize_for = dataclasses.replace(optimize_for, model=owner, frozen_originals=frozen_originals(result))
         if report.frozen_bytes:
             report.frozen_bytes, report.parameter_copy_bytes = frozen_bytes(result)
     install_guard(
@@ -648,6 +658,14 @@ class _OptimizeFor:
     options: OptimizeOptions
     """Resolved (`OptimizeOptions.resolved`): the environment was read once."""
     statistics: Any = None
+    frozen_originals: Mapping[int, Any] = field(default_factory=dict)
+    """With `freeze` and a stand-in `model`: the original tensors its
+    tensors replaced (`param_cache.frozen_originals`), whose `requires_grad`
+    the frozen values of every module made from it follow."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        # weak references do not pickle; a copy goes by its own tensors' flags
+        return {**self.__dict__, "frozen_originals": {}}
 
     def __call__(
         self, inputs: Sequence[Any], kwargs: Mapping[str, Any], *, defer_code: bool = False
@@ -669,6 +687,10 @@ class _OptimizeFor:
             strict=bool(options.strict),
             defer_code=defer_code,
         )
+        if self.frozen_originals:
+            from optimus_ir.param_cache import inherit_frozen_originals
+
+            inherit_frozen_originals(result, self.frozen_originals)
         if not defer_code:
             finish_code(result)
         if options.remarks:
@@ -690,10 +712,7 @@ _OPTIMIZE_DEFAULTS = {
 default was given)."""
 
 
-UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"
-"""Where `_optimize(keep_uncached_graph=True)` leaves the graph as the
-pipeline made it, before `freeze` replaces parameter-only values (for the
-guard's batch proof)."""
+from optimus_ir.guards import UNCACHED_GRAPH_ATTRIBUTE  # noqa: E402 - where the guard reads it
 
 
 def _optimize_or_fall_back(
@@ -819,6 +838,7 @@ def _unoptimized(
     result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
         ops_before=ops, ops_after=Counter(ops), pipeline="", fallback=reason
     )
+    _keep_capture_guard(gm, result)
     return result
 
 
@@ -1214,7 +1234,9 @@ def _optimize(
         # model, freezing and the guard each change it).
         result = export_graph(
             program,
-            fallback=gm if guard_strides and layout_specialized else None,
+            # Dynamo's guard of the capture checks every input's strides
+            # already: the stride check is for graphs captured otherwise.
+            fallback=gm if guard_strides and layout_specialized and not _dynamo_guarded(gm) else None,
             training=training if guard_strides else None,  # type: ignore[arg-type]
             defer_code=True,
         )
@@ -1267,7 +1289,26 @@ def _optimize(
         ops_per_call=count_per_call_ops(result) if cached else None,
     )
     result.optimus_report = report  # type: ignore[attr-defined]
+    _keep_capture_guard(gm, result)
     return result
+
+
+def _dynamo_guarded(gm: torch.fx.GraphModule) -> bool:
+    """Whether `gm` was captured by `dynamo_capture` (and has Dynamo's guard)."""
+    from optimus_ir.dynamo_capture import CAPTURE_GUARD_META
+
+    return gm.meta.get(CAPTURE_GUARD_META) is not None
+
+
+def _keep_capture_guard(captured: torch.fx.GraphModule, result: torch.fx.GraphModule) -> None:
+    """Hand Dynamo's guard of the capture (`dynamo_capture`) on to the module
+    made from it, where `install_guard` (or a re-optimizing guard) takes it."""
+    from optimus_ir.dynamo_capture import CAPTURE_GUARD_META
+    from optimus_ir.guards import CAPTURE_GUARD_ATTRIBUTE
+
+    guard = captured.meta.get(CAPTURE_GUARD_META)
+    if guard is not None:
+        result.__dict__[CAPTURE_GUARD_ATTRIBUTE] = guard
 
 
 def _with_constant_parameters(pass_: Any) -> Any:

@@ -491,6 +491,10 @@ def fast_codegen(codegen: CodeGen | None, guard: str = "") -> CodeGen:
         fast: CodeGen = FastCodeGen()
     elif type(codegen) is _PyTreeCodeGen:
         fast = FastPyTreeCodeGen(codegen.pytree_info)
+    elif isinstance(codegen, _FastAttributes):  # a fast one already (`calling.ModelCallCodeGen`)
+        fast = copy.copy(codegen)
+        fast._guard = guard  # type: ignore[attr-defined]
+        return fast
     else:
         if not guard:
             return codegen

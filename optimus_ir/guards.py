@@ -1,66 +1,67 @@
 """Call-time guards of `optimize()`'s result: it runs only on inputs like
-the ones it was specialized for.
+the ones it was specialized for, and for any other call does what the model
+does.
 
-`optimize` captures the model with Dynamo at static shapes and drops
-Dynamo's guards, so the optimized graph has baked in everything the
-capture saw: the shapes, dtypes and devices of the tensor inputs, and the
-value *and Python type* of every other argument (`2`, `2.0` and `True` are
-three different specializations; `-0.0` is not `0.0`; NaN is NaN).
-`install_guard` puts a check of all of these at the top of the module's
-generated `forward` (one generated Python function, no loop, no
-allocation: about a microsecond for a few inputs, see
-`benchmarks/bench_guards.py`). Strides are checked where the graph depends
-on them by the exporter's own stride guard (`export_graph(fallback=...)`).
+`optimize` captures the model the way torch.compile does (`dynamo_capture`):
+Dynamo traces `forward` on the example call and, besides the graph, leaves
+its guards -- the check of everything the graph was specialized on, over
+the whole input structure (every tensor in a dict, list, dataclass or
+jagged tensor: shape, strides, dtype, device, `requires_grad`; the values
+and types of Python arguments; dict keys and tuple lengths; the attributes
+of the model that `forward` branched on). Those guards are the source of
+truth: `install_guard` puts at the top of the module's generated `forward`
+a call of Dynamo's own guard manager (C++) on the call's arguments, plus
+our rule for grad mode (below). A module made from a `torch.fx.GraphModule`
+(not captured by Dynamo) is guarded by the `signature` of each argument.
 
-On a mismatch (`InputGuard.miss`), in this order:
+On a miss (`InputGuard.miss`), in this order:
 
-1. **batch-generic graph**: when the inputs differ from the example only in
-   the leading (batch) size of the tensor inputs that had the example's
-   batch size, the guard proves once that neither the model nor the
-   optimized graph depends on that size (`_batch_generic`), and from then
-   on checks every size but the batch size (which must be the same for
-   those inputs and at least 2: Dynamo specializes 0 and 1). The proof has
-   two halves, both done by PyTorch's own symbolic-shape machinery:
+1. **a specialization made earlier** whose guard accepts the call runs it;
+2. **size-generic**: when the call differs from a specialization's example
+   only in some sizes of its tensors (same structure, types, dtypes,
+   devices, ranks, and those sizes at least 2 in both: Dynamo specializes
+   0 and 1, so a graph captured at size 1 may hold a branch taken at 1
+   only), the guard proves once that neither the model nor the optimized
+   graph depends on those sizes (`_prove_sizes`):
 
-   * the *model*: Dynamo captures it again with the batch size dynamic
-     (one `torch.export.Dim` shared by those inputs, `min=2`). Any Python
-     decision on the size (`if x.shape[0] > 8`) becomes a guard on it,
-     which Dynamo reports as a violated constraint; and any use of the
-     size as a value (`x.view(x.shape[0], ...)`, `x * x.shape[0]`) is a
-     SymInt node in the graph, which the static capture baked in as a
-     number. Either makes the graph batch-specific;
-   * the *optimized graph* (as the pipeline left it, before the parameter
-     cache): it runs once on fake tensors whose batch size is a symbol.
-     A size the passes baked in (a view, split, expand or stack to the
-     example's batch size) then puts a guard on the symbol or replaces it
-     by a number; the outputs must have the sizes, as expressions of the
-     symbol, of the dynamic capture's outputs.
+   * the *model*: Dynamo captures it again with those sizes dynamic
+     (`torch._dynamo.mark_dynamic`, min 2). A Python decision on one of them
+     (`if x.shape[0] > 8`) is a constraint violation, and any use of one as a
+     value (`x.view(x.shape[0], ...)`) is a node computing a symbolic number,
+     which the static capture baked in: either makes the graph size-specific;
+   * the *optimized graph* (as the pipeline left it, before `freeze`
+     replaced values) runs once on the dynamic capture's fake tensors: a size
+     the passes baked in guards on or replaces a symbol, and the outputs
+     must have the dynamic capture's output sizes.
 
-   Together: the model computes one program for every batch size >= 2, the
-   static graph is that program, and the optimized graph is valid at any
-   batch size. (The passes put sizes into shape arguments only, which the
-   symbolic run sees; none turns a size into a scalar operand.) This costs
-   about one capture (the symbolic run adds about a second on a 64-tower
-   model), once; a graph that fails it is re-optimized per batch size as
-   below.
-2. **re-optimize**: the model is optimized again for the new inputs, with
-   the same options, and the result is kept (up to `MAX_SPECIALIZATIONS`
-   input signatures, as Dynamo recompiles up to its limit); each is logged
-   at INFO on the `optimus_ir.guards` logger. Not done when the graph has
-   side effects (capturing runs the model: its writes would happen twice).
-3. **fall back** to the original model (kept by reference, never changed)
-   once the cache is full, the graph has side effects, or the new inputs
-   cannot be captured: reported once, with `OptimusGuardWarning`.
+   Then the same module serves every call the dynamic capture's guards
+   accept (Dynamo's symbolic guards: those sizes >= 2, equal where the
+   model needs them equal). About one capture and a symbolic run, once;
+3. **re-optimize**: the model is optimized again for the call (captured
+   anew, so with its own guards), kept, up to `MAX_SPECIALIZATIONS` (as
+   Dynamo's recompile limit); logged at INFO on `optimus_ir.guards`. Not
+   done when the graph has side effects (capturing runs the model: its
+   writes would happen twice);
+4. **fall back** to the original model (kept by reference, never changed)
+   once the cache is full, the graph has side effects, or the call cannot be
+   captured: reported once, with `OptimusGuardWarning`.
 
-`InputGuard.reoptimizations` counts the re-optimizations and
-`InputGuard.batch_generic` says what the batch proof found (None: not tried
-yet); the guard is the module's `optimus_guard` attribute.
+A call with arguments or keywords the example did not pass is no special
+case: the module's `forward` has the model's signature (defaults, `*args`,
+`**kwargs`), Dynamo's guards see the value of every parameter, and a call
+they reject goes down the list above.
 
-Not guarded (as with `torch.export`): Python attributes of the model that
-`forward` reads, global state such as grad mode, and objects of other
-types than tensors, numbers, strings, None, dtypes/devices and tuples,
-lists and dicts of these, which are compared by identity. A module restored
-by unpickling is re-traced without its guards (as without its stride check).
+Grad mode: a specialization made with grad enabled also serves calls under
+`no_grad` (what it computes is the same; Dynamo's ambient global-state guard,
+which also covers thread count and autocast, is left out), but one made
+under `no_grad` does not serve calls with grad enabled (its passes may have
+relied on nothing requiring grad). A `forward` that branches on
+`torch.is_grad_enabled()` itself is not told apart.
+
+Not guarded: the model's parameters and buffers (read at call time), the
+structure of its submodules and hooks added after `optimize`, global state
+other than grad mode. A module restored by unpickling is re-traced without
+its guards (as without its stride check).
 """
 
 from __future__ import annotations
@@ -71,22 +72,33 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from optimus_ir.model_state import CaptureError, ModuleState
+from optimus_ir.calling import ModelCall, ModelCallCodeGen
+from optimus_ir.model_state import CaptureError
 
 log = logging.getLogger("optimus_ir.guards")
 
 GUARD_ATTRIBUTE = "optimus_guard"
 """Where the guarded GraphModule keeps its `InputGuard` (in `__dict__`)."""
 
+CAPTURE_GUARD_ATTRIBUTE = "_optimus_capture_guard"
+"""Where a module `optimize` made (before its guard is installed) keeps the
+Dynamo guard of the capture it was made from (`dynamo_capture.CapturedGuard`)."""
+
+UNCACHED_GRAPH_ATTRIBUTE = "_optimus_uncached_graph"
+"""Where `api._optimize(keep_uncached_graph=True)` leaves the graph as the
+pipeline made it, before `freeze` replaces parameter-only values (for the
+size proof)."""
+
 OWN_GRAPH = "own graph"
 """`uncached_graph` of a guard whose module's own graph is the one the
-batch proof runs (nothing was frozen in it): the proof reads the module's
+size proof runs (nothing was frozen in it): the proof reads the module's
 graph when it runs, without mutating it, so no copy of a graph of 100k
 nodes is made or kept (and a copy of the module proves with its own)."""
 
@@ -108,7 +120,8 @@ def signature(value: Any) -> Hashable:
     """What a specialized graph may depend on in `value`: shape, dtype,
     device and type of a tensor; type and value of anything else (a float
     by its exact bits, so that -0.0 and NaN are told apart); containers
-    element-wise; any other object by identity."""
+    element-wise; any other object by identity. (What the guard of a module
+    made from a GraphModule compares, and what miss reports describe.)"""
     if isinstance(value, torch.Tensor):
         return ("tensor", type(value), tuple(value.shape), value.dtype, value.device)
     kind = type(value)
@@ -123,66 +136,166 @@ def signature(value: Any) -> Hashable:
     return ("object", id(value))
 
 
-class _Source:
-    """Builds the source of a check function and the globals it names."""
-
-    def __init__(self) -> None:
-        self.globals: dict[str, Any] = {"_copysign": math.copysign, "_signature": signature}
-
-    def constant(self, value: Any) -> str:
-        name = f"_c{len(self.globals)}"
-        self.globals[name] = value
-        return name
-
-    def condition(self, name: str, example: Any, sig: Hashable, batch: bool) -> list[str]:
-        """The conditions under which argument `name` matches `example`
-        (whose `signature` is `sig`); `batch`: a batch tensor, whose
-        leading size is checked by the caller."""
-        if isinstance(sig, tuple) and sig[:1] == ("tensor",):
-            _, kind, shape, dtype, device = sig
-            parts = [f"type({name}) is {self.constant(kind)}"]
-            if not batch:
-                parts.append(f"{name}.shape == {self.constant(shape)}")
-            else:
-                parts.append(f"{name}.shape[1:] == {self.constant(shape[1:])}")
-            parts.append(f"{name}.dtype is {self.constant(dtype)}")
-            parts.append(f"{name}.device == {self.constant(device)}")
-            return parts
-        kind = type(example)
-        if example is None or kind is bool:
-            return [f"{name} is {example!r}"]
-        if kind is float:
-            if math.isnan(example):
-                return [f"type({name}) is float", f"{name} != {name}"]
-            value = f"{name} == {self.constant(example)}"
-            if example == 0.0:  # the sign of zero is observable (1 / x)
-                return [f"type({name}) is float", value,
-                        f"_copysign(1.0, {name}) == {math.copysign(1.0, example)!r}"]
-            return [f"type({name}) is float", value]
-        if kind in _SCALAR_TYPES or isinstance(example, _VALUE_TYPES):
-            return [f"type({name}) is {self.constant(kind)}", f"{name} == {self.constant(example)}"]
-        if sig[:1] == ("object",):
-            return [f"{name} is {self.constant(example)}"]
-        return [f"_signature({name}) == {self.constant(sig)}"]
+def leaf_signatures(frame: Mapping[str, Any]) -> tuple[Any, tuple[Hashable, ...], tuple[torch.Tensor | None, ...]]:
+    """The pytree structure of a call's arguments, the `signature` of each
+    leaf (tensors also by strides and `requires_grad`), and the tensor leaves."""
+    leaves, spec = pytree.tree_flatten(dict(frame))
+    signatures = []
+    tensors: list[torch.Tensor | None] = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            signatures.append(
+                ("tensor", type(leaf), tuple(leaf.shape), leaf.dtype, leaf.device, leaf.requires_grad, leaf.is_contiguous())
+            )
+            tensors.append(leaf)
+        else:
+            signatures.append(signature(leaf))
+            tensors.append(None)
+    return spec, tuple(signatures), tuple(tensors)
 
 
-def _is_proxy(value: Any) -> bool:
-    return isinstance(value, torch.fx.Proxy)
+@dataclass(frozen=True, eq=False)
+class _TensorLike:
+    """What a guard sees of an example tensor (not the tensor: a guard keeps
+    no example alive)."""
+
+    kind: type
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+
+    def make(self) -> torch.Tensor:
+        made = torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=self.device)
+        if self.kind is torch.nn.Parameter:
+            return torch.nn.Parameter(made, requires_grad=self.requires_grad)
+        return made.requires_grad_(self.requires_grad) if made.is_floating_point() or made.is_complex() else made
+
+
+@dataclass(frozen=True, eq=False)
+class ExampleFrame:
+    """The arguments of the call a specialization was made for, as its guard
+    sees them: pytree structure, leaf signatures, and the leaves (tensors as
+    `_TensorLike`, other values as they are)."""
+
+    spec: Any
+    signatures: tuple[Hashable, ...]
+    leaves: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, frame: Mapping[str, Any]) -> ExampleFrame:
+        spec, signatures, tensors = leaf_signatures(frame)
+        leaves = pytree.tree_leaves(dict(frame))
+        kept = tuple(
+            _TensorLike(type(t), tuple(t.shape), tuple(t.stride()), t.dtype, t.device, t.requires_grad)
+            if t is not None else leaf
+            for t, leaf in zip(tensors, leaves)
+        )
+        return cls(spec, signatures, kept)
+
+    def stand_in(self) -> dict[str, Any]:
+        """A frame like the example's (tensors freshly allocated, uninitialized)."""
+        return pytree.tree_unflatten([v.make() if isinstance(v, _TensorLike) else v for v in self.leaves], self.spec)
+
+
+def _describe(sig: Hashable) -> str:
+    if isinstance(sig, tuple) and sig[:1] == ("tensor",):
+        kind, shape, dtype, device = sig[1], sig[2], sig[3], sig[4]
+        name = "tensor" if kind is torch.Tensor else kind.__name__
+        text = f"{name} {list(shape)} {str(dtype).removeprefix('torch.')} on {device}"
+        if len(sig) > 5:
+            text += ", requires grad" if sig[5] else ""
+            text += "" if sig[6] else ", not contiguous"
+        return text
+    if isinstance(sig, tuple) and len(sig) == 2 and sig[0] is float:
+        return f"float {float.fromhex(sig[1])!r}"
+    if isinstance(sig, tuple) and len(sig) == 2 and isinstance(sig[0], type) and sig[0] not in (tuple, list, dict):
+        return f"{sig[0].__name__} {sig[1]!r}"
+    if isinstance(sig, tuple) and sig[:1] == ("object",):
+        return "another object"
+    return repr(sig)
 
 
 def _slow_path(*values: Any) -> bool | None:
     """What the check returns when the fast conditions fail: False, or None
     while FX traces the module (unpickling re-traces the code with proxies,
     and the guard must stay out of the traced graph)."""
-    return None if any(map(_is_proxy, values)) else False
+    return None if any(isinstance(v, torch.fx.Proxy) for v in values) else False
+
+
+class SignatureGuard:
+    """The guard of a module made from a GraphModule (no Dynamo capture):
+    each argument's `signature` equals the example's."""
+
+    def __init__(self, names: Sequence[str], example: Sequence[Any]) -> None:
+        self.names = tuple(names)
+        self.signatures = tuple(signature(v) for v in example)
+
+    def check(self, frame: Mapping[str, Any]) -> bool:
+        return tuple(signature(frame.get(name)) for name in self.names) == self.signatures
+
+
+@dataclass(eq=False)
+class Specialization:
+    """What runs for the calls one guard accepts."""
+
+    guard: Any
+    """`check(frame) -> bool` on the frame of a call: a Dynamo guard
+    (`dynamo_capture.CapturedGuard`) or a `SignatureGuard`."""
+    runner: Callable[..., Any]
+    """The optimized module (without a guard of its own) or the model."""
+    grad_enabled: bool = True
+    """Grad mode when it was made: made under no_grad, it serves only calls under no_grad."""
+    example: ExampleFrame | None = None
+    """The arguments of the call it was made for (None: not a base for the size proof)."""
+    proof_graph: torch.fx.Graph | str | None = None
+    """The graph the size proof runs (`OWN_GRAPH`: the runner's own)."""
+    generalized: bool | None = None
+    """Whether the size proof succeeded from this one (None: not tried)."""
+    reason: str = ""
+    """For the model: why it runs."""
+    zero_signs: tuple[tuple[str, float], ...] = ()
+    """Float arguments that were a zero, with its sign (`signed_zeros`)."""
+
+    def accepts(self, frame: Mapping[str, Any]) -> bool:
+        return (
+            (self.grad_enabled or not torch.is_grad_enabled())
+            and all(math.copysign(1.0, frame[name]) == sign for name, sign in self.zero_signs)
+            and (
+                bool(self.guard.check(frame))
+                or (torch._C._len_torch_dispatch_stack() > 0 and outside_dispatch_modes(self.guard.check, frame))  # noqa: SLF001
+            )
+        )
+
+
+def outside_dispatch_modes(check: Callable[[Mapping[str, Any]], Any], frame: Mapping[str, Any]) -> bool:
+    """`check(frame)` with the active `TorchDispatchMode`s set aside: a mode
+    (a FLOP counter, a memory tracker, a profiler's) adds the Python
+    dispatch key to every tensor as Dynamo's guard sees it, though the
+    tensors are the ones the module was made for; the module runs under the
+    mode as any code does."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        return bool(check(frame))
+
+
+def signed_zeros(frame: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The float arguments of a call that are a zero, with its sign: Dynamo
+    compares floats with `==`, which takes -0.0 for 0.0, yet `1 / x` tells
+    them apart, so the guards add the sign."""
+    return tuple(
+        (name, math.copysign(1.0, value)) for name, value in frame.items() if type(value) is float and value == 0.0
+    )
 
 
 class InputGuard:
-    """The call-time guard of one optimized module (see the module
-    docstring). `check(*arguments)` is a generated function: True when the
-    arguments (the module's `forward` parameters, in order) are ones the
-    module was specialized for; `miss(module, *arguments)` computes the
-    result of a call that failed the check."""
+    """The call-time guard of one optimized module (module docstring).
+    `check(*arguments)` is a generated function: True when the arguments
+    (the module's `forward` parameters, in order) are ones the module was
+    specialized for; `miss(module, *arguments)` computes the result of a
+    call that failed it."""
 
     def __init__(
         self,
@@ -190,67 +303,93 @@ class InputGuard:
         reoptimize: Callable[[Sequence[Any], Mapping[str, Any]], Callable[..., Any]] | None,
         parameters: Sequence[str],
         example: Sequence[Any],
-        call_structure: Any,
+        call: ModelCall | None,
+        captured: Any,
         uncached_graph: torch.fx.Graph | str | None,
         side_effect_free: bool,
+        call_structure: Any = None,
     ) -> None:
         self.model = model
         """The original model, by reference."""
         self.reoptimize = reoptimize
         """`optimize` with the same options, for other inputs (None: never)."""
         self.parameters = tuple(parameters)
-        self.signatures = tuple(signature(v) for v in example)
-        # constants of the check for non-tensor arguments (not the example
-        # tensors: the guard must not keep them alive)
-        self._constants = tuple(None if isinstance(v, torch.Tensor) else v for v in example)
+        self.call = call
+        """The calling convention (None: a GraphModule's plain one)."""
         self.call_structure = call_structure
-        """The pytree spec of `(args, kwargs)` of the example call (None: the
-        arguments are passed positionally), to call the model like the user."""
+        """For a GraphModule's pytree convention: the spec of `(args, kwargs)`."""
         self.uncached_graph = uncached_graph
-        """The graph the batch proof runs: the pipeline's, before `freeze`
+        """The graph the size proof runs: the pipeline's, before `freeze`
         replaced values (`OWN_GRAPH`: the module's own; None: no proof)."""
         self.side_effect_free = side_effect_free
-        self.batch_size, self.batch_arguments = _batch_of(self.signatures)
-        self.batch_generic: bool | None = None
-        """Whether the module was proven to work at any batch size >= 2
-        (None: not tried yet; tried at the first call at another batch size)."""
+        frame = dict(zip(self.parameters, example))
+        guard = captured if captured is not None else SignatureGuard(self.parameters, example)
+        self.primary = Specialization(
+            guard, _OWN_MODULE, torch.is_grad_enabled(), ExampleFrame.of(frame) if captured is not None else None,
+            uncached_graph, zero_signs=signed_zeros(frame) if captured is not None else (),
+        )
+        self.specializations: list[Specialization] = []
+        """Specializations made after the first (re-optimized modules, size-
+        generic ones, and the model itself once the bound is reached)."""
         self.reoptimizations = 0
         """How many times the model was optimized again for other inputs."""
-        self.specializations: dict[Hashable, Callable[..., Any]] = {}
-        """Input signature -> what runs for it (a re-optimized module, or the model)."""
         self.fell_back = False
         """Whether the original model ran for some inputs (warned once)."""
-        self.check = self._make_check(batch_generic=False)
+        self.check = self._make_check()
 
     # -- the check -----------------------------------------------------------
 
-    def _make_check(self, *, batch_generic: bool) -> Callable[..., bool | None]:
-        source = _Source()
-        source.globals["_slow_path"] = _slow_path
+    @property
+    def batch_generic(self) -> bool | None:
+        """Whether the size proof succeeded from the module itself (None: not tried)."""
+        return self.primary.generalized
+
+    def frame(self, arguments: Sequence[Any]) -> dict[str, Any]:
+        """Dynamo's frame locals of a call: the arguments by name, the model
+        under its instance name, the free variables of `forward`."""
+        return self._with_model(dict(zip(self.parameters, arguments)))
+
+    def _with_model(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if self.call is None:
+            return dict(arguments)
+        return self.call.frame(arguments, self.model)
+
+    def _make_check(self) -> Callable[..., bool | None]:
         arguments = [f"a{i}" for i in range(len(self.parameters))]
-        conditions: list[str] = []
-        first = min(self.batch_arguments) if self.batch_arguments else None
-        for i, (name, sig, constant) in enumerate(zip(arguments, self.signatures, self._constants)):
-            batch = batch_generic and i in self.batch_arguments
-            parts = source.condition(name, constant, sig, batch)
-            if batch:
-                # after the type check: the rank, then the first batch tensor's
-                # batch size is >= 2 and the others' equal it
-                size = "0" if i == first else f"{arguments[first]}.shape[0]"
-                parts[1:1] = [
-                    f"len({name}.shape) == {len(sig[2])}",
-                    f"{name}.shape[0] >= 2" if i == first else f"{name}.shape[0] == {size}",
-                ]
-            conditions.extend(parts)
-        conditions = conditions or ["True"]
-        body = " and ".join(conditions)
+        entries = [f"{name!r}: {a}" for name, a in zip(self.parameters, arguments)]
+        if self.call is not None and self.call.instance is not None:
+            entries.append(f"{self.call.instance!r}: _model")
+        free = dict(self.call.free_variables) if self.call is not None else {}
+        entries += [f"{name!r}: _free[{name!r}]" for name in free]
+        grad = "" if self.primary.grad_enabled else " and not _grad_enabled()"
+        position = dict(zip(self.parameters, arguments))
+        grad += "".join(
+            f" and _copysign(1.0, {position[name]}) == {sign!r}" for name, sign in self.primary.zero_signs
+        )
         text = (
             f"def check({', '.join(arguments)}):\n"
-            f"    if {body}:\n"
+            f"    if _compiling():  # traced by Dynamo, which guards the call itself\n"
+            f"        return True\n"
+            f"    frame = {{{', '.join(entries)}}}\n"
+            f"    if _guard(frame){grad}:\n"
+            f"        return True\n"
+            f"    if _modes() and _outside_modes(_guard, frame){grad}:\n"
             f"        return True\n"
             f"    return _slow_path({', '.join(arguments)})\n"
         )
-        namespace = dict(source.globals)
+        guard = self.primary.guard
+        manager = getattr(guard, "manager", None)
+        namespace = {
+            "_guard": manager.check if manager is not None else guard.check,
+            "_model": self.model,
+            "_grad_enabled": torch.is_grad_enabled,
+            "_slow_path": _slow_path,
+            "_copysign": math.copysign,
+            "_compiling": torch.compiler.is_compiling,
+            "_free": free,
+            "_modes": torch._C._len_torch_dispatch_stack,  # noqa: SLF001
+            "_outside_modes": outside_dispatch_modes,
+        }
         exec(compile(text, "<optimus guard>", "exec"), namespace)  # noqa: S102 - our own generated code
         check = namespace["check"]
         check.source = text  # type: ignore[attr-defined]
@@ -261,112 +400,177 @@ class InputGuard:
         """The generated check (for people)."""
         return self.check.source  # type: ignore[attr-defined]
 
+    def failures(self, *arguments: Any) -> list[str]:
+        """Why the module's own guard rejects a call (Dynamo's words)."""
+        guard = self.primary.guard
+        explain = getattr(guard, "failures", None)
+        return explain(self.frame(arguments)) if explain is not None else []
+
     # -- a call that failed the check ---------------------------------------
 
     def miss(self, module: torch.nn.Module, *arguments: Any) -> Any:
         """The result of a call of `module` whose arguments failed the check."""
-        args, kwargs = self._call(arguments)
-        key = tuple(map(signature, arguments))
-        known = self.specializations.get(key)
-        if known is not None:
-            return known(*args, **kwargs)
-        if self.batch_generic is None and self._batch_only(key):
-            self.batch_generic = self._prove_batch_generic(module, arguments, args, kwargs)
-            if self.batch_generic:
-                self.check = self._make_check(batch_generic=True)
-                log.info("optimus: the optimized graph works at any batch size >= 2")
-        if self.batch_generic and self.check(*arguments):
-            return module(*args, **kwargs)
-        return self._specialize(key, arguments)(*args, **kwargs)
+        args, kwargs = self._call_arguments(arguments)
+        frame = self.frame(arguments)
+        for spec in self.specializations:
+            if spec.accepts(frame):
+                return self._run(spec, module, args, kwargs)
+        proven = self._generalize(module, frame, args, kwargs)
+        if proven is not None:
+            return self._run(proven, module, args, kwargs)
+        return self._run(self._specialize(frame, arguments, args, kwargs), module, args, kwargs)
 
-    def _call(self, arguments: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def _run(self, spec: Specialization, module: torch.nn.Module, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        runner = spec.runner
+        if runner is _OWN_MODULE:
+            return self._unguarded(module, args, kwargs)
+        return runner(*args, **kwargs)
+
+    def _unguarded(self, module: torch.nn.Module, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Call `module` itself past its own check (a call its size-generic
+        specialization accepts)."""
+        check = self.check
+        self.check = _accept
+        try:
+            return module(*args, **kwargs)
+        finally:
+            self.check = check
+
+    def _call_arguments(self, arguments: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """`(args, kwargs)` to call the model with, from `forward`'s arguments."""
+        if self.call is not None:
+            return self.call.call_arguments(dict(zip(self.parameters, arguments)))
         if self.call_structure is None:
             return tuple(arguments), {}
         args, kwargs = pytree.tree_unflatten(list(arguments), self.call_structure)
         return tuple(args), dict(kwargs)
 
-    def _specialize(self, key: Hashable, arguments: Sequence[Any]) -> Callable[..., Any]:
-        """What runs for input signature `key` from now on: a module
-        optimized for it, or the original model (warned once)."""
-        runner: Callable[..., Any] = self.model
+    def _specialize(
+        self, frame: Mapping[str, Any], arguments: Sequence[Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Specialization:
+        """What runs for this call and the calls its guard accepts from now
+        on: a module optimized for it, or the original model (warned once)."""
         why = None
+        captured_failed = False
+        made = sum(1 for s in self.specializations if s.runner is not self.model)
         if self.reoptimize is None or not self.side_effect_free:
             why = "its graph has side effects (capturing it again would repeat them)"
-        elif len(self.specializations) >= MAX_SPECIALIZATIONS:
+        elif made >= MAX_SPECIALIZATIONS:
             why = f"it was optimized for {MAX_SPECIALIZATIONS} other input signatures already"
-        else:
-            args, kwargs = self._call(arguments)
+        elif self.call is None:
+            why = None
+        if why is None:
             try:
-                runner = self.reoptimize(args, kwargs)
+                runner = self.reoptimize(args, kwargs)  # type: ignore[misc]
             except CaptureError as error:
                 why = f"they cannot be captured ({(str(error).splitlines() or [''])[0]})"
+                captured_failed = True
             else:
                 self.reoptimizations += 1
                 log.info(
                     "optimus: re-optimized for new inputs (%d of at most %d): %s",
-                    self.reoptimizations, MAX_SPECIALIZATIONS, self.describe_difference(key),
+                    self.reoptimizations, MAX_SPECIALIZATIONS, self.describe_difference(arguments),
                 )
-        if why is not None:
-            if not self.fell_back:
-                warnings.warn(
-                    "optimus: the optimized module was called with inputs it was not specialized "
-                    f"for ({self.describe_difference(key)}) and runs the original model for them, "
-                    f"unoptimized, because {why}",
-                    OptimusGuardWarning,
-                    stacklevel=4,
+                captured = runner.__dict__.get(CAPTURE_GUARD_ATTRIBUTE) if isinstance(runner, torch.nn.Module) else None
+                guard = captured if captured is not None else SignatureGuard(self.parameters, arguments)
+                arguments_only = {k: v for k, v in frame.items() if self.call is None or k != self.call.instance}
+                made_spec = Specialization(
+                    guard, runner, torch.is_grad_enabled(),
+                    ExampleFrame.of(arguments_only) if captured is not None else None,
+                    _proof_graph_of(runner),
+                    zero_signs=signed_zeros(frame) if captured is not None else (),
                 )
-            self.fell_back = True
-            if len(self.specializations) >= MAX_SPECIALIZATIONS:
-                return runner  # the cache stays bounded
-        self.specializations[key] = runner
-        return runner
+                self.specializations.append(made_spec)
+                return made_spec
+        if not self.fell_back:
+            warnings.warn(
+                "optimus: the optimized module was called with inputs it was not specialized "
+                f"for ({self.describe_difference(arguments)}) and runs the original model for them, "
+                f"unoptimized, because {why}",
+                OptimusGuardWarning,
+                stacklevel=4,
+            )
+        self.fell_back = True
+        if captured_failed:
+            # this call cannot be captured: the model runs for calls like it
+            # (leaf by leaf), others are still optimized for
+            arguments_only = {k: v for k, v in frame.items() if self.call is None or k != self.call.instance}
+            model_spec = Specialization(_LeavesLike(arguments_only), self.model, True, reason=str(why))
+        else:
+            # no more specializations (or side effects): the model for every other call
+            model_spec = next((s for s in self.specializations if s.runner is self.model and s.reason == why), None)
+            if model_spec is not None:
+                return model_spec
+            model_spec = Specialization(_AcceptAll(), self.model, True, reason=str(why))
+        self.specializations.append(model_spec)
+        return model_spec
 
-    def describe_difference(self, key: Sequence[Hashable]) -> str:
-        """The arguments whose signature differs from the example's."""
-        changes = [
-            f"{name}: {_describe(new)} instead of {_describe(old)}"
-            for name, old, new in zip(self.parameters, self.signatures, key)
-            if old != new
-        ]
-        return "; ".join(changes) or "same signature"
+    def describe_difference(self, arguments: Sequence[Any]) -> str:
+        """What differs between the call and the example, leaf by leaf
+        (and what Dynamo's guard says where the leaves agree)."""
+        frame = dict(zip(self.parameters, arguments))
+        example = self.primary.example
+        if example is not None:
+            spec, sigs, _ = leaf_signatures(frame)
+            if spec != example.spec:
+                return f"the arguments have another structure ({_spec_text(spec)} instead of {_spec_text(example.spec)})"
+            names = _leaf_names(frame)
+            changes = [
+                f"{name}: {_describe(new)} instead of {_describe(old)}"
+                for name, old, new in zip(names, example.signatures, sigs)
+                if old != new
+            ]
+            if changes:
+                return "; ".join(changes)
+            failures = self.failures(*arguments)
+            return "; ".join(failures[:3]) or "same arguments"
+        if isinstance(self.primary.guard, SignatureGuard):
+            changes = [
+                f"{name}: {_describe(signature(new))} instead of {_describe(old)}"
+                for name, old, new in zip(self.parameters, self.primary.guard.signatures, arguments)
+                if old != signature(new)
+            ]
+            return "; ".join(changes) or "same signature"
+        return "other arguments"
 
-    # -- batch-generic proof ---------------------------------------------------
+    # -- size-generic proof ----------------------------------------------------
 
-    def _batch_only(self, key: Sequence[Hashable]) -> bool:
-        """Whether the call differs from the example only in the batch size
-        (the same one, >= 2, for every batch tensor)."""
-        if not self.batch_arguments or len(key) != len(self.signatures):
-            return False
-        sizes = set()
-        for i, (old, new) in enumerate(zip(self.signatures, key)):
-            if i not in self.batch_arguments:
-                if old != new:
-                    return False
+    def _generalize(
+        self, module: torch.nn.Module, frame: Mapping[str, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Specialization | None:
+        """A specialization that differs from the call only in sizes (>= 2
+        in both), proven size-generic now (`_prove_sizes`) and kept, with the
+        dynamic capture's guard; None where there is none."""
+        if not self.side_effect_free or self.call is None:
+            return None
+        arguments_only = {k: v for k, v in frame.items() if k != self.call.instance}
+        spec, sigs, _ = leaf_signatures(arguments_only)
+        for base in [self.primary, *self.specializations]:
+            if base.example is None or base.generalized is not None or base.proof_graph is None:
                 continue
-            if not (isinstance(new, tuple) and new[:1] == ("tensor",)):
-                return False
-            if new[:2] != old[:2] or new[3:] != old[3:] or len(new[2]) != len(old[2]) or new[2][1:] != old[2][1:]:
-                return False
-            sizes.add(new[2][0])
-        return len(sizes) == 1 and min(sizes) >= 2
-
-    def _prove_batch_generic(
-        self, module: torch.nn.Module, arguments: Sequence[Any],
-        args: Sequence[Any], kwargs: Mapping[str, Any],
-    ) -> bool:
-        if self.uncached_graph is None or not self.side_effect_free:
-            return False
-        try:
-            graph = self.uncached_graph
-            if isinstance(graph, str):  # OWN_GRAPH
-                graph = module.graph if isinstance(module, torch.fx.GraphModule) else None
-            if not isinstance(graph, torch.fx.Graph):
-                return False
-            return _batch_generic(self.model, module, graph, arguments, args, kwargs, self.batch_arguments)
-        except Exception as error:  # noqa: BLE001 - unproven is a safe answer
-            log.info("optimus: batch-size proof failed: %s: %s", type(error).__name__, error)
-            return False
+            if not (base.grad_enabled or not torch.is_grad_enabled()):
+                continue
+            dims = _size_only_difference(base.example, spec, sigs)
+            if dims is None:
+                continue
+            runner = module if base.runner is _OWN_MODULE else base.runner
+            try:
+                guard = _prove_sizes(self.model, runner, base.proof_graph, args, kwargs, arguments_only, dims)
+                if guard is not None and not guard.check(self._with_model(base.example.stand_in())):
+                    # the example takes another path through the model (a branch
+                    # on a size): the graph made for it is not the dynamic one
+                    guard = _unproven("the example the graph was made for fails the dynamic capture's guard")
+            except Exception as error:  # noqa: BLE001 - unproven is a safe answer
+                log.info("optimus: size proof failed: %s: %s", type(error).__name__, error)
+                guard = None
+            base.generalized = guard is not None
+            if guard is None:
+                continue
+            log.info("optimus: the optimized graph works for any size >= 2 of %d input dim(s)", len(dims))
+            proven = Specialization(guard, base.runner, base.grad_enabled, None, None, True)
+            self.specializations.append(proven)
+            return proven
+        return None
 
     # -- copies ----------------------------------------------------------------
 
@@ -377,34 +581,89 @@ class InputGuard:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.check = self._make_check(batch_generic=bool(self.batch_generic))
+        self.check = self._make_check()
 
 
-def _describe(sig: Hashable) -> str:
-    if isinstance(sig, tuple) and sig[:1] == ("tensor",):
-        _, kind, shape, dtype, device = sig
-        name = "tensor" if kind is torch.Tensor else kind.__name__
-        return f"{name} {list(shape)} {str(dtype).removeprefix('torch.')} on {device}"
-    if isinstance(sig, tuple) and len(sig) == 2 and sig[0] is float:
-        return f"float {float.fromhex(sig[1])!r}"
-    if isinstance(sig, tuple) and len(sig) == 2 and isinstance(sig[0], type) and sig[0] not in (tuple, list, dict):
-        return f"{sig[0].__name__} {sig[1]!r}"
-    if isinstance(sig, tuple) and sig[:1] == ("object",):
-        return "another object"
-    return repr(sig)
+class _OwnModule:
+    """The runner of the primary specialization: the guarded module itself."""
+
+    def __repr__(self) -> str:
+        return "<the module itself>"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _OwnModule:
+        return self
+
+    def __reduce__(self) -> str:
+        return "_OWN_MODULE"
 
 
-def _batch_of(signatures: Sequence[Hashable]) -> tuple[int | None, frozenset[int]]:
-    """The example's batch size (the leading size of the first tensor
-    argument with at least one dimension) and the arguments that have it."""
-    tensors = [
-        (i, sig[2]) for i, sig in enumerate(signatures)
-        if isinstance(sig, tuple) and sig[:1] == ("tensor",) and len(sig[2]) >= 1
-    ]
-    if not tensors:
-        return None, frozenset()
-    batch = tensors[0][1][0]
-    return batch, frozenset(i for i, shape in tensors if shape[0] == batch)
+_OWN_MODULE = _OwnModule()
+
+
+class _AcceptAll:
+    def check(self, frame: Mapping[str, Any]) -> bool:
+        return True
+
+
+class _LeavesLike:
+    """Accepts the calls whose arguments have the structure and leaf
+    signatures of one call (`leaf_signatures`)."""
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        spec, signatures, _ = leaf_signatures(arguments)
+        self.spec, self.signatures = spec, signatures
+
+    def check(self, frame: Mapping[str, Any]) -> bool:
+        spec, signatures, _ = leaf_signatures({k: v for k, v in frame.items() if k in self.names})
+        return spec == self.spec and signatures == self.signatures
+
+    @property
+    def names(self) -> set[str]:
+        return set(self.spec.context) if self.spec.context else set()
+
+
+def _accept(*arguments: Any) -> bool:
+    return True
+
+
+def _proof_graph_of(runner: Any) -> torch.fx.Graph | str | None:
+    if not isinstance(runner, torch.fx.GraphModule):
+        return None
+    return runner.__dict__.pop(UNCACHED_GRAPH_ATTRIBUTE, None)
+
+
+def _spec_text(spec: Any) -> str:
+    text = str(spec)
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+def _leaf_names(frame: Mapping[str, Any]) -> list[str]:
+    """Readable names of the pytree leaves of a call (`feats['f0']`)."""
+    from optimus_ir.dynamo_capture import leaf_source_names
+
+    return leaf_source_names(frame)
+
+
+def _size_only_difference(example: ExampleFrame, spec: Any, sigs: Sequence[Hashable]) -> list[tuple[int, int]] | None:
+    """(leaf, dim) of every size that differs between the example and the
+    call when nothing else does (and those sizes are >= 2 in both, the
+    tensors contiguous in both); None otherwise."""
+    if spec != example.spec or len(sigs) != len(example.signatures):
+        return None
+    dims: list[tuple[int, int]] = []
+    for index, (old, new) in enumerate(zip(example.signatures, sigs)):
+        if old == new:
+            continue
+        if not (isinstance(old, tuple) and isinstance(new, tuple) and old[:1] == new[:1] == ("tensor",)):
+            return None
+        if old[1] != new[1] or old[3:] != new[3:] or len(old[2]) != len(new[2]) or not old[6]:
+            return None
+        for dim, (a, b) in enumerate(zip(old[2], new[2])):
+            if a != b:
+                if a < 2 or b < 2:
+                    return None
+                dims.append((index, dim))
+    return dims or None
 
 
 @contextlib.contextmanager
@@ -421,107 +680,130 @@ def _quiet(*names: str) -> Any:
             logger.setLevel(level)
 
 
-def _batch_generic(
+def _prove_sizes(
     model: Callable[..., Any],
     module: torch.nn.Module,
-    graph: torch.fx.Graph,
-    arguments: Sequence[Any],
+    graph: torch.fx.Graph | str,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
-    batch_arguments: frozenset[int],
-) -> bool:
-    """The proof of the module docstring: the model captured with the batch
-    size dynamic neither guards on it nor uses it as a value, and `graph`
-    (the optimized graph before `freeze` replaced values, run with `module`'s
-    attributes) runs on a symbolic batch size without a guard on it and
-    returns the sizes the model's graph returns."""
-    import sympy
+    frame: Mapping[str, Any],
+    dims: Sequence[tuple[int, int]],
+) -> Any:
+    """The proof of the module docstring; the dynamic capture's guard when
+    it holds, else None. `graph` is the optimized graph before `freeze`
+    replaced values (`OWN_GRAPH`: `module.graph`), run with `module`'s
+    attributes; `dims` the (leaf, dim) of the call's pytree leaves whose
+    sizes are made symbolic. The caller checks that the example the graph
+    was made for passes the dynamic capture's guard (the same path through
+    the model)."""
     from torch._dispatch.python import enable_python_dispatcher
-    from torch._dynamo.source import ConstantSource
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.export import Dim
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-    batch_tensors = [arguments[i] for i in sorted(batch_arguments)]
-    if not all(t.is_contiguous() for t in batch_tensors):
-        return False  # a batch-sized stride would be one more thing to prove
-    # 1. the model, captured with a dynamic batch size
-    function = model.forward if isinstance(model, torch.nn.Module) else model
-    batch_ids = {id(t) for t in batch_tensors}
-    dim = Dim("batch", min=2)
-    bound = inspect.signature(function).bind(*args, **kwargs)
-    dynamic_shapes = {
-        name: pytree.tree_map(lambda leaf: {0: dim} if id(leaf) in batch_ids else None, value)
-        for name, value in bound.arguments.items()
-    }
-    # as `api.capture` does: undo the attribute rebindings Dynamo replays
-    state = ModuleState(model) if isinstance(model, torch.nn.Module) else None
+    from optimus_ir.dynamo_capture import capture_graph
+
+    if isinstance(graph, str):  # OWN_GRAPH
+        graph = module.graph if isinstance(module, torch.fx.GraphModule) else None
+    if not isinstance(graph, torch.fx.Graph) or not isinstance(module, torch.fx.GraphModule):
+        return None
+    codegen = module.graph._codegen  # noqa: SLF001
+    if not isinstance(codegen, ModelCallCodeGen):
+        return None
+    # 1. the model, captured with those sizes dynamic, on aliases of the call's tensors
+    marked: dict[int, list[int]] = {}
+    for leaf, dim in dims:
+        marked.setdefault(leaf, []).append(dim)
+    leaves, spec = pytree.tree_flatten(dict(frame))
+    aliases = list(leaves)
+    for leaf, leaf_dims in marked.items():
+        alias = leaves[leaf].view(leaves[leaf].shape)
+        for dim in leaf_dims:
+            torch._dynamo.mark_dynamic(alias, dim)  # noqa: SLF001 - Dynamo keeps 0 and 1 apart itself
+        aliases[leaf] = alias
+    dynamic_frame = pytree.tree_unflatten(aliases, spec)
+    call = codegen.call
+    dynamic_args, dynamic_kwargs = call.call_arguments(dynamic_frame)
     with _quiet("torch._guards", "torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
         try:
-            captured, _ = torch._dynamo.export(  # noqa: SLF001
-                model, dynamic_shapes=dynamic_shapes, assume_static_by_default=True
-            )(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - a violated constraint: batch-specific
-            return False
-        finally:
-            if state is not None:
-                state.restore()
-    expected = []
-    for node in captured.graph.nodes:
+            captured = capture_graph(model, dynamic_args, dynamic_kwargs, dynamic=True)
+        except Exception as error:  # noqa: BLE001 - a violated constraint: size-specific
+            return _unproven(f"the model cannot be captured with those sizes dynamic ({type(error).__name__})")
+    dynamic_graph = captured.graph_module.graph
+    fakes: dict[str, Any] = {}
+    shape_env = None
+    expected: list[Any] = []
+    for node in dynamic_graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
+        if node.op == "placeholder":
+            fakes[captured.call.sources[node.target]] = value
+            if isinstance(value, torch.Tensor) and shape_env is None:
+                shape_env = getattr(getattr(value, "fake_mode", None), "shape_env", None)
+            continue
         if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-            return False  # the size is used as a value: baked into the static graph
+            return _unproven(f"the model uses a size as a value ('{node.name}'): the static graph baked it in")
         if node.op == "output":
-            for leaf in pytree.tree_leaves(node.args):
-                if isinstance(leaf, torch.fx.Node):
-                    out = leaf.meta.get("example_value", leaf.meta.get("val"))
-                    expected.append(out.shape if isinstance(out, torch.Tensor) else out)
-    # 2. the optimized graph, run on a symbolic batch size
-    env = ShapeEnv()
-    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
-    hint = batch_tensors[0].shape[0]
-    symbol = env.create_symbol(hint, source=ConstantSource("batch"), dynamic_dim=DimDynamic.DYNAMIC)
-    size = env.create_symintnode(symbol, hint=hint)
-    range_before = env.var_to_range[symbol]
-    flat: list[Any] = []
-    with mode:
-        for i, value in enumerate(arguments):
-            if i in batch_arguments:
-                flat.append(torch.empty((size, *value.shape[1:]), dtype=value.dtype, device=value.device))
-                continue
-            for leaf in pytree.tree_leaves(value):
-                flat.append(mode.from_tensor(leaf, static_shapes=True) if isinstance(leaf, torch.Tensor) else leaf)
-    with mode, enable_python_dispatcher(), _quiet("torch._subclasses.fake_tensor"):
-        results = torch.fx.Interpreter(module, graph=graph).run(*flat)
-    if symbol in env.replacements or env.var_to_range[symbol] != range_before:
-        return False
-    if any(symbol in guard.expr.free_symbols for guard in env.guards):
-        return False
+            for out in pytree.tree_leaves(node.args):
+                if isinstance(out, torch.fx.Node):
+                    got = out.meta.get("example_value", out.meta.get("val"))
+                    expected.append(got.shape if isinstance(got, torch.Tensor) else got)
+    if shape_env is None:
+        return _unproven("the dynamic capture has no symbolic sizes")
+    fake_mode = next(v.fake_mode for v in fakes.values() if isinstance(v, torch.Tensor) and hasattr(v, "fake_mode"))
+    # 2. the optimized graph, run on the dynamic capture's fake tensors
+    real = call.values(call.bind(*args, **kwargs), module.__dict__.get("_optimus_model"))
+    inputs: list[Any] = []
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    with fake_mode:
+        for node, value in zip(placeholders, real):
+            fake = fakes.get(call.sources.get(node.target, ""))
+            if fake is None:
+                fake = fake_mode.from_tensor(value, static_shapes=True) if isinstance(value, torch.Tensor) else value
+            inputs.append(fake)
+    symbols = set(shape_env.var_to_range)
+    guards_before = len(shape_env.guards)
+    replacements_before = dict(shape_env.replacements)
+    ranges_before = {s: shape_env.var_to_range.get(s) for s in symbols}
+    allow = fake_mode.allow_non_fake_inputs
+    fake_mode.allow_non_fake_inputs = True
+    try:
+        with fake_mode, enable_python_dispatcher(), _quiet("torch._subclasses.fake_tensor"):
+            results = torch.fx.Interpreter(module, graph=graph).run(*inputs, enable_io_processing=False)
+    finally:
+        fake_mode.allow_non_fake_inputs = allow
+    if dict(shape_env.replacements) != replacements_before:
+        return _unproven("the optimized graph fixes a size the model leaves free")
+    if any(shape_env.var_to_range.get(s) != r for s, r in ranges_before.items()):
+        return _unproven("the optimized graph narrows the range of a size")
+    if any(guard.expr.free_symbols & symbols for guard in shape_env.guards[guards_before:]):
+        return _unproven("the optimized graph decides on a size")
     produced = [r.shape if isinstance(r, torch.Tensor) else r for r in pytree.tree_leaves(results)]
     if len(produced) != len(expected):
-        return False
-    common = sympy.Symbol("batch", positive=True, integer=True)
-
-    def in_common(dim: Any) -> Any:
-        expr = dim.node.expr if isinstance(dim, torch.SymInt) else sympy.Integer(dim)
-        return expr.subs({s: common for s in expr.free_symbols})
-
+        return _unproven("the optimized graph returns another number of values")
     for got, want in zip(produced, expected):
         if isinstance(got, torch.Size) != isinstance(want, torch.Size):
-            return False
-        if not isinstance(got, torch.Size):
-            continue
-        if len(got) != len(want) or any(
-            sympy.simplify(in_common(a) - in_common(b)) != 0 for a, b in zip(got, want)
+            return _unproven("the optimized graph returns another kind of value")
+        if isinstance(got, torch.Size) and (
+            len(got) != len(want) or any(shape_env.simplify(_expr(a) - _expr(b)) != 0 for a, b in zip(got, want))
         ):
-            return False
-    return True
+            return _unproven(f"the optimized graph returns shape {list(got)} where the model returns {list(want)}")
+    return captured.guard
+
+
+def _unproven(why: str) -> None:
+    log.info("optimus: size proof: %s", why)
+    return None
+
+
+def _expr(dim: Any) -> Any:
+    import sympy
+
+    return dim.node.expr if isinstance(dim, torch.SymInt) else sympy.Integer(dim)
 
 
 def forward_parameters(gm: torch.fx.GraphModule) -> list[str] | None:
     """The names of `gm.forward`'s parameters (the names its generated code
-    binds), or None where one is not a plain name (`*args`)."""
+    binds), or None where one is not a plain name (`*args` of a traced graph)."""
     codegen = gm.graph._codegen  # noqa: SLF001
+    if isinstance(codegen, ModelCallCodeGen):
+        return codegen.call.parameter_names
     info = getattr(codegen, "pytree_info", None)
     if info is not None and getattr(info, "orig_args", None) is not None:
         names = [a for a in info.orig_args if a != "self"]
@@ -568,12 +850,13 @@ def install_guard(
             stacklevel=3,
         )
         return None
-    call = ", ".join(names)
-    source = (
-        f"\n    if self.{GUARD_ATTRIBUTE}.check({call}) is False:  # not the inputs this code was specialized for"
-        f"\n        return self.{GUARD_ATTRIBUTE}.miss(self, {call})"
-    )
     codegen = gm.graph._codegen  # noqa: SLF001
+    call = codegen.call if isinstance(codegen, ModelCallCodeGen) else None
+    passed = ", ".join(names)
+    source = (
+        f"\n    if self.{GUARD_ATTRIBUTE}.check({passed}) is False:  # not the inputs this code was specialized for"
+        f"\n        return self.{GUARD_ATTRIBUTE}.miss(self, {passed})"
+    )
     existing = getattr(codegen, "_guard", None)
     if existing is not None:
         codegen._guard = source + existing  # type: ignore[attr-defined]
@@ -584,23 +867,31 @@ def install_guard(
     # has code is regenerated. Nothing calls it before the guard is set.
     recompile(gm)
     finish_code(gm)
-    bound = inspect.signature(gm.forward).bind(*example_inputs, **example_kwargs)
-    bound.apply_defaults()
-    example = [bound.arguments[name] for name in names]
+    if call is not None:
+        example = [call.bind(*example_inputs, **example_kwargs)[name] for name in names]
+    else:
+        bound = inspect.signature(gm.forward).bind(*example_inputs, **example_kwargs)
+        bound.apply_defaults()
+        example = [bound.arguments[name] for name in names]
     info = getattr(gm.graph._codegen, "pytree_info", None)  # noqa: SLF001
     structure = info.in_spec if info is not None else None
-    guard = InputGuard(model, reoptimize, names, example, structure, uncached_graph, side_effect_free)
+    captured = gm.__dict__.pop(CAPTURE_GUARD_ATTRIBUTE, None)
+    guard = InputGuard(
+        model, reoptimize, names, example, call, captured, uncached_graph, side_effect_free, structure
+    )
     gm.__dict__[GUARD_ATTRIBUTE] = guard
     preserve_on_copy(gm, GUARD_ATTRIBUTE, guard)
     return guard
 
 
 __all__ = [
+    "CAPTURE_GUARD_ATTRIBUTE",
     "GUARD_ATTRIBUTE",
     "MAX_SPECIALIZATIONS",
     "OWN_GRAPH",
     "InputGuard",
     "OptimusGuardWarning",
+    "Specialization",
     "install_guard",
     "signature",
 ]

@@ -51,7 +51,7 @@ import functools
 import inspect
 import operator
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -902,6 +902,27 @@ def hand_over_to_frozen_values(gm: torch.fx.GraphModule, model: Any) -> Any:
     )
     guard.__dict__["sources"] = tuple(replacements.get(id(s), s) for s in guard.sources)
     return stand_in
+
+
+def frozen_originals(gm: torch.nn.Module) -> dict[int, weakref.ref[torch.Tensor]]:
+    """id of each tensor `hand_over_to_frozen_values` put in place of a
+    model's tensor -> a weak reference to that tensor: what a module
+    optimized again from the stand-in (`optimize`'s guard re-optimizes with
+    it) goes by for `requires_grad` (`inherit_frozen_originals`)."""
+    guard = gm._modules.get(FROZEN_GUARD_ATTRIBUTE) if isinstance(gm, torch.nn.Module) else None  # noqa: SLF001
+    if not isinstance(guard, FrozenValuesGuard) or guard.originals is None:
+        return {}
+    return {id(s): o for s, o in zip(guard.sources, guard.originals) if o is not None}
+
+
+def inherit_frozen_originals(gm: torch.nn.Module, originals: Mapping[int, weakref.ref[torch.Tensor]]) -> None:
+    """Make the frozen values of `gm` (a `freeze=True` module optimized from
+    a stand-in) follow the `requires_grad` of the original tensors the
+    stand-in's tensors replaced (`frozen_originals`), as the first module does."""
+    guard = gm._modules.get(FROZEN_GUARD_ATTRIBUTE) if isinstance(gm, torch.nn.Module) else None  # noqa: SLF001
+    if not isinstance(guard, FrozenValuesGuard) or guard.originals is not None or not originals:
+        return
+    guard.__dict__["originals"] = tuple(originals.get(id(s)) for s in guard.sources)
 
 
 def _module_copy(

@@ -309,43 +309,49 @@ def test_transposed_input_gives_eagers_values_and_strides() -> None:
     _assert_same(optimized(x), SumOfCatOfSplit()(x))
 
 
-def test_other_strides_at_call_time_fall_back_to_the_captured_graph() -> None:
+def test_other_strides_at_call_time_are_a_specialization_of_their_own() -> None:
+    """Dynamo's guard of the capture checks the strides of every input: a
+    call with another layout is optimized for once (the stride fallback of
+    graphs captured otherwise is not needed) and gives eager's values and
+    strides."""
     x = _transposed()
     optimized = optimus_ir.optimize(SumOfCatOfSplit(), [x])
-    for inp in (x.contiguous(), x):
+    for inp in (x.contiguous(), x, x.contiguous()):
         _assert_same(optimized(inp), SumOfCatOfSplit()(inp))
+    assert optimized.optimus_guard.reoptimizations == 1
     contiguous = optimus_ir.optimize(SumOfCatOfSplit(), [x.contiguous()])
-    for inp in (x, x.contiguous()):
+    for inp in (x, x.contiguous(), x):
         _assert_same(contiguous(inp), SumOfCatOfSplit()(inp))
-    assert "_optimus_fallback" not in dict(contiguous.named_modules())
+    assert contiguous.optimus_guard.reoptimizations == 1
+    for module in (optimized, contiguous):
+        assert "_optimus_fallback" not in module.code and "_optimus_fallback" not in module.__dict__
     assert set(contiguous.state_dict()) == set()
 
-    # the guard itself: the fallback runs exactly for the other layouts
-    for module, specialized in ((optimized, x), (contiguous, x.contiguous())):
-        calls = []
-        fallback = module._optimus_fallback
-        module.__dict__["_optimus_fallback"] = lambda *a: calls.append(1) or fallback(*a)
-        module(specialized)
-        assert calls == []
-        module(x.contiguous() if specialized is x else x)
-        assert calls == [1]
 
-
-def test_no_stride_guard_where_no_rewrite_used_the_layout() -> None:
-    """A graph the pipeline only raised and lowered computes exactly what
-    the captured graph computes for any strides: no call-time check."""
+def test_a_graph_captured_otherwise_keeps_the_stride_guard() -> None:
+    """A GraphModule given to optimize (no Dynamo guard) gets the stride
+    check where a rewrite used the layout, and none where nothing did."""
 
     class Plain(nn.Module):
         def forward(self, x):
             return torch.relu(x) * 2
 
     x = torch.randn(4, 6)
-    optimized = optimus_ir.optimize(Plain(), [x])
-    assert "_optimus_fallback" not in optimized.code and "_optimus_fallback" not in optimized.__dict__
+    plain = optimus_ir.optimize(torch.fx.symbolic_trace(Plain()), [x])
+    assert "_optimus_fallback" not in plain.code and "_optimus_fallback" not in plain.__dict__
     for inp in (x, x.t().contiguous().t()):
-        _assert_same(optimized(inp), Plain()(inp))
-    rewritten = optimus_ir.optimize(SumOfCatOfSplit(), [_transposed().contiguous()])
+        _assert_same(plain(inp), Plain()(inp))
+    contiguous = _transposed().contiguous()
+    exported, _ = torch._dynamo.export(SumOfCatOfSplit(), assume_static_by_default=True)(contiguous)  # noqa: SLF001
+    rewritten = optimus_ir.optimize(exported, [contiguous])
     assert "_optimus_fallback(" in rewritten.code
+    calls = []
+    fallback = rewritten._optimus_fallback
+    rewritten.__dict__["_optimus_fallback"] = lambda *a: calls.append(1) or fallback(*a)
+    _assert_same(rewritten(contiguous), SumOfCatOfSplit()(contiguous))
+    assert calls == []
+    _assert_same(rewritten(_transposed()), SumOfCatOfSplit()(_transposed()))
+    assert calls == [1]
 
 
 def test_import_records_non_contiguous_strides() -> None:

@@ -121,7 +121,7 @@ def test_freeze_does_not_follow_and_has_no_checks() -> None:
     code = gm.code
     assert "torch.stack" not in code and "transpose" not in code
     assert "_buffers['frozen_" in code and "frozen_guard.values(" in code
-    assert set(gm.state_dict()) == {f"L__self___{n}" for n in model.state_dict()}
+    assert set(gm.state_dict()) == set(model.state_dict())  # the model's own names
     before = model(x)
     _assert_identical(gm(x), before)
     with torch.no_grad():
@@ -382,21 +382,23 @@ class SplitAndStack(Stacked):
         return super().forward(x)
 
 
-def test_stride_guard_fallback_keeps_working() -> None:
+def test_other_strides_are_optimized_for_with_frozen_values() -> None:
+    """Dynamo's guard checks the strides (no stride fallback of our own):
+    another layout is a specialization of its own, frozen too."""
     model = SplitAndStack()
     x = _x()
     gm = optimus_ir.optimize(model, (x,), freeze=True)
     assert gm.optimus_report.cached_parameter_values == 2
-    assert "_optimus_fallback" in gm.code
-    assert "torch.stack" in gm._optimus_fallback.code  # the captured graph is untouched
+    assert "_optimus_fallback" not in gm.code
     strided = x.transpose(1, 2).contiguous().transpose(1, 2)
     _assert_identical(gm(strided), model(strided))
     _assert_identical(gm(x), model(x))
+    assert gm.optimus_guard.reoptimizations == 1
 
 
-def test_stride_fallback_reads_the_model_too() -> None:
-    """The captured graph the stride guard falls back to follows a
-    reassigned parameter like the optimized code."""
+def test_other_strides_follow_a_reassigned_parameter() -> None:
+    """The module optimized again for another layout reads the model's
+    parameters as they are then, like the first one."""
     model = SplitAndStack()
     x = _x()
     gm = optimus_ir.optimize(model, (x,))

@@ -120,7 +120,9 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "translate",
         5,
-        tuple(f"optimus_ir.{name}" for name in ("importer", "exporter", "context", "parsing", "model_state")),
+        tuple(
+            f"optimus_ir.{name}" for name in ("importer", "exporter", "calling", "context", "parsing", "model_state")
+        ),
     ),
     Layer("pipeline", 6, ("optimus_ir.pipeline", "optimus_ir.validation")),
     Layer(
@@ -131,7 +133,7 @@ LAYERS: tuple[Layer, ...] = (
             f"optimus_ir.{name}"
             for name in (
                 "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "memory", "param_cache",
-                "plugins", "replacements",
+                "plugins", "replacements", "dynamo_capture",
             )
         ),
     ),

@@ -58,7 +58,14 @@ from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.memory import CallMemory, ResidentBytes, format_bytes, measure_call_memory, resident_tensor_bytes
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
-from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
+from optimus_ir.options import (  # noqa: F401 - CHECK_SPEED_ENV importable from here
+    CHECK_SPEED_ENV,
+    CostModelChoice,
+    InnerCompiler,
+    KernelChoice,
+    OptimizeOptions,
+    environment,
+)
 from optimus_ir.plugins import load_plugins
 
 
@@ -475,27 +482,31 @@ def optimize(
     example_inputs: Sequence[Any],
     pipeline: str | None = None,
     *,
+    inner: InnerCompiler = "inductor",
     validate: bool = False,
-    statistics: Any = None,
-    example_kwargs: Mapping[str, Any] | None = None,
     verify_each: bool | None = None,
     freeze: bool = False,
     check_speed: bool | None = None,
     strict: bool | None = None,
+    remarks: bool = False,
+    cost_model: CostModelChoice = "calibrated",
+    kernels: KernelChoice = "auto",
     memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET,
     options: OptimizeOptions | None = None,
+    statistics: Any = None,
+    example_kwargs: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
 
-    The knobs (`pipeline`, `validate`, `verify_each`, `freeze`,
-    `check_speed`, `strict`, `memory_budget`) are the fields of `optimus_ir.OptimizeOptions`,
-    shared with the torch.compile backend and the Inductor hook; pass them
-    as keywords or all at once as `options=OptimizeOptions(...)` (which also
-    has `remarks`, `cost_model` and `kernels`), not both. A knob left None
-    is read from the environment once, now (`optimus_ir.options`).
-    `statistics` (a `PassStatistics` to add to) is not an option but a
-    collector.
+    The knobs (`pipeline` to `memory_budget`) are the fields of
+    `optimus_ir.OptimizeOptions`, every one of them, with its defaults,
+    shared with the torch.compile backend and the Inductor hook (docs/options.md);
+    pass them as keywords or all at once as `options=OptimizeOptions(...)`,
+    not both. `inner` is the backend's alone: set here, it raises TypeError.
+    A knob left None is read from the environment once, now
+    (`optimus_ir.options`). `statistics` (a `PassStatistics` to add to) is
+    not an option but a collector.
 
     `pipeline` is a `-p` pipeline text (`"raise-fx,split-cat-simplify,lower-to-fx"`);
     None means the default pipeline. With `validate=True`, the IR is exported and
@@ -581,11 +592,15 @@ def optimize(
 
     keywords = dict(
         pipeline=pipeline,
+        inner=inner,
         validate=validate,
         verify_each=verify_each,
         freeze=freeze,
         check_speed=check_speed,
         strict=strict,
+        remarks=remarks,
+        cost_model=cost_model,
+        kernels=kernels,
         memory_budget=memory_budget,
     )
     if options is None:

@@ -34,7 +34,6 @@ kind before and after, the passes run with their statistics, time per phase.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import inspect
 import sys
@@ -53,7 +52,7 @@ from xdsl.dialects.builtin import ModuleOp
 from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET
 from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, export_graph, finish_code
+from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, copy_graph, export_graph, finish_code
 from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.memory import CallMemory, ResidentBytes, format_bytes, measure_call_memory, resident_tensor_bytes
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
@@ -1254,7 +1253,7 @@ def _optimize(
             from optimus_ir.guards import OWN_GRAPH
 
             result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = (
-                copy.deepcopy(result.graph) if cache_parameters and freeze else OWN_GRAPH
+                copy_graph(result.graph) if cache_parameters and freeze else OWN_GRAPH
             )
     held = (0, 0)
     if cache_parameters and freeze:

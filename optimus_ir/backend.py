@@ -50,7 +50,6 @@ folds the stacks; with `inner="eager"` the frozen parameter-only values of
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import io
 import itertools
@@ -68,6 +67,7 @@ import torch.fx
 
 # defined where optimize() imports them too; importable from here as before
 from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
+from optimus_ir.exporter import copy_graph
 from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, environment
 
 log = logging.getLogger("optimus_ir.backend")
@@ -351,7 +351,7 @@ class OptimusBackend:
         self.outcomes.append(outcome)
         if eager:
             return optimized.forward
-        from torch._inductor.compile_fx import compile_fx
+        compile_fx = inductor_compile_fx()
 
         if outcome.optimized and not outcome.fusions and not outcome.rewrites and outcome.ops_after == outcome.ops_before:
             # Nothing changed: Inductor gets Dynamo's own graph, so the code
@@ -380,6 +380,27 @@ class OptimusBackend:
         return _dropping_frozen_inputs(compiled, kept)
 
 
+SCRIPT_METHOD_DEPRECATION = r"`torch\.jit\.script_method` is (deprecated|not supported)"
+"""The message of torch's own DeprecationWarning that importing Inductor's
+`compile_fx` gives (torch 2.13), filtered where we import it."""
+
+
+def inductor_compile_fx() -> Callable[..., Any]:
+    """Inductor's `compile_fx`. The first import of it imports
+    `torch.utils.mkldnn` (through Inductor's pre-grad passes and
+    `torch.fx.experimental.optimization`), whose classes decorate a dozen
+    methods with `torch.jit.script_method`, which torch 2.13 deprecates: a
+    DeprecationWarning per method, about torch's own code and nothing the
+    user can change, shown wherever DeprecationWarnings are (tests, `-W
+    default`). Importing it is unavoidable for compiling with Inductor, so
+    those warnings alone are filtered while we import it (once a module is
+    imported, its decorators never run again)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=SCRIPT_METHOD_DEPRECATION, category=DeprecationWarning)
+        from torch._inductor.compile_fx import compile_fx
+    return compile_fx
+
+
 def _is_frozen_input(node: torch.fx.Node, value: Any) -> bool:
     """A graph input Dynamo lifted from the module: a parameter, or a
     tensor Dynamo marked static (a buffer)."""
@@ -403,7 +424,7 @@ def parameters_as_attributes(
     frozen = [i for i, (node, value) in enumerate(zip(placeholders, example_inputs)) if _is_frozen_input(node, value)]
     if not frozen:
         return gm, list(range(len(example_inputs)))
-    graph = copy.deepcopy(gm.graph)
+    graph = copy_graph(gm.graph)
     root = torch.nn.Module()
     new_placeholders = list(graph.find_nodes(op="placeholder"))
     for i in frozen:

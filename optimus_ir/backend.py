@@ -115,14 +115,24 @@ class GraphOutcome:
     the inner compiler got Dynamo's graph itself."""
 
     def describe(self) -> str:
-        """The one line the backend logs for the graph."""
+        """The one line the backend logs for the graph: its ops counted as
+        the report counts them (`OptimizeReport.op_counts`: compute and view
+        ops before -> per call, the ops on parameters alone that Inductor's
+        freezing folds stated apart), and where the result has more ops
+        than the graph Dynamo captured, why."""
         head = f"optimus: graph {self.graph}: "
         if not self.optimized:
             return head + f"{self.ops_before} ops passed through unoptimized: {self.reason}"
+        if self.report is not None:
+            counts = self.report.op_counts()
+            summary, why = counts.summary(), counts.why_more()
+        else:
+            summary, why = f"{self.ops_before} -> {self.ops_after} ops", None
         return (
             head
-            + f"{self.ops_before} -> {self.ops_after} ops, {self.fusions} batch fusion(s), "
+            + f"{summary}, {self.fusions} batch fusion(s), "
             f"{self.rewrites} rewrite(s), {self.seconds * 1e3:.1f} ms in optimus-ir"
+            + (f"; {why}" if why else "")
         )
 
 
@@ -223,6 +233,7 @@ def optimize_dynamo_graph(
         )
         return gm, outcome
     report = optimized.optimus_report  # type: ignore[attr-defined]
+    _count_parameter_ops(report, gm, optimized, example_inputs, frozen)
     # A remark holds its op, and with it the whole IR of the graph: keep
     # the message and the location only.
     report.remarks = [dataclasses.replace(remark, op=None) for remark in report.remarks]
@@ -239,6 +250,44 @@ def optimize_dynamo_graph(
     log.info("%s", outcome.describe())
     _emit_remarks(graph, report.remarks, options.remarks)
     return optimized, outcome
+
+
+FOLDED_BY_INDUCTOR = "folded into constants by Inductor's freezing"
+"""`OptimizeReport.computed_once_by` of a graph Inductor freezes."""
+
+
+def _count_parameter_ops(
+    report: Any,
+    gm: torch.fx.GraphModule,
+    optimized: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    frozen: bool,
+) -> None:
+    """Set what `report` counts of the ops on parameters alone: where
+    Inductor freezes the graph (`frozen`: the parameters are attributes)
+    it folds them into constants, so they are not run per call
+    (`ops_per_call`, `computed_once_by`); otherwise Dynamo lifted the
+    parameters to graph inputs and what is computed from them alone (the
+    stacks of weights) runs on every call (`parameter_ops_per_call`)."""
+    from optimus_ir.api import count_compute_ops, count_parameter_only_ops
+
+    if report.ops_per_call is not None:
+        return  # freeze=True with inner="eager": our freezing computed them once
+    if frozen:
+        report.ops_per_call = report.ops_after - count_parameter_only_ops(optimized)
+        report.computed_once_by = FOLDED_BY_INDUCTOR
+        report.parameter_ops_per_call = 0
+        return
+    originals = list(gm.graph.find_nodes(op="placeholder"))
+    placeholders = list(optimized.graph.find_nodes(op="placeholder"))
+    if len(originals) != len(example_inputs) or len(placeholders) != len(example_inputs):
+        return
+    parameters = {
+        str(node.target)
+        for node, original, value in zip(placeholders, originals, example_inputs)
+        if _is_frozen_input(original, value)
+    }
+    report.parameter_ops_per_call = count_compute_ops(count_parameter_only_ops(optimized, parameters))
 
 
 def passed_through(graph: str, ops: int, reason: str) -> GraphOutcome:

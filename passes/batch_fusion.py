@@ -509,7 +509,19 @@ def fuse_block(
     if touched:
         restore_dominance(block)
     context.record.bump("groups fused", fused)
+    parts_fused: dict[Operation, int] = {}
+    for decision in plan.decisions:
+        if decision.verdict == "fuse" and decision.group is not None:
+            parts_fused[decision.group] = parts_fused.get(decision.group, 0) + 1
+    context.record.bump(GROUPS_CHUNKED, sum(1 for parts in parts_fused.values() if parts > 1))
     return fused
+
+
+GROUPS_CHUNKED = "groups fused in parts"
+"""The statistics counter of the search groups fused as several parts, each
+its own fused op with its own copies: chunks, where the memory budget cut
+the group or smaller fused ops priced better, or parts by the earlier
+stacks their members come from (`OptimizeReport.groups_chunked`)."""
 
 
 def _reaches_output(op: Operation, aliases: AliasAnalysis) -> bool:

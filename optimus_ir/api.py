@@ -34,14 +34,13 @@ kind before and after, the passes run with their statistics, time per phase.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import inspect
 import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,12 +52,19 @@ from xdsl.dialects.builtin import ModuleOp
 from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET
 from optimus_ir.diagnostics import OptimusFallbackWarning, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, export_graph, finish_code
+from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, FALLBACK_ATTRIBUTE, copy_graph, export_graph, finish_code
 from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.memory import CallMemory, ResidentBytes, format_bytes, measure_call_memory, resident_tensor_bytes
 from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.model_state import AttributeAssignmentError, CaptureError, ModuleState
-from optimus_ir.options import CHECK_SPEED_ENV, OptimizeOptions, environment  # noqa: F401 - CHECK_SPEED_ENV importable from here
+from optimus_ir.options import (  # noqa: F401 - CHECK_SPEED_ENV importable from here
+    CHECK_SPEED_ENV,
+    CostModelChoice,
+    InnerCompiler,
+    KernelChoice,
+    OptimizeOptions,
+    environment,
+)
 from optimus_ir.plugins import load_plugins
 
 
@@ -214,6 +220,15 @@ class OptimizeReport:
     `ops_after`: with `freeze`, the ops on parameters alone ran once, at
     optimize time, and their values are read like parameters
     (`count_per_call_ops`). None: `ops_after`."""
+    computed_once_by: str = "computed once, at optimize time, by freeze"
+    """Who computed the ops of `ops_after` that are not in `ops_per_call`
+    (the ops on parameters alone): `optimize(freeze=True)`, or, for a
+    graph of the backend handed to Inductor with freezing on, Inductor's
+    constant folding."""
+    parameter_ops_per_call: int = 0
+    """Compute ops of `ops_per_call` on parameters and buffers alone
+    (`count_parameter_only_ops`: the stacks of a fused linear's weights,
+    made on every call without `freeze`)."""
     discarded_remarks: list[Any] = field(default_factory=list)
     """The remarks of a result `optimize` made and then discarded (the speed
     check vetoed it, or it had more ops than the captured graph): what that
@@ -247,35 +262,87 @@ class OptimizeReport:
             return 0
         return sum(r.counters.get("groups fused", 0) for r in self.statistics.by_pass("batch-fusion"))
 
+    @property
+    def groups_chunked(self) -> int:
+        """Groups batch fusion fused in several parts (`batch_fusion.GROUPS_CHUNKED`:
+        chunks within the memory budget, or parts by source)."""
+        from optimus_ir.passes.batch_fusion import GROUPS_CHUNKED
+
+        if self.statistics is None:
+            return 0
+        return sum(r.counters.get(GROUPS_CHUNKED, 0) for r in self.statistics.by_pass("batch-fusion"))
+
+    @property
+    def per_call(self) -> Counter[str]:
+        """Ops per kind the module runs on every call (`ops_per_call`, else `ops_after`)."""
+        return self.ops_after if self.ops_per_call is None else self.ops_per_call
+
+    @property
+    def computed_once(self) -> Counter[str]:
+        """Ops per kind of the optimized graph that do not run per call: on
+        parameters alone, computed once (`computed_once_by`); empty without freezing."""
+        return self.ops_after - self.per_call
+
+    def op_counts(self) -> OpCounts:
+        """The counts every line about this module's ops uses (`format`,
+        the backend's `GraphOutcome.describe`)."""
+        once = self.computed_once
+        return OpCounts(
+            compute_before=count_compute_ops(self.ops_before),
+            compute_after=count_compute_ops(self.per_call),
+            views_before=count_view_ops(self.ops_before),
+            views_after=count_view_ops(self.per_call),
+            compute_once=count_compute_ops(once),
+            views_once=count_view_ops(once),
+            once_by=self.computed_once_by,
+            compute_grown=tuple(
+                (kind, self.ops_before[kind], self.per_call[kind])
+                for kind in sorted(self.per_call)
+                if not is_plumbing(kind) and self.per_call[kind] > self.ops_before[kind]
+            ),
+            parameter_compute_per_call=self.parameter_ops_per_call,
+            groups_chunked=self.groups_chunked,
+        )
+
     def format(self) -> str:
         """The report for people: first the measured speed (when the speed
         check ran), the compute ops and the view/metadata ops before -> after
         (`PLUMBING_KINDS`, the classification of the op-count guard and the
         benchmarks: every call that is not a view, a getitem or metadata
         computes, copies such as cat and stack included), with the kinds that
-        changed most; then the pipeline, the ops per kind, and the rest."""
+        changed most. Every count is of the ops the module runs per call;
+        the ops on parameters alone that ran once (freeze) are stated apart,
+        and where the module runs more ops than the captured graph, a line
+        says why (`OpCounts.why_more`). Then the pipeline, the ops per kind
+        (before, per call, once), and the rest."""
         lines = []
         if self.speed_check is not None:
             lines.append(self.speed_check.headline())
-        plumbing_before = Counter({k: n for k, n in self.ops_before.items() if is_plumbing(k)})
-        plumbing_after = Counter({k: n for k, n in self.ops_after.items() if is_plumbing(k)})
-        lines.append(
-            "compute ops "
-            + _count_change(self.ops_before - plumbing_before, self.ops_after - plumbing_after)
-        )
-        lines.append("view and metadata ops " + _count_change(plumbing_before, plumbing_after))
+        counts = self.op_counts()
+        per_call, once = self.per_call, self.computed_once
+        for name, keep in (("compute ops", lambda k: not is_plumbing(k)), ("view and metadata ops", is_plumbing)):
+            before = Counter({k: n for k, n in self.ops_before.items() if keep(k)})
+            after = Counter({k: n for k, n in per_call.items() if keep(k)})
+            once_here = Counter({k: n for k, n in once.items() if keep(k)})
+            line = f"{name} " + _count_change(before, after, suffix=" per call")
+            if once_here:
+                line += f"; {_once_text(sum(once_here.values()), self.computed_once_by)} (" + ", ".join(
+                    f"{kind} {n}" for kind, n in sorted(once_here.items(), key=lambda item: (-item[1], item[0]))
+                ) + ")"
+            lines.append(line)
+        why = counts.why_more()
+        if why is not None:
+            lines.append(why)
         lines.append(f"pipeline: {self.pipeline}")
         kinds = sorted(set(self.ops_before) | set(self.ops_after))
         width = max((len(k) for k in kinds), default=4)
-        lines.append(f"{'op kind':<{width}}  before  after")
+        once_column = "  once" if once else ""
+        lines.append(f"{'op kind':<{width}}  before  per call{once_column}")
         for kind in kinds:
-            lines.append(
-                f"{kind:<{width}}  {self.ops_before[kind]:>6}  {self.ops_after[kind]:>5}"
-            )
-        lines.append(
-            f"{'total':<{width}}  {sum(self.ops_before.values()):>6}  "
-            f"{sum(self.ops_after.values()):>5}"
-        )
+            row = f"{kind:<{width}}  {self.ops_before[kind]:>6}  {per_call[kind]:>8}"
+            lines.append(row + (f"  {once[kind]:>4}" if once else ""))
+        total = f"{'total':<{width}}  {sum(self.ops_before.values()):>6}  {sum(per_call.values()):>8}"
+        lines.append(total + (f"  {sum(once.values()):>4}" if once else ""))
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
@@ -283,13 +350,9 @@ class OptimizeReport:
                 f"frozen parameter values: {self.cached_parameter_values} "
                 f"({self.frozen_bytes} bytes, {self.parameter_copy_bytes} of them copies of weights)"
             )
-        if self.ops_per_call is not None and self.ops_per_call != self.ops_after:
-            lines.append(
-                f"ops per call: {sum(self.ops_per_call.values())} (ops on parameters alone "
-                f"computed once by freeze)"
-            )
         if self.statistics is not None:
-            lines.append(f"batch fusion: {self.groups_fused} group(s) fused")
+            chunked = f", {self.groups_chunked} of them in several parts" if self.groups_chunked else ""
+            lines.append(f"batch fusion: {self.groups_fused} group(s) fused{chunked}")
         if self.fallback is not None:
             lines.append(f"not optimized: {self.fallback}")
         if self.speed_check is not None:
@@ -303,6 +366,87 @@ class OptimizeReport:
         return "\n".join(lines)
 
 
+def _once_text(ops: int, by: str) -> str:
+    """`9 more on parameters alone, computed once ...`: the ops not run per call."""
+    return f"{ops} more on parameters alone, {by}"
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    """The op counts of one optimized graph, counted one way wherever they
+    are printed (`OptimizeReport.format`, the backend's one line per
+    graph): the compute ops (`count_compute_ops`) and the view and metadata
+    ops (`PLUMBING_KINDS`) of the captured graph and of what the result
+    runs per call; apart from them, the ops on parameters alone that do not
+    run per call (computed once: `once_by`)."""
+
+    compute_before: int
+    compute_after: int
+    """Per call."""
+    views_before: int
+    views_after: int
+    """Per call."""
+    compute_once: int = 0
+    views_once: int = 0
+    once_by: str = ""
+    compute_grown: tuple[tuple[str, int, int], ...] = ()
+    """(kind, before, after per call) of the compute kinds that grew."""
+    parameter_compute_per_call: int = 0
+    """Compute ops per call on parameters alone (stacks of weights)."""
+    groups_chunked: int = 0
+    """Groups fused in several parts (`OptimizeReport.groups_chunked`)."""
+
+    def summary(self) -> str:
+        """`compute ops 38 -> 9 per call (+9 on parameters alone, ...), view
+        and metadata ops 3 -> 18 per call`: the backend's counts."""
+        parts = []
+        for name, before, after, once in (
+            ("compute ops", self.compute_before, self.compute_after, self.compute_once),
+            ("view and metadata ops", self.views_before, self.views_after, self.views_once),
+        ):
+            text = f"{name} {before} -> {after} per call"
+            if once:
+                text += f" (+{once} on parameters alone, {self.once_by})"
+            parts.append(text)
+        return ", ".join(parts)
+
+    def why_more(self) -> str | None:
+        """Why the result runs more ops than the captured graph (per call,
+        in compute or view ops, or all counted), or None where it does not."""
+        before = self.compute_before + self.views_before
+        after = self.compute_after + self.views_after
+        once = self.compute_once + self.views_once
+        if self.compute_after <= self.compute_before and after <= before and after + once <= before:
+            return None
+        reasons = []
+        if self.compute_after > self.compute_before:
+            grown = ", ".join(f"{kind} {b} -> {a}" for kind, b, a in self.compute_grown)
+            causes = []
+            if self.parameter_compute_per_call:
+                causes.append(
+                    f"{self.parameter_compute_per_call} of them on parameters alone (stacks of weights), made on "
+                    "every call from the current parameters (freeze=True computes them once)"
+                )
+            if self.groups_chunked:
+                causes.append(
+                    f"{self.groups_chunked} group(s) fused in several parts (chunks within the memory "
+                    "budget, or parts by source), each part its own op and copies"
+                )
+            if not causes:
+                causes.append("copies (stack, cat) of the fused groups' operands")
+            reasons.append(
+                f"{self.compute_after - self.compute_before} more compute ops per call ({grown}): " + "; ".join(causes)
+            )
+        if self.views_after > self.views_before:
+            reasons.append(
+                f"{self.views_after - self.views_before} more view and metadata ops per call, which compute "
+                "nothing (views of the fused ops' stacked operands and results, getitems of their unbinds)"
+            )
+        if once and after + once > before:
+            reasons.append(f"{once} ops on parameters alone, {self.once_by}, not per call")
+        return "more ops than captured: " + "; ".join(reasons)
+
+
 def count_fx_ops(gm: torch.fx.GraphModule) -> Counter[str]:
     """Operations per kind in a GraphModule (placeholders/attrs/output left out)."""
     counts: Counter[str] = Counter()
@@ -313,31 +457,61 @@ def count_fx_ops(gm: torch.fx.GraphModule) -> Counter[str]:
     return counts
 
 
+def _is_frozen_values(node: Any) -> bool:
+    """The frozen guard's `values` call (`param_cache.freeze_parameter_expressions`)."""
+    from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE
+
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.op == "call_method"
+        and node.target == "values"
+        and bool(node.args)
+        and isinstance(node.args[0], torch.fx.Node)
+        and node.args[0].op == "get_attr"
+        and node.args[0].target == FROZEN_GUARD_ATTRIBUTE
+    )
+
+
+def _is_frozen_plumbing(node: torch.fx.Node) -> bool:
+    """The frozen values' lookup: the `values` call or a getitem of it."""
+    return _is_frozen_values(node) or (
+        node.op == "call_function" and bool(node.args) and _is_frozen_values(node.args[0])
+    )
+
+
 def count_per_call_ops(gm: torch.fx.GraphModule) -> Counter[str]:
     """`count_fx_ops` of the ops `gm` runs on every call: the values
     `freeze` computed once (`param_cache.freeze_parameter_expressions`) are
     read like parameters, so their plumbing (the frozen guard's `values`
     call and a getitem per value) is left out, as get_attr is."""
-    from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE
-
-    def frozen_values(node: Any) -> bool:
-        return (
-            isinstance(node, torch.fx.Node)
-            and node.op == "call_method"
-            and node.target == "values"
-            and bool(node.args)
-            and isinstance(node.args[0], torch.fx.Node)
-            and node.args[0].op == "get_attr"
-            and node.args[0].target == FROZEN_GUARD_ATTRIBUTE
-        )
-
     counts: Counter[str] = Counter()
     for node in gm.graph.nodes:
-        if node.op in ("placeholder", "get_attr", "output") or frozen_values(node):
+        if node.op in ("placeholder", "get_attr", "output") or _is_frozen_plumbing(node):
             continue
-        if node.op == "call_function" and node.args and frozen_values(node.args[0]):
-            continue  # a getitem of the frozen values
         counts[op_kind(node)] += 1
+    return counts
+
+
+def count_parameter_only_ops(gm: torch.fx.GraphModule, parameter_inputs: Collection[str] = ()) -> Counter[str]:
+    """The ops of `count_per_call_ops` that read parameters and buffers
+    alone: their inputs are attributes (`get_attr`), the placeholders named
+    in `parameter_inputs` (the parameters Dynamo lifts to graph inputs),
+    frozen values or such ops, transitively. What a freezing (ours, or
+    Inductor's constant folding) computes once instead of per call."""
+    constant: set[torch.fx.Node] = set()
+    counts: Counter[str] = Counter()
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" or (node.op == "placeholder" and node.target in parameter_inputs):
+            constant.add(node)
+            continue
+        if node.op not in ("call_function", "call_method"):
+            continue
+        inputs = node.all_input_nodes
+        if not inputs or not all(i in constant for i in inputs):
+            continue
+        constant.add(node)
+        if not _is_frozen_plumbing(node):
+            counts[op_kind(node)] += 1
     return counts
 
 
@@ -483,27 +657,31 @@ def optimize(
     example_inputs: Sequence[Any],
     pipeline: str | None = None,
     *,
+    inner: InnerCompiler = "inductor",
     validate: bool = False,
-    statistics: Any = None,
-    example_kwargs: Mapping[str, Any] | None = None,
     verify_each: bool | None = None,
     freeze: bool = False,
     check_speed: bool | None = None,
     strict: bool | None = None,
+    remarks: bool = False,
+    cost_model: CostModelChoice = "calibrated",
+    kernels: KernelChoice = "auto",
     memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET,
     options: OptimizeOptions | None = None,
+    statistics: Any = None,
+    example_kwargs: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
     """Optimize `model` for `example_inputs` (and `example_kwargs`); returns
     an equivalent GraphModule, called like the model.
 
-    The knobs (`pipeline`, `validate`, `verify_each`, `freeze`,
-    `check_speed`, `strict`, `memory_budget`) are the fields of `optimus_ir.OptimizeOptions`,
-    shared with the torch.compile backend and the Inductor hook; pass them
-    as keywords or all at once as `options=OptimizeOptions(...)` (which also
-    has `remarks`, `cost_model` and `kernels`), not both. A knob left None
-    is read from the environment once, now (`optimus_ir.options`).
-    `statistics` (a `PassStatistics` to add to) is not an option but a
-    collector.
+    The knobs (`pipeline` to `memory_budget`) are the fields of
+    `optimus_ir.OptimizeOptions`, every one of them, with its defaults,
+    shared with the torch.compile backend and the Inductor hook (docs/options.md);
+    pass them as keywords or all at once as `options=OptimizeOptions(...)`,
+    not both. `inner` is the backend's alone: set here, it raises TypeError.
+    A knob left None is read from the environment once, now
+    (`optimus_ir.options`). `statistics` (a `PassStatistics` to add to) is
+    not an option but a collector.
 
     `pipeline` is a `-p` pipeline text (`"raise-fx,split-cat-simplify,lower-to-fx"`);
     None means the default pipeline. With `validate=True`, the IR is exported and
@@ -589,11 +767,15 @@ def optimize(
 
     keywords = dict(
         pipeline=pipeline,
+        inner=inner,
         validate=validate,
         verify_each=verify_each,
         freeze=freeze,
         check_speed=check_speed,
         strict=strict,
+        remarks=remarks,
+        cost_model=cost_model,
+        kernels=kernels,
         memory_budget=memory_budget,
     )
     if options is None:
@@ -964,14 +1146,20 @@ def count_compute_ops(counts: Counter[str]) -> int:
     return sum(n for kind, n in counts.items() if not is_plumbing(kind))
 
 
-def _count_change(before: Counter[str], after: Counter[str], shown: int = 5) -> str:
-    """`total before -> total after` of two ops-per-kind counts, with the
-    `shown` kinds whose count changed most in parentheses (`linear 16 -> 2`)."""
+def count_view_ops(counts: Counter[str]) -> int:
+    """The view and metadata ops of an ops-per-kind count: `PLUMBING_KINDS`."""
+    return sum(n for kind, n in counts.items() if is_plumbing(kind))
+
+
+def _count_change(before: Counter[str], after: Counter[str], shown: int = 5, suffix: str = "") -> str:
+    """`total before -> total after` (and `suffix`) of two ops-per-kind
+    counts, with the `shown` kinds whose count changed most in parentheses
+    (`linear 16 -> 2`)."""
     changed = sorted(
         (kind for kind in set(before) | set(after) if before[kind] != after[kind]),
         key=lambda kind: (-abs(before[kind] - after[kind]), kind),
     )
-    text = f"{sum(before.values())} -> {sum(after.values())}"
+    text = f"{sum(before.values())} -> {sum(after.values())}{suffix}"
     if changed:
         parts = [f"{kind} {before[kind]} -> {after[kind]}" for kind in changed[:shown]]
         if len(changed) > shown:
@@ -1261,7 +1449,7 @@ def _optimize(
             from optimus_ir.guards import OWN_GRAPH
 
             result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = (
-                copy.deepcopy(result.graph) if cache_parameters and freeze else OWN_GRAPH
+                copy_graph(result.graph) if cache_parameters and freeze else OWN_GRAPH
             )
     held = (0, 0)
     if cache_parameters and freeze:
@@ -1287,6 +1475,7 @@ def _optimize(
         parameter_copy_bytes=held[1],
         side_effect_free=_side_effect_free(program.module),
         ops_per_call=count_per_call_ops(result) if cached else None,
+        parameter_ops_per_call=count_compute_ops(count_parameter_only_ops(result)),
     )
     result.optimus_report = report  # type: ignore[attr-defined]
     _keep_capture_guard(gm, result)

@@ -50,7 +50,6 @@ folds the stacks; with `inner="eager"` the frozen parameter-only values of
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import io
 import itertools
@@ -68,6 +67,7 @@ import torch.fx
 
 # defined where optimize() imports them too; importable from here as before
 from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
+from optimus_ir.exporter import copy_graph
 from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, environment
 
 log = logging.getLogger("optimus_ir.backend")
@@ -115,14 +115,24 @@ class GraphOutcome:
     the inner compiler got Dynamo's graph itself."""
 
     def describe(self) -> str:
-        """The one line the backend logs for the graph."""
+        """The one line the backend logs for the graph: its ops counted as
+        the report counts them (`OptimizeReport.op_counts`: compute and view
+        ops before -> per call, the ops on parameters alone that Inductor's
+        freezing folds stated apart), and where the result has more ops
+        than the graph Dynamo captured, why."""
         head = f"optimus: graph {self.graph}: "
         if not self.optimized:
             return head + f"{self.ops_before} ops passed through unoptimized: {self.reason}"
+        if self.report is not None:
+            counts = self.report.op_counts()
+            summary, why = counts.summary(), counts.why_more()
+        else:
+            summary, why = f"{self.ops_before} -> {self.ops_after} ops", None
         return (
             head
-            + f"{self.ops_before} -> {self.ops_after} ops, {self.fusions} batch fusion(s), "
+            + f"{summary}, {self.fusions} batch fusion(s), "
             f"{self.rewrites} rewrite(s), {self.seconds * 1e3:.1f} ms in optimus-ir"
+            + (f"; {why}" if why else "")
         )
 
 
@@ -223,6 +233,7 @@ def optimize_dynamo_graph(
         )
         return gm, outcome
     report = optimized.optimus_report  # type: ignore[attr-defined]
+    _count_parameter_ops(report, gm, optimized, example_inputs, frozen)
     # A remark holds its op, and with it the whole IR of the graph: keep
     # the message and the location only.
     report.remarks = [dataclasses.replace(remark, op=None) for remark in report.remarks]
@@ -239,6 +250,44 @@ def optimize_dynamo_graph(
     log.info("%s", outcome.describe())
     _emit_remarks(graph, report.remarks, options.remarks)
     return optimized, outcome
+
+
+FOLDED_BY_INDUCTOR = "folded into constants by Inductor's freezing"
+"""`OptimizeReport.computed_once_by` of a graph Inductor freezes."""
+
+
+def _count_parameter_ops(
+    report: Any,
+    gm: torch.fx.GraphModule,
+    optimized: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    frozen: bool,
+) -> None:
+    """Set what `report` counts of the ops on parameters alone: where
+    Inductor freezes the graph (`frozen`: the parameters are attributes)
+    it folds them into constants, so they are not run per call
+    (`ops_per_call`, `computed_once_by`); otherwise Dynamo lifted the
+    parameters to graph inputs and what is computed from them alone (the
+    stacks of weights) runs on every call (`parameter_ops_per_call`)."""
+    from optimus_ir.api import count_compute_ops, count_parameter_only_ops
+
+    if report.ops_per_call is not None:
+        return  # freeze=True with inner="eager": our freezing computed them once
+    if frozen:
+        report.ops_per_call = report.ops_after - count_parameter_only_ops(optimized)
+        report.computed_once_by = FOLDED_BY_INDUCTOR
+        report.parameter_ops_per_call = 0
+        return
+    originals = list(gm.graph.find_nodes(op="placeholder"))
+    placeholders = list(optimized.graph.find_nodes(op="placeholder"))
+    if len(originals) != len(example_inputs) or len(placeholders) != len(example_inputs):
+        return
+    parameters = {
+        str(node.target)
+        for node, original, value in zip(placeholders, originals, example_inputs)
+        if _is_frozen_input(original, value)
+    }
+    report.parameter_ops_per_call = count_compute_ops(count_parameter_only_ops(optimized, parameters))
 
 
 def passed_through(graph: str, ops: int, reason: str) -> GraphOutcome:
@@ -351,7 +400,7 @@ class OptimusBackend:
         self.outcomes.append(outcome)
         if eager:
             return optimized.forward
-        from torch._inductor.compile_fx import compile_fx
+        compile_fx = inductor_compile_fx()
 
         if outcome.optimized and not outcome.fusions and not outcome.rewrites and outcome.ops_after == outcome.ops_before:
             # Nothing changed: Inductor gets Dynamo's own graph, so the code
@@ -380,6 +429,27 @@ class OptimusBackend:
         return _dropping_frozen_inputs(compiled, kept)
 
 
+SCRIPT_METHOD_DEPRECATION = r"`torch\.jit\.script_method` is (deprecated|not supported)"
+"""The message of torch's own DeprecationWarning that importing Inductor's
+`compile_fx` gives (torch 2.13), filtered where we import it."""
+
+
+def inductor_compile_fx() -> Callable[..., Any]:
+    """Inductor's `compile_fx`. The first import of it imports
+    `torch.utils.mkldnn` (through Inductor's pre-grad passes and
+    `torch.fx.experimental.optimization`), whose classes decorate a dozen
+    methods with `torch.jit.script_method`, which torch 2.13 deprecates: a
+    DeprecationWarning per method, about torch's own code and nothing the
+    user can change, shown wherever DeprecationWarnings are (tests, `-W
+    default`). Importing it is unavoidable for compiling with Inductor, so
+    those warnings alone are filtered while we import it (once a module is
+    imported, its decorators never run again)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=SCRIPT_METHOD_DEPRECATION, category=DeprecationWarning)
+        from torch._inductor.compile_fx import compile_fx
+    return compile_fx
+
+
 def _is_frozen_input(node: torch.fx.Node, value: Any) -> bool:
     """A graph input Dynamo lifted from the module: a parameter, or a
     tensor Dynamo marked static (a buffer)."""
@@ -403,7 +473,7 @@ def parameters_as_attributes(
     frozen = [i for i, (node, value) in enumerate(zip(placeholders, example_inputs)) if _is_frozen_input(node, value)]
     if not frozen:
         return gm, list(range(len(example_inputs)))
-    graph = copy.deepcopy(gm.graph)
+    graph = copy_graph(gm.graph)
     root = torch.nn.Module()
     new_placeholders = list(graph.find_nodes(op="placeholder"))
     for i in frozen:

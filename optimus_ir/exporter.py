@@ -513,6 +513,27 @@ def fast_codegen(codegen: CodeGen | None, guard: str = "") -> CodeGen:
     return fast
 
 
+def copy_graph(graph: torch.fx.Graph) -> torch.fx.Graph:
+    """`copy.deepcopy(graph)`, sharing the pytree specs of its calling
+    convention (`_PyTreeCodeGen.pytree_info`) with `graph` instead of
+    copying them: a spec is a frozen dataclass nothing changes, and copying
+    one builds a new `LeafSpec` for each leaf, a class torch 2.13 deprecates
+    with a `FutureWarning` on every construction (`isinstance(treespec,
+    LeafSpec)` is deprecated) that would reach the user from our copy."""
+    codegen = graph._codegen  # noqa: SLF001
+    info = getattr(codegen, "pytree_info", None)
+    if info is None:
+        return copy.deepcopy(graph)
+    shared = {id(spec): spec for spec in (info.in_spec, info.out_spec) if spec is not None}
+    graph._codegen = CodeGen()  # noqa: SLF001 - the nodes are copied without it
+    try:
+        copied = copy.deepcopy(graph)
+    finally:
+        graph._codegen = codegen  # noqa: SLF001
+    copied._codegen = copy.deepcopy(codegen, shared)  # noqa: SLF001
+    return copied
+
+
 FALLBACK_ATTRIBUTE = "_optimus_fallback"
 """Where `export_graph(fallback=...)` keeps the callable the guard calls."""
 

@@ -46,7 +46,6 @@ graph writes in place.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import operator
@@ -68,6 +67,7 @@ from optimus_ir.exporter import (
     MADE_WITH_ATTRIBUTE,
     _FastAttributes,
     attribute_path,
+    copy_graph,
     fast_codegen,
     recompile,
 )
@@ -960,7 +960,7 @@ def _module_copy(
         # original (and its weights) alive through the copy. The copy owns
         # a copy of the graph (nodes only: metadata is shared, its code is
         # its class's, the original's, so it is not generated again).
-        graph = copy.deepcopy(module.graph)
+        graph = copy_graph(module.graph)
         graph.owning_module = copied  # type: ignore[assignment]
         copied.__dict__["_graph"] = graph
     clones[id(module)] = copied

@@ -132,7 +132,9 @@ class GroupKey:
     fields: tuple[tuple[str, Hashable], ...]
 
     def differences(self, other: GroupKey) -> list[str]:
-        """The fields in which `other` differs, as `name (mine vs other's)`."""
+        """The fields in which `other` differs, as `name (mine vs other's)`.
+        Fields only one of the two keys has (keys of different kinds, whose
+        difference `mismatch` puts in words) are left out."""
         theirs = dict(other.fields)
         out = []
         for name, value in self.fields:
@@ -140,12 +142,47 @@ class GroupKey:
                 if theirs.get(name) != value:
                     out.append("segment (an op with side effects lies between them)")
                 continue
-            if theirs.get(name, _MISSING) != value:
-                out.append(f"{name} ({_show(value)} vs {_show(theirs.get(name))})")
+            if name not in theirs:
+                continue
+            if theirs[name] != value:
+                out.append(f"{name} ({_show(value)} vs {_show(theirs[name])})")
         return out
 
+    def mismatch(self, other: GroupKey) -> str:
+        """Why an op of this key cannot join a group of key `other`, in
+        words: first a difference of kind (an op on its own input against
+        linears sharing one: the keys have different fields, not a missing
+        value), then the fields that differ (`key differs in ...`)."""
+        parts = []
+        if self.kind != other.kind:
+            parts.append(_kind_mismatch(self, other))
+        fields = self.differences(other)
+        if fields:
+            parts.append(("key also differs in " if parts else "key differs in ") + ", ".join(fields))
+        return "; ".join(parts) or "key differs"
 
-_MISSING = object()
+
+def _kind_mismatch(mine: GroupKey, group: GroupKey) -> str:
+    """The difference of fusion kind between an op (`mine`) and a group."""
+    shared = dict(group.fields).get("input") if group.kind == "linear-shared-input" else None
+    if mine.kind == "linear" and group.kind == "linear-shared-input":
+        return f"its input is its own tensor, the group's members share one input ({shared})"
+    if mine.kind == "linear-shared-input" and group.kind == "linear":
+        own = dict(mine.fields).get("input")
+        return f"its input ({own}) is shared with other linears, the group's members each have their own input"
+    return f"it fuses as {_KIND_WORDS.get(mine.kind, mine.kind)}, the group as {_KIND_WORDS.get(group.kind, group.kind)}"
+
+
+_KIND_WORDS = {
+    "linear": "a linear on its own input",
+    "linear-shared-input": "a linear on an input shared with other linears",
+    "grouped-linear": "a grouped linear (members of different shapes)",
+    "layer_norm": "a layer norm",
+    "pointwise": "a pointwise op",
+    "softmax": "a softmax-like op",
+}
+"""How a remark names each fusion kind."""
+
 
 
 @dataclass(frozen=True)
@@ -509,7 +546,19 @@ def fuse_block(
     if touched:
         restore_dominance(block)
     context.record.bump("groups fused", fused)
+    parts_fused: dict[Operation, int] = {}
+    for decision in plan.decisions:
+        if decision.verdict == "fuse" and decision.group is not None:
+            parts_fused[decision.group] = parts_fused.get(decision.group, 0) + 1
+    context.record.bump(GROUPS_CHUNKED, sum(1 for parts in parts_fused.values() if parts > 1))
     return fused
+
+
+GROUPS_CHUNKED = "groups fused in parts"
+"""The statistics counter of the search groups fused as several parts, each
+its own fused op with its own copies: chunks, where the memory budget cut
+the group or smaller fused ops priced better, or parts by the earlier
+stacks their members come from (`OptimizeReport.groups_chunked`)."""
 
 
 def _reaches_output(op: Operation, aliases: AliasAnalysis) -> bool:
@@ -1495,11 +1544,7 @@ def _explain_rejections(
         op, key = ops[index], keys[index]
         other = reference.get(key.op_name) if key is not None else None
         if other is not None and other[0] != key and key not in grouped_keys:
-            emit_remark(
-                op,
-                f"batch-fusion: {_name(op)} not fused with {other[1]}: key differs in "
-                + ", ".join(key.differences(other[0])),
-            )
+            emit_remark(op, f"batch-fusion: {_name(op)} not fused with {other[1]}: {key.mismatch(other[0])}")
         elif reason == "cycle":
             emit_remark(op, f"batch-fusion: {_name(op)} not fused: its group, fused together with "
                         "the others, would have made a cycle (split by depth)")

@@ -129,6 +129,13 @@ PIPELINES: dict[str, str] = {
 }
 """Named pipelines, usable inside `-p` as if they were passes."""
 
+PIPELINE_DESCRIPTIONS: dict[str, str] = {
+    "default": "the pipeline optimize() and the backend run",
+    "unfused": "the default without batch-fusion and lower-batch",
+    "cleanup": "dce,cse",
+}
+"""What each named pipeline is, in a few words (`optimus-opt --help`)."""
+
 
 _TORCH_PATTERNS = "optimus_ir.passes.canonicalization_patterns.torch"
 

@@ -344,6 +344,45 @@ class DefaultArgs(nn.Module):
         return x * scale + offset
 
 
+class MultiTaskDict(nn.Module):
+    """A dict-in, dict-out multi-task model as a new user writes one (issue
+    34): a linear per dense feature (each on its own input tensor), shared
+    experts on the concatenated features (linears on one shared input) and
+    a head per task returning a dict of predictions."""
+
+    def __init__(self, features: int = 6, dim: int = 4, hidden: int = 16, experts: int = 6,
+                 tasks: tuple[str, ...] = ("click", "like", "share")) -> None:
+        super().__init__()
+        self.features = [f"f{i}" for i in range(features)]
+        self.embed = nn.ModuleDict({f: nn.Linear(dim, hidden) for f in self.features})
+        self.experts = nn.ModuleList(nn.Linear(hidden * features, hidden) for _ in range(experts))
+        self.heads = nn.ModuleDict({
+            t: nn.Sequential(nn.Linear(hidden * experts, hidden), nn.ReLU(), nn.Linear(hidden, 1)) for t in tasks
+        })
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        x = torch.cat([torch.relu(self.embed[f](batch[f])) for f in self.features], dim=1)
+        mixed = torch.cat([torch.relu(expert(x)) for expert in self.experts], dim=1)
+        return {t: torch.sigmoid(head(mixed)).squeeze(-1) for t, head in self.heads.items()}
+
+
+def multi_task_dict(batch: int = 64, steps: int = 3) -> tuple[MultiTaskDict, dict[str, torch.Tensor]]:
+    """`MultiTaskDict` trained `steps` Adam steps (so its parameters are
+    not the initial ones), in eval mode, and a batch of its features."""
+    torch.manual_seed(0)
+    model = MultiTaskDict()
+    features = {f: _randn(batch, 4, seed=i) for i, f in enumerate(model.features)}
+    labels = {t: torch.rand(batch, generator=_seeded(7)) for t in model.heads}
+    optimizer = torch.optim.Adam(model.parameters())
+    for _ in range(steps):
+        out = model(features)
+        loss = sum(F.binary_cross_entropy(out[t], labels[t]) for t in out)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), features
+
+
 # ---------------------------------------------------------------------------
 # The corpus
 # ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -60,9 +62,9 @@ def test_report_shows_speed_then_compute_and_view_ops_apart() -> None:
     )
     lines = report.format().splitlines()
     assert lines[0] == "speed: 1.32x faster than the captured graph (0.910 -> 0.690 ms per call)"
-    assert lines[1] == "compute ops 23 -> 7 (linear 16 -> 2, layer_norm 6 -> 1, stack 0 -> 3)"
+    assert lines[1] == "compute ops 23 -> 7 per call (linear 16 -> 2, layer_norm 6 -> 1, stack 0 -> 3)"
     assert lines[2] == (
-        "view and metadata ops 22 -> 37 (getitem 16 -> 30, view 0 -> 7, size 5 -> 0, split 1 -> 0)"
+        "view and metadata ops 22 -> 37 per call (getitem 16 -> 30, view 0 -> 7, size 5 -> 0, split 1 -> 0)"
     )
     assert lines[3] == "pipeline: raise-fx,lower-to-fx"
     assert any(line.split() == ["total", "45", "44"] for line in lines)
@@ -73,7 +75,104 @@ def test_report_shows_speed_then_compute_and_view_ops_apart() -> None:
     vetoed = OptimizeReport(speed_check=SpeedCheck(fused_ms=2.0, captured_ms=1.0, fell_back=True))
     assert "made without batch fusion (not timed)" in vetoed.format().splitlines()[0]
     unmeasured = OptimizeReport(ops_before=Counter({"relu": 2}), ops_after=Counter({"relu": 1}))
-    assert unmeasured.format().splitlines()[:2] == ["compute ops 2 -> 1 (relu 2 -> 1)", "view and metadata ops 0 -> 0"]
+    assert unmeasured.format().splitlines()[:2] == [
+        "compute ops 2 -> 1 per call (relu 2 -> 1)", "view and metadata ops 0 -> 0 per call"
+    ]
+
+
+REPORT_LINE = re.compile(
+    r"^(compute|view and metadata) ops (\d+) -> (\d+) per call(?: \([^;]*\))?"
+    r"(?:; (\d+) more on parameters alone, (.*) \(.*\))?$"
+)
+
+
+def report_counts(text: str) -> dict[str, tuple[int, int, int]]:
+    """{"compute"/"view and metadata": (before, per call, once)} of a
+    report's two count lines, and the table's total row as "total"."""
+    counts = {}
+    for line in text.splitlines():
+        match = REPORT_LINE.match(line)
+        if match:
+            counts[match[1]] = (int(match[2]), int(match[3]), int(match[4] or 0))
+        elif line.split()[:1] == ["total"]:
+            numbers = [int(n) for n in line.split()[1:]]
+            counts["total"] = (numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 0)
+    return counts
+
+
+def test_report_of_a_frozen_multi_task_model_tells_one_story() -> None:
+    """Issue 34: a `freeze=True` report said `compute ops 71 -> 48` and
+    `ops per call: 52`. Every count of the report is of the ops the module
+    runs per call, the ops on parameters alone that freeze computed once
+    apart, and they agree with each other, with the table and with
+    `count_fx_ops`/`count_per_call_ops`."""
+    from models import multi_task_dict
+
+    from optimus_ir.api import capture, count_compute_ops, count_per_call_ops
+
+    model, batch = multi_task_dict()
+    result = optimus_ir.optimize(model, [batch], freeze=True)
+    for task, value in model(batch).items():
+        torch.testing.assert_close(result(batch)[task], value)
+    report = result.optimus_report
+    assert report.cached_parameter_values > 0  # something was frozen: the case of the issue
+    text = report.format()
+    assert "ops per call:" not in text  # the second story is gone
+    counts = report_counts(text)
+    captured = count_fx_ops(capture(model, [batch]))
+    per_call = count_per_call_ops(result)
+    once = report.ops_after - per_call
+    assert counts["compute"] == (
+        count_compute_ops(captured), count_compute_ops(per_call), count_compute_ops(once)
+    ), text
+    views = lambda c: sum(c.values()) - count_compute_ops(c)  # noqa: E731
+    assert counts["view and metadata"] == (views(captured), views(per_call), views(once)), text
+    assert counts["compute"][2] > 0  # the stacked weights, computed once
+    assert counts["total"] == tuple(a + b for a, b in zip(counts["compute"], counts["view and metadata"])), text
+    assert counts["total"] == (sum(captured.values()), sum(per_call.values()), sum(once.values()))
+    assert f"more on parameters alone, {report.computed_once_by}" in text
+    # the op-count guard and the report count the same: no more compute ops per call
+    assert counts["compute"][1] <= counts["compute"][0]
+    assert report.op_counts().why_more() is None  # fewer ops per call, and fewer in all
+    assert "more ops than captured" not in text
+
+
+def test_a_result_with_more_ops_says_why() -> None:
+    """Where the result runs more ops than the captured graph, a line says
+    why, with numbers that agree with the count lines."""
+    from collections import Counter
+
+    from optimus_ir.api import OpCounts, OptimizeReport
+
+    report = OptimizeReport(
+        ops_before=Counter({"linear": 2, "add": 1}),
+        ops_after=Counter({"stack": 3, "baddbmm": 1, "add": 1, "getitem": 2, "unbind": 1, "transpose": 1}),
+        parameter_ops_per_call=2,
+    )
+    counts = report.op_counts()
+    assert counts == OpCounts(
+        3, 5, 0, 4, once_by=report.computed_once_by, compute_grown=(("baddbmm", 0, 1), ("stack", 0, 3)),
+        parameter_compute_per_call=2,
+    )
+    why = counts.why_more()
+    assert why == (
+        "more ops than captured: 2 more compute ops per call (baddbmm 0 -> 1, stack 0 -> 3): 2 of them on "
+        "parameters alone (stacks of weights), made on every call from the current parameters (freeze=True "
+        "computes them once); 4 more view and metadata ops per call, which compute nothing (views of the "
+        "fused ops' stacked operands and results, getitems of their unbinds)"
+    )
+    assert why in report.format().splitlines()
+    # fused in parts, and ops computed once that make the whole count larger
+    chunked = OpCounts(10, 12, 2, 2, compute_grown=(("stack", 0, 4),), groups_chunked=2)
+    assert chunked.why_more() == (
+        "more ops than captured: 2 more compute ops per call (stack 0 -> 4): 2 group(s) fused in several parts "
+        "(chunks within the memory budget, or parts by source), each part its own op and copies"
+    )
+    frozen = OpCounts(10, 8, 2, 2, compute_once=6, once_by="computed once, at optimize time, by freeze")
+    assert frozen.why_more() == (
+        "more ops than captured: 6 ops on parameters alone, computed once, at optimize time, by freeze, not per call"
+    )
+    assert OpCounts(10, 8, 2, 4).why_more() is None  # views up, fewer ops in all: nothing runs more
 
 
 def test_optimize_accepts_a_graph_module_and_a_pipeline() -> None:

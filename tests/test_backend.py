@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from torch._dynamo.utils import counters
 from torch._inductor import config as inductor_config
 
 import optimus_ir
+from optimus_ir.api import count_fx_ops
 from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir.backend import (
     BackendOptions,
@@ -114,6 +116,113 @@ def test_freeze_eager_computes_stacked_parameters_once() -> None:
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(model, backend=made)(x), model(x))
     assert made.outcomes[0].fusions >= 1
+
+
+# --- the one line per graph, counted as the report counts -------------------------------
+
+OUTCOME_COUNTS = re.compile(
+    r"(compute|view and metadata) ops (\d+) -> (\d+) per call(?: \(\+(\d+) on parameters alone, ([^)]*)\))?"
+)
+
+
+def outcome_counts(line: str) -> dict[str, tuple[int, int, int]]:
+    """{"compute"/"view and metadata": (before, per call, once)} of an outcome line."""
+    return {m[1]: (int(m[2]), int(m[3]), int(m[4] or 0)) for m in OUTCOME_COUNTS.finditer(line.split("; ")[0])}
+
+
+@pytest.fixture
+def optimized_graphs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[torch.fx.GraphModule, torch.fx.GraphModule, list]]:
+    """(graph handed over, optimized graph, example inputs) of every graph
+    the backend optimizes; Inductor's compile is replaced by running the
+    graph (the counts are made before it; the test needs no C++ compile)."""
+    backend_module = sys.modules["optimus_ir.backend"]
+    real = backend_module.optimize_dynamo_graph
+    seen: list[tuple[torch.fx.GraphModule, torch.fx.GraphModule, list]] = []
+
+    def recording(gm, example_inputs, *args, **kwargs):
+        optimized, outcome = real(gm, example_inputs, *args, **kwargs)
+        seen.append((gm, optimized, list(example_inputs)))
+        return optimized, outcome
+
+    monkeypatch.setattr(backend_module, "optimize_dynamo_graph", recording)
+    monkeypatch.setattr(backend_module, "inductor_compile_fx", lambda: lambda gm, inputs: gm.forward)
+    return seen
+
+
+def test_outcome_line_of_a_frozen_graph_counts_as_the_report(optimized_graphs) -> None:
+    """Issue 34: under `freeze=True` the line said `75 -> 96 ops` (all
+    nodes, the stacks Inductor folds included) while the report counted
+    compute ops. Now both count compute and view ops per call, with the
+    ops on parameters alone that Inductor's freezing folds apart; the
+    numbers agree with each other and with `count_fx_ops` of the graphs."""
+    from models import multi_task_dict
+    from test_api import report_counts
+
+    from optimus_ir.api import count_compute_ops, count_parameter_only_ops
+    from optimus_ir.backend import FOLDED_BY_INDUCTOR
+
+    model, batch = multi_task_dict()
+    made = optimus_ir.backend(freeze=True)
+    with torch.no_grad():
+        out = torch.compile(model, backend=made)(batch)
+    for task, value in model(batch).items():
+        torch.testing.assert_close(out[task], value)
+    (outcome,) = made.outcomes
+    ((gm, optimized, _),) = optimized_graphs
+    assert outcome.fusions >= 1
+    line = outcome.describe()
+    counts = outcome_counts(line)
+    before, folded = count_fx_ops(gm), count_parameter_only_ops(optimized)
+    per_call = count_fx_ops(optimized) - folded
+    views = lambda c: sum(c.values()) - count_compute_ops(c)  # noqa: E731
+    assert counts == {
+        "compute": (count_compute_ops(before), count_compute_ops(per_call), count_compute_ops(folded)),
+        "view and metadata": (views(before), views(per_call), views(folded)),
+    }, line
+    assert counts["compute"][2] > 0 and f"on parameters alone, {FOLDED_BY_INDUCTOR}" in line
+    assert outcome.ops_before == sum(before.values())
+    assert outcome.ops_after == sum(map(sum, zip(*[c[1:] for c in counts.values()])))  # per call + folded
+    # the report of the same graph tells the same story
+    from_report = report_counts(outcome.report.format())
+    assert {k: from_report[k] for k in counts} == counts
+    assert from_report["total"] == tuple(a + b for a, b in zip(counts["compute"], counts["view and metadata"]))
+    assert "more ops than captured" not in line  # fewer per call, and fewer in all
+
+
+def test_outcome_line_says_why_a_result_has_more_ops(optimized_graphs) -> None:
+    """A forced fusion of two small linears (cost_model none) runs more ops
+    per call than the captured graph: the line says so and why (the stacks
+    of the weights, which Dynamo passes as graph inputs, made on every call)."""
+    from optimus_ir.api import count_compute_ops, count_parameter_only_ops
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return self.a(x) + self.b(y)
+
+    torch.manual_seed(0)
+    model, x, y = Two().eval(), torch.randn(3, 4), torch.randn(3, 4)
+    made = optimus_ir.backend(cost_model="none", inner="eager")
+    torch.testing.assert_close(torch.compile(model, backend=made)(x, y), model(x, y))
+    (outcome,) = made.outcomes
+    ((gm, optimized, inputs),) = optimized_graphs
+    line = outcome.describe()
+    counts = outcome_counts(line)
+    assert counts["compute"][1] > counts["compute"][0] == count_compute_ops(count_fx_ops(gm)), line
+    assert counts["compute"][1] == count_compute_ops(count_fx_ops(optimized))
+    parameters = {
+        str(node.target)
+        for node, value in zip(optimized.graph.find_nodes(op="placeholder"), inputs)
+        if isinstance(value, nn.Parameter)
+    }
+    stacks = count_compute_ops(count_parameter_only_ops(optimized, parameters))
+    assert stacks >= 2  # the weights' and the biases' stacks
+    grown = counts["compute"][1] - counts["compute"][0]
+    assert f"; more ops than captured: {grown} more compute ops per call (" in line
+    assert f"{stacks} of them on parameters alone (stacks of weights), made on every call" in line
 
 
 # --- graph breaks, recompiles -----------------------------------------------------------

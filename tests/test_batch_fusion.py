@@ -77,6 +77,70 @@ def test_fp64_towers_match_within_fp64_tolerance():
         torch.testing.assert_close(gm(x), model(x), **F64)
 
 
+class FeatureAndExperts(nn.Module):
+    """A per-feature linear (on its own [64, 4] input) beside six experts
+    sharing one input: issue 34's remark read like a bug."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.feature = nn.Linear(4, 16)
+        self.experts = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        shared = batch["shared"]
+        return {
+            "feature": torch.relu(self.feature(batch["f0"])),
+            "experts": torch.cat([torch.relu(e(shared)) for e in self.experts], dim=1),
+        }
+
+
+def test_the_remark_of_a_linear_beside_a_shared_input_group_says_why_in_words():
+    torch.manual_seed(0)
+    model = FeatureAndExperts().eval()
+    batch = {"f0": torch.randn(64, 4), "shared": torch.randn(64, 16)}
+    gm = optimize(model, [batch], pipeline=FUSE_ALL)
+    messages = [r.message for r in gm.optimus_report.remarks]
+    assert any("fused 6 torch.linear" in m and "batch.linear_shared_input" in m for m in messages), messages
+    (remark,) = [m for m in messages if "not fused with the 6-member group" in m]
+    assert remark.endswith(
+        ": its input is its own tensor, the group's members share one input (%l_batch_shared_); "
+        "key also differs in weight shape ([16, 4] vs [16, 16])"
+    ), remark
+    assert "vs none" not in remark
+    with torch.no_grad():
+        for name, value in model(batch).items():
+            torch.testing.assert_close(gm(batch)[name], value, **F32)
+
+
+def test_group_key_mismatch_in_words():
+    """`GroupKey.mismatch` for keys of different kinds, both ways, and of
+    one kind (the fields alone)."""
+    from optimus_ir.passes.batch_fusion import GroupKey
+
+    own = GroupKey("linear", "torch.linear", (("input shape", (64, 4)), ("weight shape", (16, 4)), ("segment", 0)))
+    shared = GroupKey(
+        "linear-shared-input", "torch.linear",
+        (("input", "%x"), ("weight shape", (16, 16)), ("input value", 1), ("segment", 0)),
+    )
+    grouped = GroupKey("grouped-linear", "torch.linear", (("input rank", 2), ("segment", 0)))
+    assert own.mismatch(shared) == (
+        "its input is its own tensor, the group's members share one input (%x); "
+        "key also differs in weight shape ([16, 4] vs [16, 16])"
+    )
+    assert shared.mismatch(own) == (
+        "its input (%x) is shared with other linears, the group's members each have their own input; "
+        "key also differs in weight shape ([16, 16] vs [16, 4])"
+    )
+    assert grouped.mismatch(shared) == (
+        "it fuses as a grouped linear (members of different shapes), the group as a linear on an input "
+        "shared with other linears"
+    )
+    other = GroupKey("linear", "torch.linear", (("input shape", (64, 8)), ("weight shape", (16, 4)), ("segment", 1)))
+    assert own.mismatch(other) == (
+        "key differs in input shape ([64, 4] vs [64, 8]), segment (an op with side effects lies between them)"
+    )
+
+
 class MixedDtypes(nn.Module):
     """Two fp32 towers and one fp64 tower: PyTorch's Optimus fuses all three."""
 

@@ -61,6 +61,11 @@ def test_a_tight_budget_declines_and_chunks_and_holds_less(towers) -> None:
     assert any("not fused: memory decided" in r for r in decided)
     assert any(re.search(r"fused in \d+ chunks: memory decided", r) for r in decided)
     assert _fused_members(tight) < _fused_members(unlimited)
+    # the report counts the chunked groups (issue 34: why a result may run more ops)
+    chunked = sum(1 for r in decided if re.search(r"fused in \d+ chunks: memory decided", r))
+    assert tight.optimus_report.groups_chunked == chunked
+    assert "of them in several parts" in tight.optimus_report.format()
+    assert unlimited.optimus_report.groups_chunked == 0
 
     captured = _peak(capture(model, (x,)), x)
     assert _peak(tight, x) < _peak(unlimited, x)

@@ -141,6 +141,126 @@ def test_remarks_knob_prints_the_remarks_of_optimize(capsys: pytest.CaptureFixtu
     assert "remark" not in capsys.readouterr().err
 
 
+# --- the documented table of options -------------------------------------------------------
+
+NON_DEFAULT_VALUES = {
+    "pipeline": PLAIN,
+    "inner": "eager",
+    "validate": True,
+    "verify_each": True,
+    "freeze": True,
+    "check_speed": False,
+    "strict": True,
+    "remarks": True,
+    "cost_model": "none",
+    "kernels": "torch",
+    "memory_budget": "2x",
+}
+"""A value other than the default for every option (a new option must be added here)."""
+
+ENTRY_COLUMNS = {"`optimize()`": "optimize", "backend": "backend", "Inductor hook": "inductor"}
+
+
+def documented_options() -> dict[str, tuple[str, set[str]]]:
+    """docs/options.md's table of `OptimizeOptions`: field -> (its default
+    as written, the entry points marked "yes")."""
+    lines = (REPO / "docs" / "options.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| field | default |"))
+    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows: dict[str, tuple[str, set[str]]] = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        name = cells[0].strip("`")
+        entries = {ENTRY_COLUMNS[column] for column, cell in zip(header, cells) if column in ENTRY_COLUMNS and cell == "yes"}
+        rows[name] = (cells[1].strip("`"), entries)
+    return rows
+
+
+def test_docs_table_signatures_and_options_agree() -> None:
+    """Every field of `OptimizeOptions` is in docs/options.md's table with
+    its default, every documented field is a keyword of `optimize()` with
+    that default, and each entry point accepts exactly the fields the table
+    marks for it (and refuses the others with a TypeError saying so)."""
+    import ast
+    import inspect
+
+    table = documented_options()
+    fields = {f.name: f.default for f in dataclasses.fields(OptimizeOptions)}
+    assert list(table) == list(fields), "docs/options.md's table and OptimizeOptions' fields differ"
+    assert set(NON_DEFAULT_VALUES) == set(fields)
+    signature = inspect.signature(optimus_ir.optimize).parameters
+    for name, (default_text, entries) in table.items():
+        assert ast.literal_eval(default_text) == fields[name], name
+        parameter = signature[name]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY or name == "pipeline", name
+        assert parameter.default == fields[name], name
+        for entry in ("optimize", "backend", "inductor"):
+            made = lambda: OptimizeOptions.from_mapping({name: NON_DEFAULT_VALUES[name]}, entry)  # noqa: E731
+            if entry in entries:
+                assert getattr(made(), name) == NON_DEFAULT_VALUES[name]
+            else:
+                with pytest.raises(TypeError, match=f"{name!r} is not an option"):
+                    made()
+        if "backend" in entries:
+            assert getattr(optimus_ir.backend(**{name: NON_DEFAULT_VALUES[name]}).options, name) == NON_DEFAULT_VALUES[name]
+        else:
+            with pytest.raises(TypeError, match=f"{name!r} is not an option of the torch.compile backend"):
+                optimus_ir.backend(**{name: NON_DEFAULT_VALUES[name]})
+        if "inductor" in entries:
+            made_pass = optimus_ir.inductor_pass(**{name: NON_DEFAULT_VALUES[name]})
+            assert getattr(made_pass.options, name) == NON_DEFAULT_VALUES[name]
+        else:
+            with pytest.raises(TypeError, match=f"{name!r} is not an option inside Inductor"):
+                optimus_ir.inductor_pass(**{name: NON_DEFAULT_VALUES[name]})
+
+
+def test_optimize_takes_every_documented_option_as_a_keyword(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each option `optimize()` honours, given as a keyword, runs and has
+    its effect (the issue: `cost_model=`, `kernels=` and `remarks=` were a
+    TypeError); the others raise a TypeError naming the option."""
+    model, x = towers()
+    table = documented_options()
+    for name, (_, entries) in table.items():
+        value = NON_DEFAULT_VALUES[name]
+        if "optimize" not in entries:
+            with pytest.raises(TypeError, match=f"{name!r} is not an option of optimize"):
+                optimus_ir.optimize(model, [x], **{name: value})
+            continue
+        result = optimus_ir.optimize(model, [x], **{name: value})
+        torch.testing.assert_close(result(x), model(x))
+    capsys.readouterr()
+    # the pass knobs reach the pipeline, and remarks are printed, as with options=
+    result = optimus_ir.optimize(model, [x], cost_model="none", kernels="torch", memory_budget="2x", remarks=True)
+    pipeline = result.optimus_report.pipeline
+    assert 'cost_model="none"' in pipeline and 'kernels="torch"' in pipeline and 'memory_budget="2x"' in pipeline
+    assert "optimus: remark" in capsys.readouterr().err
+    same = optimus_ir.optimize(
+        model, [x], options=OptimizeOptions(cost_model="none", kernels="torch", memory_budget="2x")
+    )
+    assert same.optimus_report.pipeline == pipeline
+
+
+def test_torch_compile_options_take_every_backend_option() -> None:
+    """`torch.compile(..., backend="optimus", options={...})` takes every
+    option the table marks for the backend, and refuses the others."""
+    model, x = towers()
+    table = documented_options()
+    accepted = {name: NON_DEFAULT_VALUES[name] for name, (_, entries) in table.items() if "backend" in entries}
+    accepted.update(inner="eager", pipeline=None, remarks=False)  # run it, quietly, with the default pipeline
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="optimus", options=accepted)
+        torch.testing.assert_close(compiled(x), model(x))
+    refused = [name for name, (_, entries) in table.items() if "backend" not in entries]
+    assert refused == ["check_speed"]
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="'check_speed' is not an option of the torch.compile backend"):
+        torch.compile(model, backend="optimus", options={"check_speed": False})(x)
+    torch._dynamo.reset()
+
+
 # --- the environment, read in one place ----------------------------------------------------
 
 

@@ -73,6 +73,29 @@ from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
 from optimus_ir.statistics import PassStatistics
 
 PROG = "optimus-opt"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, but never breaking a line at a hyphen (pass
+    names are kebab-case: `split-cat-\nsimplify` could not be copied)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+def pipeline_help(passes: Sequence[str]) -> str:
+    """The help of `-p`: what a pipeline is, the registered passes (`passes`)
+    and the named pipelines (`passes/registry.py` PIPELINES)."""
+    from optimus_ir.passes.registry import PIPELINE_DESCRIPTIONS, PIPELINES
+
+    named = "; ".join(f"{name} ({PIPELINE_DESCRIPTIONS.get(name, PIPELINES[name])})" for name in PIPELINES)
+    return (
+        "the pass pipeline: passes separated by commas, each with its options in braces "
+        "(batch-fusion{cost-model=none min-size=4}); a named pipeline stands for its passes "
+        f"(-p default, -p cleanup,lower-to-fx). Passes: {', '.join(passes)}. Named pipelines: {named}."
+    )
 SPLIT_MARKER = "// -----"
 
 
@@ -122,6 +145,13 @@ class OptimusOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.prog = PROG
+        # xDSL's -p help lists the passes only; ours names the pipelines too,
+        # and pass names are not broken at their hyphens
+        arg_parser.formatter_class = _HelpFormatter
+        for action in arg_parser._actions:  # noqa: SLF001 - argparse keeps no other handle on xDSL's -p
+            if "--passes" in action.option_strings:
+                action.metavar = "PIPELINE"
+                action.help = pipeline_help(self.available_passes)
         arg_parser.add_argument(
             "--load-pass-plugin",
             action="append",

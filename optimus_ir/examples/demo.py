@@ -39,7 +39,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -457,18 +456,13 @@ def describe_model(model: Any, inputs: Sequence[torch.Tensor]) -> str:
     )
 
 
-def ops_total(counter: Counter[str]) -> int:
-    """All ops of an ops-per-kind count."""
-    return sum(counter.values())
-
-
 def describe_outcome(report: OptimizeReport) -> str:
-    """`before -> after ops, N group(s) fused`, and why when `optimize` fell
-    back: from the report of the module returned only, so that the line
-    cannot contradict itself (a speed check that fell back leaves no fused
-    group in it)."""
-    line = (f"{ops_total(report.ops_before)} -> {ops_total(report.ops_after)} ops, "
-            f"{report.groups_fused} group(s) fused")
+    """`compute ops a -> b per call, view and metadata ops c -> d per call,
+    N group(s) fused` (counted as the report counts: `OptimizeReport.op_counts`),
+    and why when `optimize` fell back: from the report of the module
+    returned only, so that the line cannot contradict itself (a speed check
+    that fell back leaves no fused group in it)."""
+    line = f"{report.op_counts().summary()}, {report.groups_fused} group(s) fused"
     if report.speed_check is not None and report.speed_check.fell_back:
         line += " (the speed check fell back to the pipeline without batch fusion)"
     if report.fallback is not None:
@@ -617,7 +611,7 @@ def _run(args: argparse.Namespace, towers: int, compile_towers: int, repeats: in
 
     section("summary")
     say(f"  recsys model, {towers} towers: {describe_outcome(report)} (optimize took {optimize_s:.1f} s)")
-    say(f"  plumbing model: {ops_total(plumbing_report.ops_before)} -> {ops_total(plumbing_report.ops_after)} ops")
+    say(f"  plumbing model: {plumbing_report.op_counts().summary()}")
     say(f"  numerical checks: {'all OK' if ok else 'FAILED'}")
     say(f"  eager: {speedup_module:.2f}x over the nn.Module, {speedup_captured:.2f}x over the captured graph")
     say(f"  torch.compile: {compile_line}")

@@ -181,3 +181,47 @@ fx.graph @bool_scalar_remark {
   %cb = torch.mul %c scalar true : tensor<4x2xi1> -> tensor<4x2xi1>
   fx.output (%bi, %cb)
 }
+
+// -----
+
+// A linear on its own input (a per-feature linear) beside linears sharing
+// one input: the keys are of different kinds, said in words (issue 34: the
+// remark read `input shape ([64, 4] vs none), input dtype (f32 vs none)`).
+// CHECK-LABEL: fx.graph @own_input_vs_shared_input
+// CHECK:       batch.linear_shared_input %x
+// CHECK:       torch.linear %f, %v
+fx.graph @own_input_vs_shared_input {
+  %x = fx.placeholder "x" : tensor<64x16xf32>
+  %f = fx.placeholder "f" : tensor<64x4xf32>
+  %w0 = fx.placeholder "w0" : tensor<8x16xf32>
+  %w1 = fx.placeholder "w1" : tensor<8x16xf32>
+  %w2 = fx.placeholder "w2" : tensor<8x16xf32>
+  %v = fx.placeholder "v" : tensor<8x4xf32>
+  // expected-remark@+1 {{fused 3 torch.linear (%a, %b, %c) into batch.linear_shared_input}}
+  %a = torch.linear %x, %w0 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  %b = torch.linear %x, %w1 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  %c = torch.linear %x, %w2 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  // expected-remark-re@+1 {{torch.linear %d not fused with the 3-member group at {{.*}}: its input is its own tensor, the group's members share one input (%x); key also differs in weight shape ([8, 4] vs [8, 16])}}
+  %d = torch.linear %f, %v : tensor<64x4xf32>, tensor<8x4xf32> -> tensor<64x8xf32>
+  fx.output (%a, %b, %c, %d)
+}
+
+// -----
+
+// The same weights as the group's: only the input differs.
+// CHECK-LABEL: fx.graph @own_input_same_weights
+// CHECK:       batch.linear_shared_input %x
+// CHECK:       torch.linear %g, %w3
+fx.graph @own_input_same_weights {
+  %x = fx.placeholder "x" : tensor<64x16xf32>
+  %g = fx.placeholder "g" : tensor<64x16xf32>
+  %w0 = fx.placeholder "w0" : tensor<8x16xf32>
+  %w1 = fx.placeholder "w1" : tensor<8x16xf32>
+  %w3 = fx.placeholder "w3" : tensor<8x16xf32>
+  // expected-remark@+1 {{fused 2 torch.linear (%a, %b) into batch.linear_shared_input}}
+  %a = torch.linear %x, %w0 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  %b = torch.linear %x, %w1 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  // expected-remark-re@+1 {{torch.linear %e not fused with the 2-member group at {{.*}}: its input is its own tensor, the group's members share one input (%x)}}
+  %e = torch.linear %g, %w3 : tensor<64x16xf32>, tensor<8x16xf32> -> tensor<64x8xf32>
+  fx.output (%a, %b, %e)
+}

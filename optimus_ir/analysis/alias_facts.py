@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import TensorType, TupleType, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType, TupleType, UnitAttr
 from xdsl.ir import Attribute, Operation
 
 from optimus_ir.dialects import fx
@@ -62,6 +63,7 @@ from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, device_of, dtype_of
 
 _INPLACE_VIEW = getattr(torch.Tag, "inplace_view", None)
 _RANDOM = getattr(torch.Tag, "nondeterministic_seeded", None)
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd  # noqa: SLF001
 
 STAND_IN_SIZE = 17
 """The size a symbolic (`?`) dim stands for when a call is run on fake
@@ -133,6 +135,21 @@ def fake_mode() -> Any:
 
 
 @contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence what a probed call says: its warnings, and the error torch's
+    fake tensors log when a kernel fails (a failure only means "unknown")."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    disabled = logger.disabled
+    logger.disabled = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.disabled = disabled
+
+
+@contextlib.contextmanager
 def faithful_fake_mode() -> Iterator[Any]:
     """Enter `fake_mode()` so that calls run torch's own kernels: any fake
     mode of a caller (a Dynamo trace) is set aside and the Python
@@ -142,10 +159,8 @@ def faithful_fake_mode() -> Iterator[Any]:
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     mode = fake_mode()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with unset_fake_temporarily(), no_python_dispatcher(), mode:
-            yield mode
+    with _quiet(), unset_fake_temporarily(), no_python_dispatcher(), mode:
+        yield mode
 
 
 def _storage_key(tensor: torch.Tensor) -> int:
@@ -164,67 +179,105 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
-class _EffectWatcher:
-    """A dispatch mode that notes what the ops a call runs do: an op tagged
-    `nondeterministic_seeded` (it draws random numbers), or an op whose
-    schema writes (`(a!)`) an argument in one of `storages` (a write to an
-    operand; some kernels, such as batch norm's running statistics, write
-    without bumping the version counter)."""
+_mode_class: Any = None
 
-    def __init__(self, storages: set[int]) -> None:
+
+def _watching_mode() -> Any:
+    """The `TorchDispatchMode` class of `_EffectWatcher` (made once: the
+    import of torch's dispatch modes is deferred to the first probe)."""
+    global _mode_class
+    if _mode_class is None:
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        watcher = self
-        self.random = False
-        self.writes = False
-
         class _Mode(TorchDispatchMode):
+            def __init__(self, watcher: _EffectWatcher) -> None:
+                super().__init__()
+                self.watcher = watcher
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 kwargs = kwargs or {}
-                if _RANDOM is not None and _RANDOM in getattr(func, "tags", ()):
-                    watcher.random = True
-                schema = getattr(func, "_schema", None)
-                if schema is not None and not watcher.writes:
-                    for position, argument in enumerate(schema.arguments):
-                        info = argument.alias_info
-                        if info is None or not info.is_write:
-                            continue
-                        value = args[position] if position < len(args) else kwargs.get(argument.name)
-                        if any(_storage_key(t) in storages for t in _tensors(value)):
-                            watcher.writes = True
+                self.watcher.see(func, args, kwargs)
                 return func(*args, **kwargs)
 
-        self.mode = _Mode()
+        _mode_class = _Mode
+    return _mode_class
 
 
-def _writes_under_decompositions(call: Callable[[], Any], storages: set[int]) -> tuple[bool, bool]:
+class _EffectWatcher:
+    """A dispatch mode (`mode`) that notes what the ops a call runs do: an
+    op tagged `nondeterministic_seeded` (it draws random numbers), an op
+    whose schema writes (`(a!)`) an argument in one of `storages` (a write
+    to an operand; some kernels, such as batch norm's running statistics,
+    write without bumping the version counter), an op with a Python
+    decomposition (whose schema may hide a write)."""
+
+    def __init__(self, storages: set[int]) -> None:
+        self.storages = storages
+        self.random = False
+        self.writes = False
+        self.decomposable = False
+        self.mode = _watching_mode()(self)
+
+    def see(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Note what running `func` on these arguments does."""
+        if _RANDOM is not None and _RANDOM in getattr(func, "tags", ()):
+            self.random = True
+        if _COMPOSITE in getattr(func, "py_kernels", ()):
+            self.decomposable = True
+        schema = getattr(func, "_schema", None)
+        if schema is None or self.writes:
+            return
+        for position, argument in enumerate(schema.arguments):
+            info = argument.alias_info
+            if info is None or not info.is_write:
+                continue
+            value = args[position] if position < len(args) else kwargs.get(argument.name)
+            if any(_storage_key(t) in self.storages for t in _tensors(value)):
+                self.writes = True
+                return
+
+
+def _writes_under_decompositions(call: Callable[[], Any], storages: set[int], meta: bool) -> tuple[bool, bool]:
     """Run `call` again with the Python dispatcher on and watch the schemas:
     some kernels write an argument their schema does not mark (batch norm's
     running statistics, `native_batch_norm`), where torch's decompositions
-    call the honest op (`_native_batch_norm_legit`, `Tensor(a!)
-    running_mean`). Only writes are read from this run, never aliasing (the
-    decompositions may copy where the kernel returns its input)."""
+    (a Python kernel for `CompositeImplicitAutograd`, which only the
+    Python dispatcher runs) call the honest op (`_native_batch_norm_legit`,
+    `Tensor(a!) running_mean`). Only writes are read from this run, never
+    aliasing (the decompositions may copy where the kernel returns its
+    input). Asked only when such an op ran."""
     from torch._dispatch.python import enable_python_dispatcher
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     watcher = _EffectWatcher(storages)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with unset_fake_temporarily(), fake_mode(), enable_python_dispatcher(), watcher.mode:
+        with _quiet(), unset_fake_temporarily(), enable_python_dispatcher():
+            with contextlib.nullcontext() if meta else fake_mode(), watcher.mode:
                 call()
     except Exception:  # noqa: BLE001 - the first run decided; this one only adds
         return False, False
     return watcher.writes, watcher.random
 
 
-def probe(call: Callable[[], Any], operands: Sequence[Any]) -> CallFacts:
-    """Run `call` (which reads the fake tensors in `operands`) in the
-    faithful fake mode and compare what it returns with `operands`; a
-    write is a bumped version of an operand, or a random op run (it
+@contextlib.contextmanager
+def _meta_context() -> Iterator[None]:
+    """What a call on meta tensors runs in: no fake mode of a caller, no
+    Python dispatcher, nothing said."""
+    from torch._dispatch.python import no_python_dispatcher
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with _quiet(), unset_fake_temporarily(), no_python_dispatcher():
+        yield
+
+
+def probe(call: Callable[[], Any], operands: Sequence[Any], *, meta: bool = False) -> CallFacts:
+    """Run `call` (which reads the fake tensors in `operands`, or with
+    `meta` the meta tensors) with torch's own kernels and compare what it
+    returns with `operands`; a write is a bumped version of an operand, an
+    operand passed to an op whose schema writes it, or a random op run (it
     advances the generator). Any error, or a result holding a tensor that
-    is not a fake tensor of this mode (a global real tensor), is
-    `UNKNOWN`."""
+    is not a fake (meta) tensor made by the call (a global real tensor),
+    is `UNKNOWN`."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     inputs = [t for value in operands for t in _tensors(value)]
@@ -233,20 +286,24 @@ def probe(call: Callable[[], Any], operands: Sequence[Any]) -> CallFacts:
     versions = [t._version for t in inputs]  # noqa: SLF001 - the version counter in-place ops bump
     watcher = _EffectWatcher(storages)
     try:
-        with faithful_fake_mode() as mode, watcher.mode:
+        with (_meta_context() if meta else faithful_fake_mode()) as mode, watcher.mode:
             result = call()
     except Exception:  # noqa: BLE001 - any failure means we cannot tell
         return UNKNOWN
     outputs = list(_tensors(result))
-    if any(not isinstance(t, FakeTensor) or t.fake_mode is not mode for t in outputs):
+    if meta:
+        if any(not t.is_meta or isinstance(t, FakeTensor) for t in outputs):
+            return UNKNOWN
+    elif any(not isinstance(t, FakeTensor) or t.fake_mode is not mode for t in outputs):
         return UNKNOWN
     strides = None
     if isinstance(result, torch.Tensor) and result.layout is torch.strided:
         strides = tuple(int(s) for s in result.stride())
     wrote = watcher.writes or any(t._version != v for t, v in zip(inputs, versions))  # noqa: SLF001
     random = watcher.random
-    if not (wrote or random):
-        wrote, random = _writes_under_decompositions(call, storages)
+    if not (wrote or random) and watcher.decomposable:
+        # an op with a Python decomposition ran: its schema may hide a write
+        wrote, random = _writes_under_decompositions(call, storages, meta)
     return CallFacts(
         known=True,
         shares_storage=any(_storage_key(t) in storages for t in outputs),
@@ -286,23 +343,23 @@ def _runnable_function(target: str) -> Callable[..., Any] | None:
     return function if callable(function) else None
 
 
-def _fake_tensor(ty: TensorType, strides: Sequence[int] | None) -> torch.Tensor:
+def _fake_tensor(ty: TensorType, strides: Sequence[int] | None, meta: bool = False) -> torch.Tensor:
     shape = [STAND_IN_SIZE if size == DYNAMIC else size for size in ty.get_shape()]
     try:
         dtype = dtype_of(ty.element_type)
     except UnsupportedDTypeError:
         raise _NotRunnable from None
-    device = device_of(ty) or "cpu"
+    device = "meta" if meta else device_of(ty) or "cpu"
     if strides is None:
         return torch.empty(shape, dtype=dtype, device=device)
     return torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
 
 
-def _fake_operand(ty: Attribute, strides: Sequence[int] | None) -> Any:
+def _fake_operand(ty: Attribute, strides: Sequence[int] | None, meta: bool = False) -> Any:
     if isinstance(ty, TensorType):
-        return _fake_tensor(ty, strides)
+        return _fake_tensor(ty, strides, meta)
     if isinstance(ty, TupleType):
-        return tuple(_fake_operand(t, None) for t in ty.types.data)
+        return tuple(_fake_operand(t, None, meta) for t in ty.types.data)
     raise _NotRunnable  # `!fx.value`: a number, a symbolic size, an object: unknown
 
 
@@ -330,10 +387,11 @@ def run_call(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
             return UNKNOWN
     elif not _is_tensor_method(op.target.data) or has_global_effects(op.target.data, method=True):
         return UNKNOWN
+    meta = _meta_will_do(op)
     try:
-        with faithful_fake_mode():
+        with _meta_context() if meta else faithful_fake_mode():
             operands = [
-                _fake_operand(v.type, layouts[i] if layouts is not None else None)
+                _fake_operand(v.type, layouts[i] if layouts is not None else None, meta)
                 for i, v in enumerate(op.operands)
             ]
         args = [fx.map_refs(a, operands.__getitem__, _literal) for a in op.args.data]
@@ -355,7 +413,37 @@ def run_call(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
         def call() -> Any:
             return bound(*args, **kwargs)
 
-    return probe(call, operands)
+    return probe(call, operands, meta=meta)
+
+
+def _names_a_device(attr: Attribute) -> bool:
+    if isinstance(attr, fx.DeviceAttr):
+        return True
+    if isinstance(attr, StringAttr):
+        try:
+            torch.device(attr.data)
+        except (RuntimeError, ValueError):
+            return False
+        return True
+    if isinstance(attr, ArrayAttr):
+        return any(_names_a_device(a) for a in attr.data)
+    if isinstance(attr, fx.TupleValueAttr):
+        return any(_names_a_device(a) for a in attr.elements.data)
+    if isinstance(attr, fx.DictValueAttr):
+        return any(_names_a_device(a) for a in attr.values.data)
+    return False
+
+
+def _meta_will_do(op: fx.NodeOp) -> bool:
+    """Meta tensors answer for `op` as fake tensors would, at a fraction of
+    the cost: it reads a tensor operand (a factory without one would
+    allocate for real) and names no device (moving a meta tensor to a
+    device fails, and a factory on a device allocates there)."""
+    if not any(isinstance(v.type, TensorType) for v in op.operands):
+        return False
+    if "device" in op.kwargs.data:
+        return False
+    return not any(_names_a_device(a) for a in (*op.args.data, *op.kwargs.data.values()))
 
 
 CallKey = tuple[Any, ...]

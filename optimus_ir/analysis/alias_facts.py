@@ -97,7 +97,8 @@ class CallFacts:
     some operand (bumped its version, or passed it to an op whose schema
     writes it). `random`: it ran an op that draws random numbers.
     `strides`: the strides of the result when it is one tensor (None
-    otherwise)."""
+    otherwise). `returned_operand`: the index of the operand the result is
+    (the very object), when the result is one tensor and that."""
 
     known: bool
     shares_storage: bool = True
@@ -105,6 +106,7 @@ class CallFacts:
     writes: bool = True
     random: bool = True
     strides: tuple[int, ...] | None = None
+    returned_operand: int | None = None
 
     @property
     def fresh(self) -> bool:
@@ -297,8 +299,11 @@ def probe(call: Callable[[], Any], operands: Sequence[Any], *, meta: bool = Fals
     elif any(not isinstance(t, FakeTensor) or t.fake_mode is not mode for t in outputs):
         return UNKNOWN
     strides = None
-    if isinstance(result, torch.Tensor) and result.layout is torch.strided:
-        strides = tuple(int(s) for s in result.stride())
+    returned = None
+    if isinstance(result, torch.Tensor):
+        if result.layout is torch.strided:
+            strides = tuple(int(s) for s in result.stride())
+        returned = next((i for i, o in enumerate(operands) if o is result), None)
     wrote = watcher.writes or any(t._version != v for t, v in zip(inputs, versions))  # noqa: SLF001
     random = watcher.random
     if not (wrote or random) and watcher.decomposable:
@@ -311,6 +316,7 @@ def probe(call: Callable[[], Any], operands: Sequence[Any], *, meta: bool = Fals
         writes=wrote,
         random=random,
         strides=strides,
+        returned_operand=returned,
     )
 
 
@@ -343,23 +349,27 @@ def _runnable_function(target: str) -> Callable[..., Any] | None:
     return function if callable(function) else None
 
 
-def _fake_tensor(ty: TensorType, strides: Sequence[int] | None, meta: bool = False) -> torch.Tensor:
+def _fake_tensor(
+    ty: TensorType, strides: Sequence[int] | None, meta: bool = False, device: str | None = None
+) -> torch.Tensor:
     shape = [STAND_IN_SIZE if size == DYNAMIC else size for size in ty.get_shape()]
     try:
         dtype = dtype_of(ty.element_type)
     except UnsupportedDTypeError:
         raise _NotRunnable from None
-    device = "meta" if meta else device_of(ty) or "cpu"
+    device = "meta" if meta else device_of(ty) or device or "cpu"
     if strides is None:
         return torch.empty(shape, dtype=dtype, device=device)
     return torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
 
 
-def _fake_operand(ty: Attribute, strides: Sequence[int] | None, meta: bool = False) -> Any:
+def _fake_operand(
+    ty: Attribute, strides: Sequence[int] | None, meta: bool = False, device: str | None = None
+) -> Any:
     if isinstance(ty, TensorType):
-        return _fake_tensor(ty, strides, meta)
+        return _fake_tensor(ty, strides, meta, device)
     if isinstance(ty, TupleType):
-        return tuple(_fake_operand(t, None, meta) for t in ty.types.data)
+        return tuple(_fake_operand(t, None, meta, device) for t in ty.types.data)
     raise _NotRunnable  # `!fx.value`: a number, a symbolic size, an object: unknown
 
 
@@ -374,10 +384,11 @@ Layouts = tuple[tuple[int, ...] | None, ...] | None
 """Per operand, the strides to give its fake tensor (None: row-major)."""
 
 
-def run_call(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
+def run_call(op: fx.NodeOp, layouts: Layouts = None, device: str | None = None) -> CallFacts:
     """Run the fx call `op` on fake tensors of its operand types (with
-    `layouts` strides where given) and report what it did (uncached; see
-    `call_facts`). `UNKNOWN` for a call that cannot be run."""
+    `layouts` strides where given; operands of unknown device on `device`)
+    and report what it did (uncached; see `call_facts`). `UNKNOWN` for a
+    call that cannot be run."""
     if isinstance(op, fx.CallModuleOp):
         return UNKNOWN
     function = None
@@ -391,7 +402,7 @@ def run_call(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
     try:
         with _meta_context() if meta else faithful_fake_mode():
             operands = [
-                _fake_operand(v.type, layouts[i] if layouts is not None else None, meta)
+                _fake_operand(v.type, layouts[i] if layouts is not None else None, meta, device)
                 for i, v in enumerate(op.operands)
             ]
         args = [fx.map_refs(a, operands.__getitem__, _literal) for a in op.args.data]
@@ -454,10 +465,46 @@ _BY_OP: weakref.WeakKeyDictionary[Operation, tuple[tuple[Any, ...], CallFacts]] 
 )
 
 
+def _unknown_device(ty: Attribute) -> bool:
+    if isinstance(ty, TensorType):
+        return device_of(ty) is None
+    if isinstance(ty, TupleType):
+        return any(_unknown_device(t) for t in ty.types.data)
+    return False
+
+
+def _combine(variants: Sequence[CallFacts]) -> CallFacts:
+    """What is true whichever variant runs: any aliasing or effect of one,
+    strides and a returned operand only where all agree."""
+    if any(not v.known for v in variants):
+        return UNKNOWN
+    first = variants[0]
+    return CallFacts(
+        known=True,
+        shares_storage=any(v.shares_storage for v in variants),
+        is_operand=any(v.is_operand for v in variants),
+        writes=any(v.writes for v in variants),
+        random=any(v.random for v in variants),
+        strides=first.strides if all(v.strides == first.strides for v in variants) else None,
+        returned_operand=(
+            first.returned_operand
+            if all(v.returned_operand == first.returned_operand for v in variants)
+            else None
+        ),
+    )
+
+
+_DEVICE_VARIANTS = ("cpu", "cuda")
+"""The devices an operand of unknown device (hand-written IR without an
+encoding) is tried on: what holds must hold on both."""
+
+
 def call_facts(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
     """`run_call(op, layouts)`, cached per op (while its operand types stay)
     and per target, literal arguments, operand types and layouts (so equal
-    calls of a wide graph are run once)."""
+    calls of a wide graph are run once). An operand of unknown device is
+    tried on each of `_DEVICE_VARIANTS` (`h.cuda()` is `h` on one, a copy on
+    the other), unless meta tensors answer (they have no device)."""
     types = tuple(v.type for v in op.operands)
     memo_key = (types, layouts)
     if layouts is None:
@@ -467,10 +514,52 @@ def call_facts(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
     key = (op.name, op.target, op.args, op.kwargs, types, layouts)
     facts = _BY_KEY.get(key)
     if facts is None:
-        facts = _BY_KEY[key] = run_call(op, layouts)
+        if any(_unknown_device(t) for t in types) and not _meta_will_do(op):
+            facts = _combine([run_call(op, layouts, device) for device in _DEVICE_VARIANTS])
+        else:
+            facts = run_call(op, layouts)
+        _BY_KEY[key] = facts
     if layouts is None:
         _BY_OP[op] = (memo_key, facts)
     return facts
+
+
+def _other_layouts(op: fx.NodeOp) -> tuple[tuple[int, ...] | None, ...]:
+    """Column-major strides for every tensor operand of rank >= 2 (the
+    layout a `.contiguous()` copies)."""
+    found: list[tuple[int, ...] | None] = []
+    for value in op.operands:
+        ty = value.type
+        if not isinstance(ty, TensorType) or len(ty.get_shape()) < 2:
+            found.append(None)
+            continue
+        shape = [STAND_IN_SIZE if n == DYNAMIC else n for n in ty.get_shape()]
+        strides = [1] * len(shape)
+        for d in range(1, len(shape)):
+            strides[d] = strides[d - 1] * max(shape[d - 1], 1)
+        found.append(tuple(strides))
+    return tuple(found)
+
+
+def returned_operand(op: fx.NodeOp, layouts: tuple[tuple[int, ...] | None, ...]) -> int | None:
+    """The index of the operand the fx call returns itself (the very tensor
+    object, so the call is that operand), when torch does so for the
+    operands' types and `layouts` (per operand; None: unknown, then both a
+    row-major and a column-major layout must agree), on every device an
+    operand of unknown device may be on. None otherwise."""
+    if isinstance(op, fx.CallModuleOp):
+        return None
+    known = tuple(layout for layout in layouts)
+    if all(layout is not None or not isinstance(v.type, TensorType) for layout, v in zip(known, op.operands)):
+        return call_facts(op, known).returned_operand
+    row_major = tuple(layout for layout in known)
+    column_major = tuple(
+        layout if layout is not None else other for layout, other in zip(known, _other_layouts(op))
+    )
+    first = call_facts(op, row_major).returned_operand
+    if first is None:
+        return None
+    return first if call_facts(op, column_major).returned_operand == first else None
 
 
 # ---------------------------------------------------------------------------
@@ -943,6 +1032,7 @@ __all__ = [
     "module_facts",
     "probe",
     "record_module_facts",
+    "returned_operand",
     "run_call",
     "schema_may_alias",
     "written_operands",

@@ -33,9 +33,12 @@ Extend the lists with `register_pure_function(target)` /
 from __future__ import annotations
 
 import functools
+import inspect
+import weakref
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
-from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, UnitAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, get_effects
 
@@ -225,6 +228,20 @@ _INPLACE_DUNDERS = frozenset(
 )
 
 
+def has_global_effects(target: str, *, method: bool = False) -> bool:
+    """The call has effects beyond its operands and result (the generator
+    seeded, a file written, a device synchronized, autograd state changed,
+    Python objects exported): it must never be run just to see what it
+    returns. `target` is a call_function's qualified name, or with
+    `method=True` a Tensor method's name."""
+    if method:
+        return target in IMPURE_METHODS and target != "__setitem__"
+    name = target[1:] if target.startswith("_operator.") else target
+    if name in IMPURE_FUNCTIONS or name.startswith(_IMPURE_TORCH_PREFIXES):
+        return True
+    return name.startswith("torch._C.") and not name.startswith(_FUNCTIONAL_C_PREFIXES)
+
+
 def register_pure_function(target: str) -> None:
     """Declare an fx call_function target (qualified name) pure."""
     IMPURE_FUNCTIONS.discard(target)
@@ -321,7 +338,7 @@ EVAL_DROPOUT_FUNCTIONS: dict[str, int] = {
 """Dropout functions -> the position of their `training`/`train` argument.
 With a literal `False` there (and not in place) a dropout returns its input
 unchanged: it draws no random numbers and writes nothing, so it is pure
-(`op_classes.FX_ALIASING_NAMES` knows that it returns its operand)."""
+(`analysis.alias_facts` finds that it returns its operand)."""
 
 
 def _is_eval_dropout(op: Operation, target: str) -> bool:
@@ -344,22 +361,63 @@ def _is_false(attr: Attribute) -> bool:
     return isinstance(attr, IntegerAttr) and attr.type == _I1 and not attr.value.data
 
 
+@functools.lru_cache(maxsize=1024)
+def _parameter_names(target: str) -> tuple[str, ...] | None:
+    """The parameter names of a `torch.nn.functional` function, read from
+    its signature (None: not one, or no signature)."""
+    if not target.startswith("torch.nn.functional."):
+        return None
+    from optimus_ir.objects import UnresolvedNameError, resolve_qualified_name
+
+    try:
+        function = resolve_qualified_name(target)
+        return tuple(inspect.signature(function).parameters)
+    except (UnresolvedNameError, TypeError, ValueError):
+        return None
+
+
+def _argument(op: Operation, names: tuple[str, ...], name: str) -> Attribute | None:
+    """The literal bound to parameter `name` (by keyword or position), or
+    None when it is left at its default."""
+    kwargs = op.kwargs.data  # type: ignore[attr-defined]
+    if name in kwargs:
+        return kwargs[name]
+    position = names.index(name)
+    args = op.args.data  # type: ignore[attr-defined]
+    return args[position] if position < len(args) else None
+
+
+def _functional_writes(op: Operation, target: str) -> bool:
+    """A `torch.nn.functional` call that writes an argument, by its own
+    signature: `inplace=True`, or a `max_norm` that is given (embedding and
+    embedding_bag renormalize the rows they read of the weight in place).
+    A function without a signature falls back to "any positional `True`
+    after the input may be `inplace`"."""
+    names = _parameter_names(target)
+    if names is None:
+        return target.startswith("torch.nn.functional.") and any(
+            _is_true(arg) for arg in op.args.data[1:]  # type: ignore[attr-defined]
+        )
+    if "inplace" in names:
+        inplace = _argument(op, names, "inplace")
+        if inplace is not None and _is_true(inplace):
+            return True
+    if "max_norm" in names:
+        max_norm = _argument(op, names, "max_norm")
+        if max_norm is not None and max_norm.name != "fx.none":
+            return True
+    return False
+
+
 def _function_kind(op: Operation, target: str) -> str:
     """'pure', 'alloc' (pure but never merged) or 'impure'."""
     kind = _target_kind(target)
     if kind == "impure":
-        if _is_eval_dropout(op, target) and not _kwargs_make_impure(op) and not (
-            target.startswith("torch.nn.functional.")
-            and any(_is_true(arg) for arg in op.args.data[1:])  # type: ignore[attr-defined]
-        ):
+        if _is_eval_dropout(op, target) and not _kwargs_make_impure(op) and not _functional_writes(op, target):
             return "pure"
         return kind
-    if _kwargs_make_impure(op):
+    if _kwargs_make_impure(op) or _functional_writes(op, target):
         return "impure"
-    if target.startswith("torch.nn.functional.") and any(
-        _is_true(arg) for arg in op.args.data[1:]  # type: ignore[attr-defined]
-    ):
-        return "impure"  # a positional `inplace=True` (relu(x, True))
     return kind
 
 
@@ -384,16 +442,50 @@ def _method_kind(op: Operation, name: str) -> str:
     return kind
 
 
+_effect_probe: Callable[[Operation], bool] | None = None
+
+
+def set_effect_probe(probe: Callable[[Operation], bool] | None) -> None:
+    """Install the check that runs an fx call the names call pure and says
+    whether it showed effects (`analysis.alias_facts.call_shows_effects`:
+    on fake tensors, a bumped operand version or a random op). It lives
+    above this module, which the dialects import; it installs itself."""
+    global _effect_probe
+    _effect_probe = probe
+    _probed.clear()
+
+
+_probed: weakref.WeakKeyDictionary[Operation, bool] = weakref.WeakKeyDictionary()
+
+
+def _shows_effects(op: Operation) -> bool:
+    probe = _effect_probe
+    if probe is None:
+        return False
+    found = _probed.get(op)
+    if found is None:
+        found = _probed[op] = probe(op)
+    return found
+
+
 def call_kind(op: Operation) -> str:
     """The classification of an fx call op (`fx.call_function`,
     `fx.call_method`, `fx.call_module`) from its target and arguments:
     'pure', 'alloc' (removable if unused, never merged) or 'impure'."""
     # By op name, not class: the fx dialect imports this module for the
     # trait, so this module may not import the dialect (no import cycle).
-    if op.name == "fx.call_function":
-        return _function_kind(op, op.target.data)  # type: ignore[attr-defined]
-    if op.name == "fx.call_method":
-        return _method_kind(op, op.target.data)  # type: ignore[attr-defined]
+    if op.name in ("fx.call_function", "fx.call_method"):
+        if op.name == "fx.call_function":
+            kind = _function_kind(op, op.target.data)  # type: ignore[attr-defined]
+        else:
+            kind = _method_kind(op, op.target.data)  # type: ignore[attr-defined]
+        if kind != "impure" and _shows_effects(op):
+            return "impure"  # torch says otherwise: a write the name hides
+        return kind
+    if isinstance(op.attributes.get("effect_free"), UnitAttr):
+        # a module the importer ran on fake tensors: it wrote nothing and
+        # drew no random numbers (`analysis.alias_facts.record_module_facts`)
+        return "pure"
     return "impure"  # call_module: arbitrary Python
 
 
@@ -469,6 +561,8 @@ __all__ = [
     "PURE_FUNCTIONS",
     "RANDOM_NAMES",
     "call_kind",
+    "has_global_effects",
+    "set_effect_probe",
     "effect_kind",
     "memory_effects",
     "is_cse_candidate",

@@ -31,6 +31,7 @@ from torch.fx.graph import CodeGen, PythonCode, _PyTreeCodeGen
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation
 
+from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.dialects import fx
 from optimus_ir.importer import ImportedGraph, gc_paused, graph_of
 from optimus_ir.literals import LiteralError, decode_literal
@@ -167,6 +168,13 @@ def _where(op: Operation) -> str:
 # Generated code: attribute reads and calling convention without per-call
 # overhead
 # ---------------------------------------------------------------------------
+
+RESULT_MAY_ALIAS_META = "optimus_result_may_alias"
+"""`node.meta` key of a call node: whether its result may share storage with
+(or be) one of its inputs, as the IR's aliasing facts say
+(`analysis.op_classes.may_alias_operands`). Passes over the exported graph
+(`param_cache`) read it instead of guessing from the target's name; a node
+without it may alias."""
 
 ATTR_PATH_META = "optimus_attr_path"
 """`node.meta` key of a get_attr node: the module dicts that hold its target
@@ -769,6 +777,8 @@ def export_graph(
                 path = attribute_path(root, target)
                 if path is not None:
                     node.meta[ATTR_PATH_META] = path
+            elif kind != "placeholder":
+                node.meta[RESULT_MAY_ALIAS_META] = may_alias_operands(op)
             nodes[result] = node
         graph.lint()
         gm = graph_module(root, graph, defer_code=defer_code)

@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TupleType
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType, TupleType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from optimus_ir.analysis.alias_facts import call_result_strides, record_module_facts
+from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.dialects import fx
 from optimus_ir.literals import describe_module, encode_literal
 from optimus_ir.objects import ObjectTable
@@ -216,6 +218,7 @@ class _Builder:
         # None, an arbitrary object), which FakeTensorProp does not record.
         self.propagated = False
         self.output_strides: tuple[tuple[int, ...] | None, ...] = ()
+        self.output_op: fx.OutputOp | None = None
 
     # -- literals ---------------------------------------------------------
 
@@ -267,7 +270,8 @@ class _Builder:
             for returned, index in refs.items():
                 expected[index] = _static_strides(_node_value(returned))
             self.output_strides = tuple(expected)
-            return fx.OutputOp(structure, operands)
+            self.output_op = fx.OutputOp(structure, operands)
+            return self.output_op
         args = [self.literal(a, refs, operands) for a in node.args]
         kwargs = {k: self.literal(v, refs, operands) for k, v in node.kwargs.items()}
         if node.op == "call_function":
@@ -282,6 +286,9 @@ class _Builder:
             op.attributes["module_type"] = module_type
             if module_attrs is not None:
                 op.attributes["module_attrs"] = module_attrs
+                # what the module does to storage, asked of torch while the
+                # module is at hand: the IR keeps only its description
+                record_module_facts(op, self.gm.get_submodule(node.target))  # type: ignore[arg-type]
             return op
         raise GraphImportError(f"unknown FX node kind '{node.op}' on node '{node.name}'")
 
@@ -304,6 +311,70 @@ class _Builder:
                 describe_module(submodule),
             )
         return cached
+
+    def eager_output_strides(self, gm: torch.fx.GraphModule) -> tuple[tuple[int, ...] | None, ...]:
+        """The strides each output has when the captured graph runs, where
+        the metadata may say otherwise.
+
+        Dynamo records its example values with the Python dispatcher on,
+        and some Python decompositions copy where torch's kernel returns
+        its input (`aten.dropout` in eval mode returns `input.clone()`
+        there, the input itself in eager): a returned eval-mode dropout of
+        a slice is `(16, 1)`-strided in eager, `(4, 1)` in the metadata.
+        So an output made by a chain of calls that may alias their operands
+        (`may_alias_operands`) has its strides recomputed by running the
+        chain on fake tensors with torch's own kernels
+        (`alias_facts.call_result_strides`), from the strides of the chain's
+        top (a graph input's, a parameter's, a fresh result's metadata).
+        Linear in the length of the chains; other outputs keep their
+        metadata strides."""
+        output = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+        if output is None or not self.output_strides:
+            return self.output_strides
+        nodes = {value: node for node, value in self.values.items()}
+        memo: dict[SSAValue, tuple[int, ...] | None] = {}
+
+        def strides(value: SSAValue, depth: int) -> tuple[int, ...] | None:
+            if value in memo:
+                return memo[value]
+            owner = value.owner
+            node = nodes.get(value)
+            found = _static_strides(_node_value(node)) if node is not None else None
+            if isinstance(owner, fx.PlaceholderOp | fx.GetAttrOp):
+                found = fx.input_strides(owner)
+            elif (
+                depth > 0
+                and isinstance(owner, fx.CallFunctionOp | fx.CallMethodOp)
+                and may_alias_operands(owner)
+            ):
+                layouts: list[tuple[int, ...] | None] = []
+                for operand in owner.operands:
+                    if isinstance(operand.type, TensorType):
+                        layouts.append(strides(operand, depth - 1))
+                        if layouts[-1] is None:
+                            break
+                    elif isinstance(operand.type, TupleType):
+                        layouts.append(None)
+                        break
+                    else:
+                        layouts.append(None)
+                else:
+                    derived = call_result_strides(owner, tuple(layouts))  # type: ignore[arg-type]
+                    if derived is not None:
+                        found = derived
+            memo[value] = found
+            return found
+
+        graph_output = self.output_op
+        if graph_output is None:
+            return self.output_strides
+        result = list(self.output_strides)
+        for index, value in enumerate(graph_output.operands):
+            if index < len(result) and result[index] is not None:
+                eager = strides(value, 64)
+                if eager is not None and len(eager) == len(result[index]):  # type: ignore[arg-type]
+                    result[index] = eager
+        return tuple(result)
 
     def result_type(self, node: torch.fx.Node) -> Attribute:
         if node.op == "output":
@@ -394,10 +465,11 @@ def import_graph(
                 builder.values[node] = result
             ops.append(op)
         graph = fx.GraphOp(name, ops)
+        output_strides = builder.eager_output_strides(gm)
     return ImportedGraph(
         ModuleOp([graph]),
         gm,
         objects,
         gm.graph._codegen,  # noqa: SLF001
-        builder.output_strides,
+        output_strides,
     )

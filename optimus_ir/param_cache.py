@@ -58,11 +58,13 @@ import torch
 import torch.fx
 from torch.fx.graph_module import _USER_PRESERVED_ATTRIBUTES_KEY
 
-from optimus_ir.analysis.op_classes import FX_ALIASING_NAMES, NON_MUTATING_TARGETS
+from optimus_ir.analysis.alias_facts import fx_node_may_alias
+from optimus_ir.analysis.op_classes import NON_MUTATING_TARGETS
 from optimus_ir.effects import _method_name_kind, _target_kind
 from optimus_ir.exporter import (
     ATTR_OWN_META,
     ATTR_PATH_META,
+    RESULT_MAY_ALIAS_META,
     FALLBACK_ATTRIBUTE,
     MADE_WITH_ATTRIBUTE,
     _FastAttributes,
@@ -116,16 +118,6 @@ WRITING_NAMES: dict[str, tuple[int, ...]] = {
 }
 """Ops that `optimus_ir.effects` counts as pure (no trailing `_`) but that
 write their running-statistics arguments (by position) in training mode."""
-
-EXTRA_ALIASING_NAMES: frozenset[str] = frozenset(
-    """
-    getattr broadcast_to broadcast_tensors atleast_1d atleast_2d atleast_3d
-    einsum type_as pos __pos__ unsafe_split sum_to_size coalesce to_dense
-    as_subclass align_as dropout
-    """.split()
-)
-"""Pure ops that may return (a view of) an operand, beyond
-`FX_ALIASING_NAMES`."""
 
 IN_PLACE_OPERATOR_NAMES: frozenset[str] = frozenset(
     """
@@ -306,11 +298,18 @@ class _Classifier:
         return name in HOISTABLE_NAMES
 
     def may_alias_inputs(self, node: torch.fx.Node) -> bool:
-        """The result may share storage with (or be) one of its inputs."""
+        """The result may share storage with (or be) one of its inputs: what
+        the IR's aliasing facts said when the graph was exported
+        (`exporter.RESULT_MAY_ALIAS_META`), or for a graph that was not
+        exported from IR, torch's answer for the node itself
+        (`alias_facts.fx_node_may_alias`: run on fake tensors shaped like
+        the metadata); a node with effects may."""
         if node.op not in ("call_function", "call_method") or not self.is_pure(node):
             return True
-        name = self.short_name(node)
-        return name in FX_ALIASING_NAMES or name in EXTRA_ALIASING_NAMES
+        recorded = node.meta.get(RESULT_MAY_ALIAS_META)
+        if recorded is not None:
+            return bool(recorded)
+        return fx_node_may_alias(node)
 
     def writes(self, node: torch.fx.Node) -> tuple[list[torch.fx.Node], bool]:
         """The inputs `node` may write in place, and whether it is unknown

@@ -31,6 +31,11 @@ the op definitions in `dialects/torch.py` and `dialects/fx.py`:
     vectorized and scalar implementations even where they agree on torch
     2.13's CPU kernels, which nothing guarantees.
 
+`ReturnsInput(when)`
+    Where `when(op)` holds, torch returns the input tensor object itself
+    (an eval-mode dropout, a flatten of nothing): the result may alias the
+    input even though the op is no view.
+
 `ContiguousResult()`
     The result is always a fresh contiguous tensor, whatever the operand
     layouts (linear, mm, addmm, bmm, baddbmm, matmul, layer_norm, sum, mean).
@@ -183,6 +188,17 @@ class ViewLike(OpTrait):
 
 
 @dataclass(frozen=True)
+class ReturnsInput(OpTrait):
+    """Where `when(op)` holds, torch returns the op's (first) input tensor
+    itself, the very object, not a new tensor: an eval-mode dropout, a
+    flatten that flattens nothing. The op's result then shares storage,
+    strides and identity with its input (measured against torch by
+    tests/test_alias_facts.py)."""
+
+    when: Callable[[Operation], bool]
+
+
+@dataclass(frozen=True)
 class Elementwise(OpTrait):
     """The op is pointwise. `layout_exact`: its values are bit-identical
     whatever the strides of its operands (a bool, or a function of the op
@@ -261,6 +277,19 @@ def view_relation(op: Operation) -> ViewRelation | None:
     return None if trait is None else trait.relation(op)
 
 
+_returns_input: dict[type[Operation], ReturnsInput | None] = {}
+
+
+def returns_input(op: Operation) -> bool:
+    """torch may return `op`'s input tensor itself (`ReturnsInput`)."""
+    cls = type(op)
+    try:
+        trait = _returns_input[cls]
+    except KeyError:
+        trait = _returns_input[cls] = op.get_trait(ReturnsInput)
+    return trait is not None and trait.when(op)
+
+
 def elementwise(op: Operation) -> Elementwise | None:
     """The `Elementwise` trait of `op`, or None when it is not pointwise."""
     cls = type(op)
@@ -315,6 +344,7 @@ __all__ = [
     "Permutation",
     "Piece",
     "Reshape",
+    "ReturnsInput",
     "UnitDims",
     "ViewLike",
     "ViewRelation",
@@ -326,5 +356,6 @@ __all__ = [
     "is_mergeable",
     "is_removable",
     "is_view_like",
+    "returns_input",
     "view_relation",
 ]

@@ -71,6 +71,7 @@ map as the walk reaches them (linear in the graph size).
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +83,8 @@ from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorTy
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands
+from optimus_ir.analysis.alias_facts import functional_form
+from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands, result_is_fresh
 from optimus_ir.diagnostics import emit_remark
 from optimus_ir.dialects import fx
 from optimus_ir.effects import effect_kind
@@ -98,36 +100,25 @@ PASS_NAME = "maximize-value-semantics"
 # The in-place forms known, and their out-of-place forms
 # ---------------------------------------------------------------------------
 
-OPERATOR_OUT_OF_PLACE: dict[str, str] = {
-    "iadd": "add",
-    "isub": "sub",
-    "imul": "mul",
-    "itruediv": "truediv",
-    "ifloordiv": "floordiv",
-    "imod": "mod",
-    "ipow": "pow",
-    "iand": "and_",
-    "ior": "or_",
-    "ixor": "xor",
-    "ilshift": "lshift",
-    "irshift": "rshift",
-}
+def _operator_out_of_place() -> dict[str, str]:
+    """`operator.i<op>` -> `operator.<op>` (or `<op>_` where Python spells
+    it so: `iand` -> `and_`): the augmented assignments, read from the
+    `operator` module."""
+    table: dict[str, str] = {}
+    for name in dir(operator):
+        if not name.startswith("i") or name.startswith("__"):
+            continue
+        base = name[1:]
+        for plain in (base, base + "_"):
+            if plain and hasattr(operator, plain) and callable(getattr(operator, plain)):
+                table[name] = plain
+                break
+    return table
+
+
+OPERATOR_OUT_OF_PLACE: dict[str, str] = _operator_out_of_place()
 """`operator.i<op>` -> `operator.<op>` (the augmented assignments)."""
 
-INPLACE_POINTWISE: frozenset[str] = frozenset(
-    """
-    add_ sub_ mul_ div_ true_divide_ floor_divide_ remainder_ fmod_ pow_ neg_ abs_
-    relu_ sigmoid_ tanh_ exp_ exp2_ expm1_ log_ log1p_ log2_ log10_ sqrt_ rsqrt_
-    reciprocal_ sin_ cos_ tan_ sinh_ cosh_ asin_ acos_ atan_ erf_ erfc_ floor_ ceil_
-    round_ trunc_ frac_ sign_ square_ clamp_ clamp_min_ clamp_max_ clip_ masked_fill_
-    lerp_ addcmul_ addcdiv_ nan_to_num_ leaky_relu_ hardtanh_ elu_ celu_ selu_ silu_
-    mish_ hardsigmoid_ hardswish_ threshold_ gelu_ logit_ bitwise_and_ bitwise_or_
-    bitwise_xor_ bitwise_not_ logical_not_ where_
-    """.split()
-)
-"""Last names of pointwise in-place ops (Tensor methods, torch functions and
-aten ops) whose out-of-place form is the same name without the `_`, with the
-same arguments."""
 
 def _inplace_position(function: Any) -> int | None:
     """The position of `function`'s `inplace` parameter, or None."""
@@ -138,11 +129,12 @@ def _inplace_position(function: Any) -> int | None:
     return names.index("inplace") if "inplace" in names else None
 
 
-def _functional_inplace_positions() -> dict[str, int]:
+def _functional_inplace_positions(*, training: bool) -> dict[str, int]:
     """`torch.nn.functional.<name>` -> the position of its `inplace`
-    parameter, for the functions that have one and no `training` parameter
-    (the activations; the dropouts and rrelu, random in training, are
-    `FUNCTIONAL_DROPOUTS`), read from torch's own signatures."""
+    parameter, for the functions that have one, read from torch's own
+    signatures: with `training=False` those without a `training`
+    parameter (the activations), with `training=True` those with one (the
+    dropouts, rrelu: random in training)."""
     positions: dict[str, int] = {}
     for name in dir(F):
         function = getattr(F, name)
@@ -151,29 +143,32 @@ def _functional_inplace_positions() -> dict[str, int]:
         position = _inplace_position(function)
         if position is None:
             continue
-        if "training" in inspect.signature(function).parameters:
+        if ("training" in inspect.signature(function).parameters) != training:
             continue
         positions[name] = position
     return positions
 
 
-FUNCTIONAL_INPLACE_POSITION: dict[str, int] = _functional_inplace_positions()
+FUNCTIONAL_INPLACE_POSITION: dict[str, int] = _functional_inplace_positions(training=False)
 """`torch.nn.functional.<name>`: the position of its `inplace` argument
 (relu, relu6, selu, celu, threshold, ... as the
 installed torch has them)."""
 
-FUNCTIONAL_DROPOUTS: dict[str, int] = {
-    "dropout": 3,
-    "dropout1d": 3,
-    "dropout2d": 3,
-    "dropout3d": 3,
-    "alpha_dropout": 3,
-    "feature_alpha_dropout": 3,
-}
-"""The dropouts of `torch.nn.functional` (position of `inplace`; `training`
-is position 2): rewritten only with a literal `training=False`, where both
-forms are the identity. In training, the in-place and out-of-place kernels
-need not draw the same random numbers."""
+FUNCTIONAL_DROPOUTS: dict[str, int] = _functional_inplace_positions(training=True)
+"""The functions of `torch.nn.functional` that take `training` and
+`inplace` (the dropouts, rrelu), with the position of `inplace`: rewritten
+only with a literal `training=False`, where both forms are deterministic.
+In training, the in-place and out-of-place kernels need not draw the same
+random numbers."""
+
+
+def _training_parameter(name: str) -> tuple[int, bool]:
+    """The position and default of `F.<name>`'s `training` parameter."""
+    parameters = inspect.signature(getattr(F, name)).parameters
+    position = list(parameters).index("training")
+    default = parameters["training"].default
+    return position, bool(default) if default is not inspect.Parameter.empty else True
+
 
 _F = "torch.nn.functional."
 
@@ -202,6 +197,9 @@ def _module_functionals() -> dict[str, tuple[str, tuple[str, ...]]]:
             parameters = list(inspect.signature(cls.__init__).parameters)[1:]
             if "inplace" not in parameters:
                 continue
+            passed = parameters[: parameters.index("inplace")]
+            if function in FUNCTIONAL_DROPOUTS and _training_parameter(function)[0] != 1 + len(passed):
+                continue  # `training` is not where the module's forward passes it
             table[f"{cls.__module__}.{cls.__name__}"] = (
                 function, tuple(parameters[: parameters.index("inplace")])
             )
@@ -273,7 +271,10 @@ def _functional_form(op: fx.CallFunctionOp, name: str) -> fx.NodeOp | None:
     else:
         return None
     if name in FUNCTIONAL_DROPOUTS:
-        training = kwargs.get("training", args[2] if len(args) > 2 else fx.bool_literal(True))
+        position, default = _training_parameter(name)
+        training = kwargs.get(
+            "training", args[position] if len(args) > position else fx.bool_literal(default)
+        )
         if not _is_false(training):
             raise Kept("a dropout in training mode (its random numbers need not be the same out of place)")
     return _call(op, fx.CallFunctionOp, op.target.data, args, kwargs)
@@ -331,9 +332,9 @@ def out_of_place_form(op: Operation) -> OutOfPlace | None:
     if isinstance(op, fx.CallModuleOp):
         new = _module_form(op)
     elif isinstance(op, fx.CallMethodOp):
-        name = op.target.data
-        if name in INPLACE_POINTWISE:
-            new = _call(op, fx.CallMethodOp, name[:-1], op.args.data, dict(op.kwargs.data))
+        plain = functional_form(op.target.data)
+        if plain is not None and callable(getattr(torch.Tensor, plain, None)):
+            new = _call(op, fx.CallMethodOp, plain, op.args.data, dict(op.kwargs.data))
     elif isinstance(op, fx.CallFunctionOp):
         name = op.target.data
         module, _, last = name.rpartition(".")
@@ -344,14 +345,14 @@ def out_of_place_form(op: Operation) -> OutOfPlace | None:
             new = _functional_form(op, last)
         elif name.startswith("torch.ops.aten."):
             parts = name.split(".")
-            if len(parts) == 5 and parts[3] in INPLACE_POINTWISE:
-                plain = ".".join((*parts[:3], parts[3][:-1], parts[4]))
-                if _resolvable(plain):
-                    new = _call(op, fx.CallFunctionOp, plain, op.args.data, dict(op.kwargs.data))
-        elif name.startswith("torch.") and last in INPLACE_POINTWISE:
-            plain = f"{module}.{last[:-1]}"
-            if _resolvable(plain):
-                new = _call(op, fx.CallFunctionOp, plain, op.args.data, dict(op.kwargs.data))
+            plain = functional_form(parts[3]) if len(parts) == 5 else None
+            if plain is not None:
+                plain_target = ".".join((*parts[:3], plain, parts[4]))
+                if _resolvable(plain_target):
+                    new = _call(op, fx.CallFunctionOp, plain_target, op.args.data, dict(op.kwargs.data))
+        elif name.startswith("torch.") and (plain := functional_form(last)) is not None:
+            if _resolvable(f"{module}.{plain}"):
+                new = _call(op, fx.CallFunctionOp, f"{module}.{plain}", op.args.data, dict(op.kwargs.data))
     if new is None:
         return None
     return OutOfPlace(target, new)
@@ -371,54 +372,15 @@ def _producer_name(op: Operation) -> str:
     return target.data if isinstance(target, StringAttr) else op.name
 
 
-FRESH_RESULT_MODULES: frozenset[str] = frozenset(
-    f"torch.nn.modules.{name}"
-    for name in """
-    linear.Linear linear.Bilinear conv.Conv1d conv.Conv2d conv.Conv3d
-    conv.ConvTranspose1d conv.ConvTranspose2d conv.ConvTranspose3d sparse.Embedding
-    sparse.EmbeddingBag normalization.LayerNorm normalization.GroupNorm
-    batchnorm.BatchNorm1d batchnorm.BatchNorm2d batchnorm.BatchNorm3d
-    activation.Sigmoid activation.Tanh activation.GELU activation.Softmax
-    activation.LogSoftmax activation.Softplus activation.PReLU
-    """.split()
-) | frozenset(MODULE_FUNCTIONALS) - {
-    f"torch.nn.modules.dropout.{name}"
-    for name in "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout".split()
-}
-"""Module classes whose call (of a module without hooks, not in place)
-returns a fresh tensor the module keeps no reference to: in a symbolically
-traced graph (`fx.call_module`) their results are temporaries."""
-
-_DROPOUT_MODULES = frozenset(MODULE_FUNCTIONALS) - frozenset(
-    name for name, (function, _) in MODULE_FUNCTIONALS.items() if function not in FUNCTIONAL_DROPOUTS
-)
-
-
-def _module_kind(op: Operation) -> str | None:
-    """'fresh' for a module call that returns a fresh tensor, 'identity' for
-    an eval-mode dropout module (returns its input), None otherwise."""
-    if not isinstance(op, fx.CallModuleOp):
-        return None
-    module_type = op.attributes.get("module_type")
-    attrs = op.attributes.get("module_attrs")
-    if not isinstance(module_type, StringAttr) or not isinstance(attrs, DictionaryAttr):
-        return None  # unknown, or a module with hooks (which may keep its output)
-    inplace = attrs.data.get("inplace")
-    if inplace is not None and not _is_false(inplace):
-        return None
-    if module_type.data in _DROPOUT_MODULES:
-        training = attrs.data.get("training")
-        return "identity" if training is not None and _is_false(training) else None
-    return "fresh" if module_type.data in FRESH_RESULT_MODULES else None
-
-
 def _check_fresh_storage(target: SSAValue) -> None:
-    """Raise `Kept` unless `target`'s storage is fresh and its own: made by a
-    side-effect-free op of the graph that does not alias its operands, or a
-    chain of side-effect-free aliasing ops of one tensor operand each (an
-    eval-mode dropout, a view) from such a value, where every value up the
-    chain has the chain's next op as its only reader (nothing else can see
-    the write through it)."""
+    """Raise `Kept` unless `target`'s storage is fresh and its own: made by
+    an op that torch shows returns fresh storage (`result_is_fresh`: an fx
+    call run on fake tensors, a module call the importer recorded
+    `fresh_result`), or a chain of side-effect-free aliasing ops of one
+    tensor operand each (an eval-mode dropout, a view, `x.short()` of an
+    int16 `x`) from such a value, where every value up the chain has the
+    chain's next op as its only reader (nothing else can see the write
+    through it)."""
     value = target
     while True:
         if isinstance(value, BlockArgument) or isinstance(value.owner, fx.PlaceholderOp):
@@ -426,16 +388,13 @@ def _check_fresh_storage(target: SSAValue) -> None:
         owner = value.owner
         if isinstance(owner, fx.GetAttrOp):
             raise Kept(f"{_name(target)} is a parameter, buffer or constant of the module")
-        module_kind = _module_kind(owner)
-        if module_kind == "fresh":
+        if result_is_fresh(owner):
             return
-        if module_kind is None and effect_kind(owner) == "impure":
+        if effect_kind(owner) == "impure":
             raise Kept(
                 f"{_name(target)} may share storage with another tensor: it is made by "
                 f"'{_producer_name(owner)}', which has side effects"
             )
-        if module_kind is None and not may_alias_operands(owner):
-            return
         sources = [v for v in owner.operands if isinstance(v.type, TensorType | fx.ValueType)]
         if len(sources) != 1 or any(use.operation is not owner for use in sources[0].uses):
             raise Kept(
@@ -606,8 +565,6 @@ class MaximizeValueSemanticsPass(ModulePass):
 __all__ = [
     "FUNCTIONAL_DROPOUTS",
     "FUNCTIONAL_INPLACE_POSITION",
-    "FRESH_RESULT_MODULES",
-    "INPLACE_POINTWISE",
     "MODULE_FUNCTIONALS",
     "MaximizeValueSemanticsPass",
     "OPERATOR_OUT_OF_PLACE",

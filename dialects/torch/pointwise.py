@@ -40,6 +40,7 @@ from optimus_ir.dialects.fx import (
 from optimus_ir.traits import (
     Elementwise,
     LazyCanonicalizationPatterns,
+    ReturnsInput,
     ViewLike,
 )
 from optimus_ir.dialects.torch.facts import (
@@ -610,6 +611,15 @@ class _DropoutSpeculatable(ConditionallySpeculatable):
         return not flag(op.properties["train"])
 
 
+def _dropout_is_identity(op: Operation) -> bool:
+    """`at::dropout` returns its input itself for `p == 0`, in eval mode,
+    and for an empty input (`if (p == 0 || !train || numel == 0) return
+    input`)."""
+    if not flag(op.properties["train"]) or op.properties["p"].value.data == 0.0:  # type: ignore[attr-defined]
+        return True
+    return 0 in op.operands[0].type.get_shape()  # type: ignore[attr-defined]
+
+
 @irdl_op_definition
 class DropoutOp(UnaryPointwiseOp):
     """`torch.nn.functional.dropout(input, p, train)`. Not `Pure`: with
@@ -631,6 +641,7 @@ class DropoutOp(UnaryPointwiseOp):
     traits = traits_def(
         _DropoutEffects(),
         _DropoutSpeculatable(),
+        ReturnsInput(_dropout_is_identity),
         _INEXACT_ELEMENTWISE,
         LazyCanonicalizationPatterns("torch.dropout"),
     )

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -27,6 +27,7 @@ from xdsl.traits import (
 
 from optimus_ir.traits import (
     ContiguousResult,
+    ReturnsInput,
     ViewLike,
 )
 from optimus_ir.dialects.torch.facts import OpFacts
@@ -323,12 +324,23 @@ class ViewOp(_ReshapeLikeOp):
     traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
 
 
+def _flattens_nothing(op: Operation) -> bool:
+    """`at::flatten` returns its input itself when there is nothing to
+    flatten: one dim (`start_dim == end_dim`), or an input of rank <= 1."""
+    rank = len(_shape(op.operands[0].type))
+    return op.start_dim.data == op.end_dim.data or rank <= 1  # type: ignore[attr-defined]
+
+
 @irdl_op_definition
 class FlattenOp(_ViewLikeOp):
     """`torch.flatten(input, start_dim, end_dim)` with canonical dims."""
 
     name = "torch.flatten"
-    traits = traits_def(ViewLike(_copying_reshape), _VIEW_CHAIN_CANONICALIZATION)
+    traits = traits_def(
+        ViewLike(_copying_reshape),
+        ReturnsInput(_flattens_nothing),
+        _VIEW_CHAIN_CANONICALIZATION,
+    )
     start_dim = prop_def(IntAttr)
     end_dim = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("start_dim", "value"), ("end_dim", "value"))

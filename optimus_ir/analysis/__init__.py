@@ -1,5 +1,8 @@
 """Analyses shared by the passes: aliasing and mutation, memory layout.
 
+* `alias_facts` -- what torch says an fx call does to storage: run on
+  fake tensors (cached per target, literals and operand types) and the
+  aten schemas' alias annotations; the one source of aliasing facts;
 * `op_classes` -- the op-class predicates everything below is built on
   (`is_view_op`, `has_contiguous_result`, `is_elementwise_op`,
   `may_alias_operands`, `may_write_operands`, ...), in one place;
@@ -59,7 +62,6 @@ from optimus_ir.analysis.live_bytes import (
 )
 from optimus_ir.analysis.op_classes import (
     CONTIGUOUS_RESULT_OPS,
-    FX_ALIASING_NAMES,
     NON_MUTATING_MODULE_TYPES,
     NON_MUTATING_TARGETS,
     STRIDE_SENSITIVE_NAMES,
@@ -72,8 +74,11 @@ from optimus_ir.analysis.op_classes import (
     is_stride_sensitive_op,
     is_view_op,
     may_alias_operands,
+    may_return_operand,
     may_write_operands,
+    result_is_fresh,
     target_name,
+    written_operands,
 )
 
 __all__ = [
@@ -84,7 +89,6 @@ __all__ = [
     "tensor_bytes",
     "tensor_elements",
     "CONTIGUOUS_RESULT_OPS",
-    "FX_ALIASING_NAMES",
     "NON_MUTATING_MODULE_TYPES",
     "NON_MUTATING_TARGETS",
     "STRIDE_SENSITIVE_NAMES",
@@ -118,7 +122,10 @@ __all__ = [
     "leading_ones",
     "may_alias_operands",
     "may_be_mutated",
+    "may_return_operand",
     "may_write_operands",
+    "result_is_fresh",
+    "written_operands",
     "is_returned",
     "reaches_output",
     "same_layout",

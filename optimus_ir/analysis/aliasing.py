@@ -4,15 +4,17 @@ Two values *alias* when they may share storage. A value's *alias class* is
 the closure of that relation through ops that may return a view of an
 operand (`op_classes.may_alias_operands`): torch plumbing ops (split, unbind,
 slice, select, squeeze, unsqueeze, view, reshape, flatten, unflatten,
-permute, transpose, movedim, detach), and fx ops that are not known to return
-a fresh tensor (unknown or impure callables, getitem, fx `view`/`t`/`expand`/
-`to`...). The class is followed both up (what a value is a view of) and down
+permute, transpose, movedim, detach), ops that may return their input
+itself (an eval-mode dropout), and fx calls that torch does not show to
+return fresh storage (`alias_facts`: run on fake tensors, the aten schemas'
+alias annotations; unknown calls may alias). The class is followed both up (what a value is a view of) and down
 (the views of it, the views of those...), so siblings (other pieces of one
 split) are in one class. This is conservative on purpose.
 
 A class is *mutated* when one of its values is an operand of an op that may
-write to it (`op_classes.may_write_operands`: in-place `add_`, `copy_`,
-`out=`, `operator.setitem`, unknown calls, `call_module`).
+write to it (`op_classes.written_operands`: the `self` of in-place `add_`,
+`copy_`, the arguments an aten schema marks `(a!)`; every operand of
+`operator.setitem`, unknown calls, `call_module`).
 Operator-dialect ops never write to their operands.
 
 Two forms:
@@ -33,10 +35,14 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriterListener
 
+from optimus_ir.analysis import alias_facts
 from optimus_ir.analysis.op_classes import (
+    is_fx_node,
     is_stride_sensitive_op,
     may_alias_operands,
+    may_return_operand,
     may_write_operands,
+    written_operands,
 )
 from optimus_ir.dialects import fx
 
@@ -94,7 +100,11 @@ def view_closure(value: SSAValue) -> set[SSAValue]:
 
 def class_is_mutated(values: Iterable[SSAValue]) -> bool:
     """Some value of the set is an operand of an op that may write to it."""
-    return any(may_write_operands(use.operation) for v in values for use in v.uses)
+    return any(
+        may_write_operands(use.operation) and v in written_operands(use.operation)
+        for v in values
+        for use in v.uses
+    )
 
 
 def may_be_mutated(value: SSAValue) -> bool:
@@ -174,20 +184,28 @@ def forwarding_returns_another_object(view: SSAValue, source: SSAValue) -> bool:
 
 def may_be_a_caller_object(value: SSAValue) -> bool:
     """`value` may be the very tensor object of a graph input, parameter or
-    buffer: one of those, or the result of an fx op (an in-place method
-    returns its operand, an unknown call may return an argument), or of a
-    `torch.flatten` that may return its input unchanged, or of a
-    `torch.dropout` (in eval mode or with `p = 0` it returns its input
-    itself). Every other operator op makes a new tensor object."""
-    while True:
+    buffer: one of those, or the result of an op that may return an operand
+    object itself (`may_return_operand`: an in-place method returns its
+    operand, `x.float()` of a float `x` returns `x`, an eval-mode dropout
+    its input, an unknown call anything) whose operands may be. Every
+    other op makes a new tensor object."""
+    seen: set[SSAValue] = set()
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
         if is_graph_input(value):
             return True
         owner = value.owner
-        if owner.dialect_name() == "fx":
-            return True
-        if owner.name not in ("torch.flatten", "torch.dropout"):
-            return False
-        value = owner.operands[0]
+        if not isinstance(owner, Operation):
+            continue
+        if is_fx_node(owner) and not alias_facts.call_is_known(owner):
+            return True  # unknown code may return any tensor it can reach
+        if may_return_operand(owner):
+            stack.extend(owner.operands)
+    return False
 
 
 def stride_sensitive(values: Iterable[SSAValue]) -> bool:
@@ -256,9 +274,8 @@ class AliasAnalysis:
                 if anchor is None:
                     anchor = r
                 self._union(anchor, r)
-        if may_write_operands(op):
-            for operand in op.operands:
-                self._mutated.add(self.find(operand))
+        for operand in written_operands(op):
+            self._mutated.add(self.find(operand))
 
     # -- union-find ----------------------------------------------------------
 

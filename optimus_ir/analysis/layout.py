@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, TupleType
 from xdsl.ir import Operation, SSAValue
 
+from optimus_ir.analysis import alias_facts
 from optimus_ir.analysis.aliasing import is_graph_input
 from optimus_ir.analysis.op_classes import (
     has_contiguous_result,
@@ -24,10 +25,10 @@ from optimus_ir.analysis.op_classes import (
     is_join_op,
     is_layout_exact_elementwise,
     is_view_op,
-    target_name,
 )
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
+from optimus_ir.traits import returns_input
 from optimus_ir.types import DYNAMIC
 
 
@@ -98,6 +99,9 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
         if len(sizes) < 4 or all(known_contiguous(v, depth - 1) for v in owner.inputs):  # type: ignore[union-attr]
             return contiguous_strides(sizes)
         return None
+    if returns_input(owner):  # type: ignore[arg-type]
+        # torch returns the input itself (an eval-mode dropout)
+        return strides_of(owner.operands[0], depth - 1)  # type: ignore[union-attr]
     if is_elementwise_op(owner):  # type: ignore[arg-type]
         # a dropout too: in eval mode (or p = 0) it is its input, in training
         # its input times a mask laid out like the input (its *values*
@@ -150,77 +154,29 @@ def strides_of(value: SSAValue, depth: int = 32) -> tuple[int, ...] | None:
     return None
 
 
-ROW_MAJOR_FACTORIES: frozenset[str] = frozenset(
-    "zeros ones full empty new_zeros new_ones new_full new_empty arange linspace logspace "
-    "eye tensor scalar_tensor contiguous".split()
-)
-"""fx call targets (last name component) whose result is a fresh row-major
-tensor unless a `memory_format`/`layout` argument says otherwise (the
-`*_like` factories and `clone` preserve their input's layout: not here)."""
-
-IN_PLACE_KEEPING_LAYOUT: frozenset[str] = frozenset(
-    "iadd isub imul itruediv ifloordiv imod ipow iand ior ixor ilshift irshift "
-    "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ "
-    "__iand__ __ior__ __ixor__ __ilshift__ __irshift__ "
-    "add_ sub_ mul_ div_ true_divide_ floor_divide_ remainder_ pow_ neg_ abs_ exp_ log_ "
-    "sqrt_ rsqrt_ reciprocal_ clamp_ clamp_min_ clamp_max_ relu_ sigmoid_ tanh_ "
-    "fill_ zero_ masked_fill_ copy_ addcmul_ addcdiv_ lerp_".split()
-)
-"""In-place fx calls that write values into their first argument and return
-it, its sizes and strides unchanged (metadata-changing in-place ops such as
-`t_`, `resize_`, `as_strided_`, `unsqueeze_` are not here)."""
-
-
-ELEMENTWISE_KEEPING_LAYOUT: frozenset[str] = frozenset(
-    "add sub mul truediv floordiv mod pow neg pos abs div true_divide "
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ "
-    "__floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __pos__ __abs__ "
-    "double float half bfloat16 int long short bool to type_as batch_norm".split()
-)
-"""Elementwise fx calls (unraised arithmetic such as `1 / t`, and casts),
-and batch_norm (its result is allocated like its input): the result is laid
-out like the operands, so a result of operands that are all contiguous is
-contiguous (a `memory_format` argument aside)."""
-
-
 def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:
-    """The strides of an fx call's result, where its target alone says them:
-    a row-major factory (`new_zeros`, `torch.zeros`, `.contiguous()`, ...)
-    without a layout argument, or an in-place arithmetic call (`+=`,
-    `add_`, ...) whose result is its first argument (DeepFM's
-    `logit = x.new_zeros(...); logit += ...`), or an elementwise call of
-    contiguous operands (`1 / t`, `t.double()`). None otherwise."""
-    name = target_name(owner)
-    if name is None:
+    """The strides of an fx call's result as torch lays it out: the call is
+    run on fake tensors with the strides its tensor operands provably have
+    (`alias_facts.call_result_strides`, cached per call kind and layouts):
+    a factory's row-major result, an in-place call's operand (`logit +=
+    ...` of DeepFM's `x.new_zeros(...)`), a cast or `1 / t` laid out like
+    its operand. None when an operand's strides are unknown or the call
+    cannot be run (an unknown function)."""
+    layouts: list[tuple[int, ...] | None] = []
+    for operand in owner.operands:
+        if isinstance(operand.type, TensorType):
+            known = strides_of(operand, depth - 1)
+            if known is None:
+                return None
+            layouts.append(tuple(known))
+        elif isinstance(operand.type, TupleType):
+            return None  # the pieces' layouts are not followed
+        else:
+            layouts.append(None)
+    strides = alias_facts.call_result_strides(owner, tuple(layouts))  # type: ignore[arg-type]
+    if strides is None or len(strides) != len(sizes):
         return None
-    if isinstance(owner, fx.CallFunctionOp) and not owner.target.data.startswith(
-        ("torch.", "_operator.", "operator.")
-    ):
-        return None  # a user function that happens to be called `zeros`
-    kwargs = owner.kwargs.data  # type: ignore[attr-defined]
-    if name in ROW_MAJOR_FACTORIES:
-        if "memory_format" in kwargs or "layout" in kwargs:
-            return None
-        if name == "contiguous" and len(owner.args.data) > 1:  # type: ignore[attr-defined]
-            return None  # a positional memory format
-        return contiguous_strides(sizes)
-    if name in ELEMENTWISE_KEEPING_LAYOUT:
-        if "memory_format" in kwargs:
-            return None
-        tensors = [v for v in owner.operands if isinstance(v.type, TensorType)]
-        if tensors and all(known_contiguous(v, depth - 1) for v in tensors):
-            return contiguous_strides(sizes)
-        return None
-    if name not in IN_PLACE_KEEPING_LAYOUT:
-        return None
-    args = owner.args.data  # type: ignore[attr-defined]
-    first = args[0] if args else None
-    if not isinstance(first, fx.RefAttr):
-        return None
-    target = owner.operands[first.index.data]
-    if shape(target) != sizes:
-        return None
-    return strides_of(target, depth - 1)
+    return strides
 
 
 def _operands_order_dims_row_major(owner: Operation, sizes: Sequence[int], depth: int) -> bool:

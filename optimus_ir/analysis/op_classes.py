@@ -4,8 +4,9 @@ Each question an analysis asks about an op ("may its result be a view of an
 operand?", "is its result always contiguous?", "is it elementwise, and exact
 under a layout change?") is one small function here. Operator-dialect ops
 answer through their traits (`optimus_ir.traits`: `ViewLike`,
-`ContiguousResult`, `Elementwise`); fx calls through their targets and
-`optimus_ir.effects`. The analyses and the passes call these functions and
+`ReturnsInput`, `ContiguousResult`, `Elementwise`); fx calls through
+`alias_facts` (what torch does when the call runs on fake tensors, and the
+aten schemas) and `optimus_ir.effects`. The analyses and the passes call these functions and
 never test op classes themselves.
 
 `TORCH_VIEW_OPS` and `CONTIGUOUS_RESULT_OPS` remain as the op classes that
@@ -15,8 +16,9 @@ carry the traits (derived from the dialect, for tests and error messages).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
+from optimus_ir.analysis import alias_facts
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
 from optimus_ir import traits
@@ -33,25 +35,6 @@ CONTIGUOUS_RESULT_OPS: tuple[type[Operation], ...] = tuple(
 )
 """Operator-dialect ops whose result is always a fresh contiguous tensor
 (those with the `ContiguousResult` trait)."""
-
-FX_ALIASING_NAMES: frozenset[str] = frozenset(
-    """
-    getitem __getitem__ view view_as reshape reshape_as as_strided expand expand_as
-    t T mT H mH transpose swapaxes swapdims permute movedim moveaxis narrow select
-    slice split split_with_sizes tensor_split chunk unbind hsplit vsplit dsplit
-    squeeze unsqueeze flatten unflatten ravel detach alias diagonal real imag
-    unfold view_as_real view_as_complex to type float double half bfloat16 int long
-    bool cpu cuda contiguous expand_copy _reshape_alias _unsafe_view lift_fresh
-    align_to refine_names rename data requires_grad_ indices values crow_indices
-    col_indices conj resolve_conj resolve_neg positive numpy_T adjoint
-    type_as broadcast_to broadcast_tensors atleast_1d atleast_2d atleast_3d
-    unsafe_split unsafe_chunk as_subclass
-    dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout
-    """.split()
-)
-"""Last name components of pure torch functions / methods that may return a
-view of (or the very same tensor as) an operand (`type_as` to the same dtype
-and eval-mode dropout return the operand itself)."""
 
 STRIDE_SENSITIVE_NAMES: frozenset[str] = frozenset(
     """
@@ -137,8 +120,10 @@ def is_stride_sensitive_op(op: Operation) -> bool:
 def may_write_operands(op: Operation) -> bool:
     """`op` may write to (some of) its operands: an fx call that is not known
     pure, except assertions and guards (`NON_MUTATING_TARGETS`,
-    `NON_MUTATING_MODULE_TYPES`). `fx.output` and operator-dialect ops never
-    do."""
+    `NON_MUTATING_MODULE_TYPES`) and calls whose aten schemas write no
+    argument (`x.item()`, a random `native_dropout` that only draws
+    numbers: `alias_facts.written_operands`). `fx.output`
+    and operator-dialect ops never do."""
     if not is_fx_node(op) or effect_kind(op) != "impure":
         return False
     if isinstance(op, fx.CallModuleOp):
@@ -146,24 +131,59 @@ def may_write_operands(op: Operation) -> bool:
         return not (
             isinstance(module_type, StringAttr) and module_type.data in NON_MUTATING_MODULE_TYPES
         )
-    return not (isinstance(op, fx.CallFunctionOp) and op.target.data in NON_MUTATING_TARGETS)
+    if isinstance(op, fx.CallFunctionOp) and op.target.data in NON_MUTATING_TARGETS:
+        return False
+    return alias_facts.written_operands(op) != ()  # type: ignore[arg-type]
+
+
+def written_operands(op: Operation) -> list[SSAValue]:
+    """The operands `op` may write: none for an op that writes nothing; the
+    ones torch's schemas name (`x.add_(y)` writes `x`, not `y`:
+    `alias_facts.written_operands`); every operand otherwise."""
+    if not may_write_operands(op):
+        return []
+    indices = alias_facts.written_operands(op)  # type: ignore[arg-type]
+    if indices is None:
+        return list(op.operands)
+    return [op.operands[i] for i in indices if i < len(op.operands)]
 
 
 def may_alias_operands(op: Operation) -> bool:
-    """A result of `op` may share storage with one of its tensor operands."""
-    if is_view_op(op):
+    """A result of `op` may share storage with one of its tensor operands:
+    a view-like operator op, one that may return its input itself
+    (`ReturnsInput`: an eval-mode dropout), or an fx call that torch does
+    not show to return fresh storage (`alias_facts.call_may_alias`: run on
+    fake tensors, the aten schemas' alias annotations; unknown calls may
+    alias)."""
+    if is_view_op(op) or traits.returns_input(op):
         return True
     if not is_fx_node(op):
         return False
-    if effect_kind(op) == "impure":
-        return True  # unknown: anything goes (and add_ returns self)
-    name = target_name(op)
-    return name is None or name in FX_ALIASING_NAMES
+    return alias_facts.call_may_alias(op)  # type: ignore[arg-type]
+
+
+def may_return_operand(op: Operation) -> bool:
+    """A result of `op` may be one of its operand tensor objects itself (not
+    a new tensor object): `ReturnsInput` operator ops where their condition
+    holds, and fx calls torch does not show to return a new object
+    (`alias_facts.call_may_return_operand`)."""
+    if traits.returns_input(op):
+        return True
+    if not is_fx_node(op):
+        return False
+    return alias_facts.call_may_return_operand(op)  # type: ignore[arg-type]
+
+
+def result_is_fresh(op: Operation) -> bool:
+    """`op`'s results are storage nothing else holds: not an fx placeholder
+    or get_attr, and `may_alias_operands` is false."""
+    if isinstance(op, fx.PlaceholderOp | fx.GetAttrOp | fx.OutputOp):
+        return False
+    return not may_alias_operands(op)
 
 
 __all__ = [
     "CONTIGUOUS_RESULT_OPS",
-    "FX_ALIASING_NAMES",
     "NON_MUTATING_MODULE_TYPES",
     "NON_MUTATING_TARGETS",
     "STRIDE_SENSITIVE_NAMES",
@@ -176,6 +196,9 @@ __all__ = [
     "is_stride_sensitive_op",
     "is_view_op",
     "may_alias_operands",
+    "may_return_operand",
     "may_write_operands",
+    "result_is_fresh",
+    "written_operands",
     "target_name",
 ]

@@ -173,3 +173,34 @@ fx.graph @clone_leave_alone {
   %cd = fx.call_method "clone"(%d, memory_format = #fx.object<"torch.contiguous_format">) : tensor<4x6xf32, "cpu">
   fx.output (%cx, %ca, %a, %cb, %c, %cc, %ct, %cd)
 }
+
+// -----
+
+// Which calls return an operand itself is asked of torch (the call run on
+// meta/fake tensors), not of a list of casts: `short` of an i16 tensor,
+// `+x`, an eval-mode `F.dropout` fold; `short` of an f32 tensor (a copy),
+// `x.cuda()` of a tensor whose device nobody knows (a copy on the CPU, the
+// tensor itself on CUDA), an in-place `add_(0)` (it writes) stay.
+
+// CHECK-LABEL: fx.graph @asked_of_torch
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %i = fx.placeholder "i"
+// CHECK-NEXT:    %h = fx.placeholder "h"
+// CHECK-NEXT:    %a = torch.tanh %x
+// CHECK-NEXT:    %f = fx.call_method "short"(%a)
+// CHECK-NEXT:    %c = fx.call_method "cuda"(%h)
+// CHECK-NEXT:    %w = fx.call_method "add_"(%a, 0)
+// CHECK-NEXT:    fx.output (%i, %a, %a, %f, %c, %w)
+fx.graph @asked_of_torch {
+  %x = fx.placeholder "x" : tensor<4x6xf32, "cpu">
+  %i = fx.placeholder "i" : tensor<4x6xi16, "cpu">
+  %h = fx.placeholder "h" : tensor<4x6xf32>
+  %a = torch.tanh %x : tensor<4x6xf32, "cpu"> -> tensor<4x6xf32, "cpu">
+  %s = fx.call_method "short"(%i) : tensor<4x6xi16, "cpu">
+  %p = fx.call_function "_operator.pos"(%a) : tensor<4x6xf32, "cpu">
+  %d = fx.call_function "torch.nn.functional.dropout"(%a, 0.5, false) : tensor<4x6xf32, "cpu">
+  %f = fx.call_method "short"(%a) : tensor<4x6xi16, "cpu">
+  %c = fx.call_method "cuda"(%h) : tensor<4x6xf32>
+  %w = fx.call_method "add_"(%a, 0) : tensor<4x6xf32, "cpu">
+  fx.output (%s, %p, %d, %f, %c, %w)
+}

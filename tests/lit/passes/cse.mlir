@@ -261,3 +261,61 @@ fx.graph @distinct_outputs {
   %e = fx.call_function "torch.mul"(%a, %d) : tensor<4xf32, "cpu">
   fx.output (%a, %b, %v, %e)
 }
+
+// -----
+
+// Aliasing is asked of torch: `einsum('bd->db', h)` returns a view of `h`,
+// so a write through it is a write to `h`, and the sums of `h` before and
+// after it stay two ops. `x.short()` of an i16 `x` is `x` itself: the same.
+// Two sums with no write between them are one.
+
+// CHECK-LABEL: fx.graph @write_through_views
+// CHECK:         %p = fx.call_method "sum"(%h, 0)
+// CHECK-NEXT:    %p2 = fx.call_method "sum"(%h, 1)
+// CHECK-NEXT:    %w = fx.call_method "mul_"(%e, 0.5)
+// CHECK-NEXT:    %q = fx.call_method "sum"(%h, 0)
+// CHECK-NEXT:    %a = fx.call_method "sum"(%i, 0)
+// CHECK-NEXT:    %s = fx.call_method "short"(%i)
+// CHECK-NEXT:    %ws = fx.call_method "add_"(%s, 1)
+// CHECK-NEXT:    %b = fx.call_method "sum"(%i, 0)
+// CHECK-NEXT:    fx.output (%p, %q, %p2, %a, %b)
+fx.graph @write_through_views {
+  %x = fx.placeholder "x" : tensor<2x4xf32, "cpu">
+  %i = fx.placeholder "i" : tensor<2x4xi16, "cpu">
+  %h = fx.call_function "torch.exp"(%x) : tensor<2x4xf32, "cpu">
+  %e = fx.call_function "torch.functional.einsum"("bd->db", %h) : tensor<4x2xf32, "cpu">
+  %p = fx.call_method "sum"(%h, 0) : tensor<4xf32, "cpu">
+  %p2 = fx.call_method "sum"(%h, 1) : tensor<2xf32, "cpu">
+  %p3 = fx.call_method "sum"(%h, 1) : tensor<2xf32, "cpu">
+  %w = fx.call_method "mul_"(%e, 0.5) : tensor<4x2xf32, "cpu">
+  %q = fx.call_method "sum"(%h, 0) : tensor<4xf32, "cpu">
+  %a = fx.call_method "sum"(%i, 0) : tensor<4xi64, "cpu">
+  %s = fx.call_method "short"(%i) : tensor<2x4xi16, "cpu">
+  %ws = fx.call_method "add_"(%s, 1) : tensor<2x4xi16, "cpu">
+  %b = fx.call_method "sum"(%i, 0) : tensor<4xi64, "cpu">
+  fx.output (%p, %q, %p3, %a, %b)
+}
+
+// -----
+
+// An embedding lookup is pure (merged, removable) unless it is given a
+// `max_norm`: then it renormalizes the rows it reads of the weight in place.
+
+// CHECK-LABEL: fx.graph @embeddings
+// CHECK:         %a = fx.call_function "torch.nn.functional.embedding"(%i, %w)
+// CHECK-NOT:     %b = fx.call_function "torch.nn.functional.embedding"(%i, %w)
+// CHECK:         %c = fx.call_function "torch.nn.functional.embedding"(%i, %w, max_norm = 1.0
+// CHECK-NEXT:    %d = fx.call_function "torch.nn.functional.embedding"(%i, %w, max_norm = 1.0
+// CHECK-NEXT:    %t = fx.call_function "torch.add"(%a, %a)
+// CHECK-NEXT:    %u = fx.call_function "torch.add"(%c, %d)
+fx.graph @embeddings {
+  %i = fx.placeholder "i" : tensor<3xi64, "cpu">
+  %w = fx.get_attr "w" : tensor<10x4xf32, "cpu">
+  %a = fx.call_function "torch.nn.functional.embedding"(%i, %w) : tensor<3x4xf32, "cpu">
+  %b = fx.call_function "torch.nn.functional.embedding"(%i, %w) : tensor<3x4xf32, "cpu">
+  %c = fx.call_function "torch.nn.functional.embedding"(%i, %w, max_norm = 1.0) : tensor<3x4xf32, "cpu">
+  %d = fx.call_function "torch.nn.functional.embedding"(%i, %w, max_norm = 1.0) : tensor<3x4xf32, "cpu">
+  %t = fx.call_function "torch.add"(%a, %b) : tensor<3x4xf32, "cpu">
+  %u = fx.call_function "torch.add"(%c, %d) : tensor<3x4xf32, "cpu">
+  fx.output (%t, %u)
+}

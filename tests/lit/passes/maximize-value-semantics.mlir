@@ -104,3 +104,77 @@ fx.graph @views_after {
   %u = fx.call_method "unsqueeze"(%r, 0) : tensor<1x2x3xf32>
   fx.output (%v, %u)
 }
+
+// -----
+
+// Whether a call returns fresh storage is asked of torch (the call run on
+// meta/fake tensors of its operand types), not of a list of names: a cast
+// to the dtype a tensor has already (`short` of i16, `byte` of ui8, `char`
+// of i8) and unary plus return the tensor itself, so a write through them
+// is a write to the graph input and stays; a cast to another dtype is a
+// fresh tensor, and its write goes out of place.
+
+// CHECK-LABEL: fx.graph @casts
+// CHECK:         %ws = fx.call_method "add_"(%s, 1)
+// CHECK:         %wb = fx.call_method "add_"(%b, 1)
+// CHECK:         %wc = fx.call_method "add_"(%c, 1)
+// CHECK:         %wp = fx.call_method "add_"(%p, 1.0)
+// CHECK:         %wf = fx.call_method "add"(%f, 1)
+fx.graph @casts {
+  %x16 = fx.placeholder "x16" : tensor<2x3xi16, "cpu">
+  %xu8 = fx.placeholder "xu8" : tensor<2x3xui8, "cpu">
+  %xi8 = fx.placeholder "xi8" : tensor<2x3xi8, "cpu">
+  %x = fx.placeholder "x" : tensor<2x3xf32, "cpu">
+  %y = fx.placeholder "y" : tensor<2x3xf32, "cpu">
+  %s = fx.call_method "short"(%x16) : tensor<2x3xi16, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %s may be (a view of) a graph input (the caller sees the write)}}
+  %ws = fx.call_method "add_"(%s, 1) : tensor<2x3xi16, "cpu">
+  %b = fx.call_method "byte"(%xu8) : tensor<2x3xui8, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %b may be (a view of) a graph input (the caller sees the write)}}
+  %wb = fx.call_method "add_"(%b, 1) : tensor<2x3xui8, "cpu">
+  %c = fx.call_method "char"(%xi8) : tensor<2x3xi8, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %c may be (a view of) a graph input (the caller sees the write)}}
+  %wc = fx.call_method "add_"(%c, 1) : tensor<2x3xi8, "cpu">
+  %p = fx.call_function "_operator.pos"(%y) : tensor<2x3xf32, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %p may be (a view of) a graph input (the caller sees the write)}}
+  %wp = fx.call_method "add_"(%p, 1.0) : tensor<2x3xf32, "cpu">
+  %f = fx.call_method "short"(%x) : tensor<2x3xi16, "cpu">
+  %wf = fx.call_method "add_"(%f, 1) : tensor<2x3xi16, "cpu">
+  fx.output (%ws, %wb, %wc, %wp, %wf)
+}
+
+// -----
+
+// A view made by a call no list knew (`einsum('bd->db', h)` returns a
+// permuted view of `h`) observes the later write: it stays in place.
+
+// CHECK-LABEL: fx.graph @einsum_view
+// CHECK:         %e = fx.call_function "torch.functional.einsum"("bd->db", %h)
+// CHECK-NEXT:    %m = fx.call_method "mul_"(%h, 0.5)
+fx.graph @einsum_view {
+  %x = fx.placeholder "x" : tensor<2x4xf32, "cpu">
+  %h = fx.call_function "torch.exp"(%x) : tensor<2x4xf32, "cpu">
+  %e = fx.call_function "torch.functional.einsum"("bd->db", %h) : tensor<4x2xf32, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %h is viewed or observed before the write (by 'torch.functional.einsum')}}
+  %m = fx.call_method "mul_"(%h, 0.5) : tensor<2x4xf32, "cpu">
+  fx.output (%e, %m)
+}
+
+// -----
+
+// A module call returns fresh storage when the importer ran the module on
+// fake tensors and recorded `fresh_result`; without it (hand-written IR, a
+// module with hooks, a class not torch's own) the call may return anything.
+
+// CHECK-LABEL: fx.graph @modules
+// CHECK:         %r = fx.call_function "torch.nn.functional.relu"(%l)
+// CHECK:         %k = fx.call_module "act2"(%u)
+fx.graph @modules {
+  %x = fx.placeholder "x" : tensor<2x4xf32, "cpu">
+  %l = fx.call_module "lin"(%x) {module_type = "torch.nn.modules.linear.Linear", module_attrs = {in_features = 4 : i64, out_features = 4 : i64}, fresh_result, effect_free} : tensor<2x4xf32, "cpu">
+  %r = fx.call_module "act"(%l) {module_type = "torch.nn.modules.activation.ReLU", module_attrs = {inplace = true}} : tensor<2x4xf32, "cpu">
+  %u = fx.call_module "lin2"(%x) {module_type = "torch.nn.modules.linear.Linear", module_attrs = {in_features = 4 : i64, out_features = 4 : i64}} : tensor<2x4xf32, "cpu">
+  // expected-remark@+1 {{maximize-value-semantics: kept in place: %u may share storage with another tensor: it is made by 'lin2', which has side effects}}
+  %k = fx.call_module "act2"(%u) {module_type = "torch.nn.modules.activation.ReLU", module_attrs = {inplace = true}} : tensor<2x4xf32, "cpu">
+  fx.output (%r, %k)
+}

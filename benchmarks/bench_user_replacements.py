@@ -10,7 +10,10 @@ The graph: `split(x, 8, 1)` into T pieces, per piece `linear`, then
 * `silu`: `sigmoid(x) * x -> F.silu(x)` (T/2 matches, rewritten);
 * `silu+9`: the same plus nine replacements rooted at `torch.mul` that
   never match (`sigmoid(x) * k` for nine literals k): each mul is walked by
-  ten matchers.
+  ten matchers;
+* `silu-view`: `sigmoid(x) * x -> F.silu(x.view(-1)).view(4, 8)`, whose
+  `view` raised on a transposed input at registration: the input needs a
+  contiguous layout, which each match proves (`known_contiguous`).
 
 Usage::
 
@@ -62,6 +65,12 @@ def _configure(kind: str) -> None:
         unregister_replacement(name)
     if kind == "none":
         return
+    if kind == "silu-view":
+        register_replacement(
+            "bench-silu-view", lambda x: torch.sigmoid(x) * x, lambda x: F.silu(x.view(-1)).view(4, 8),
+            [torch.randn(4, 8)],
+        )
+        return
     register_replacement("bench-silu", lambda x: torch.sigmoid(x) * x, lambda x: F.silu(x), [torch.randn(4, 8)])
     if kind == "silu+9":
         for k in range(2, 11):
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     print(f"{'config':>8} {'towers':>7} {'nodes':>7} {'ms':>9} {'us/node':>8} {'rewrites':>8}")
-    for kind in ("none", "silu", "silu+9"):
+    for kind in ("none", "silu", "silu+9", "silu-view"):
         for towers in args.towers:
             row = measure(towers, kind, args.repeat)
             print(

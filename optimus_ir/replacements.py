@@ -33,7 +33,14 @@ At registration both functions run, on copies, on
    random bools;
 3. random values at scaled shapes: every size above 1 doubled, then every
    size above 1 plus one (sizes 0 and 1 stay: they are what broadcasting
-   depends on).
+   depends on);
+4. layout variants (`check_layouts`): each input in turn, with the
+   example's values, laid out as every other column of a tensor twice as
+   wide, transposed (its last two dims of size above 1), channels-last
+   (rank 4) and expanded (stride 0 in its first dim of size above 1, the
+   values of the example's first slice there), the other inputs
+   contiguous; then every input in one layout at once. A variant the
+   shape does not allow (rank, sizes 0 and 1) is left out.
 
 Each output must agree in shape, dtype and value within the dtype's
 tolerance (`torch.testing.assert_close`'s defaults; integers and bools
@@ -48,6 +55,14 @@ raising is a disagreement. When either function fails at the scaled shapes,
 the replacement matches only inputs of exactly the example shapes;
 otherwise any static shape of the example's ranks whose size-0 and size-1
 dims are kept. Dtypes are always the example's.
+
+On a layout variant, a pattern that raises skips the variant (a graph with
+that layout there would raise itself); a replacement that raises where the
+pattern runs (`x.view(...)` on a transpose) makes that input *require a
+contiguous layout* (`InputPolicy.layout`, with the variant and the error
+kept for remarks): the matcher then rewrites only where the bound value is
+provably contiguous. Both running and disagreeing is a `ValueError` naming
+the variant and the input strides.
 
 Other refusals (`ValueError`): a name that is not kebab-case or is taken (by
 a replacement, a pass or a named pipeline), functions that do not trace,
@@ -67,6 +82,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -75,6 +91,8 @@ import torch.fx
 from optimus_ir.importer import import_graph
 from optimus_ir.passes.registry import PASSES, PIPELINES
 from optimus_ir.passes.user_replacements import (
+    ANY_LAYOUT,
+    CONTIGUOUS,
     KEBAB_CASE,
     PASS_NAME,
     REPLACEMENTS,
@@ -148,14 +166,17 @@ def register_replacement(
     _check_replacement_ops(replacement_block, where)
 
     shapes_vary = check_agreement(name, pattern, replacement, examples)
+    layouts = check_layouts(name, pattern, replacement, examples, input_names)
     policies = tuple(
         InputPolicy(
             dtype=e.dtype,
             element_type=element_type_of(e.dtype),
             rank=e.dim(),
             fixed_dims=tuple(s if (not shapes_vary or s <= 1) else None for s in e.shape),
+            layout=layout.requirement,
+            layout_evidence=layout.evidence,
         )
-        for e in examples
+        for e, layout in zip(examples, layouts, strict=True)
     )
     try:
         compiled = CompiledReplacement(
@@ -383,6 +404,158 @@ class _ScaledFailure(Exception):
     pass
 
 
+# ---------------------------------------------------------------------------
+# The layout check
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayoutFinding:
+    """What the layout variants showed about one input: the requirement
+    (`ANY_LAYOUT` or `CONTIGUOUS`) and, for `CONTIGUOUS`, the variant the
+    replacement raised on and its error."""
+
+    requirement: str = ANY_LAYOUT
+    evidence: str = ""
+
+
+LAYOUT_KINDS = ("column slice", "transposed", "channels-last", "expanded")
+"""The layout variants of an input (`_layout_variant`), in the order they run."""
+
+
+def check_layouts(
+    name: str,
+    pattern: Callable[..., Any],
+    replacement: Callable[..., Any],
+    examples: tuple[torch.Tensor, ...],
+    input_names: Sequence[str] | None = None,
+) -> tuple[LayoutFinding, ...]:
+    """Run both functions with one input at a time laid out otherwise (a
+    slice of every other column, a transpose, channels-last for rank 4, an
+    expanded stride-0 tensor; the example's values, the other inputs
+    contiguous), then with every input in one layout at once. Where both
+    run, they must agree (`ValueError` naming the variant, as in
+    `check_agreement`); where the replacement raises and the pattern does
+    not, the input needs a contiguous layout (`CONTIGUOUS`; when only the
+    every-input-at-once variant fails, each input in it). A variant on
+    which the pattern raises is skipped: a graph with that layout there
+    would raise itself. Returns one finding per input."""
+    where = f"register_replacement({name!r})"
+    names = list(input_names) if input_names is not None else [f"#{i}" for i in range(len(examples))]
+    plain = tuple(e.contiguous() for e in examples)
+    failures: list[str | None] = [None] * len(examples)
+    variants = [{kind: _layout_variant(kind, e) for kind in LAYOUT_KINDS} for e in plain]
+    for index, input_name in enumerate(names):
+        for kind in LAYOUT_KINDS:
+            variant = variants[index][kind]
+            if variant is None:
+                continue
+            inputs = plain[:index] + (variant,) + plain[index + 1:]
+            failure = _run_layout_variant(where, _variant_label(input_name, kind), pattern, replacement, inputs)
+            if failure is not None and failures[index] is None:
+                failures[index] = failure
+    for kind in LAYOUT_KINDS:
+        together = [i for i in range(len(examples)) if variants[i][kind] is not None and failures[i] is None]
+        if len(together) < 2:
+            continue
+        inputs = tuple(variants[i][kind] if i in together else plain[i] for i in range(len(examples)))
+        label = f"{', '.join(repr(names[i]) for i in together)} {kind} at once"
+        failure = _run_layout_variant(where, label, pattern, replacement, inputs)
+        if failure is not None:
+            for i in together:
+                failures[i] = failure
+    return tuple(
+        LayoutFinding() if failure is None else LayoutFinding(CONTIGUOUS, failure) for failure in failures
+    )
+
+
+def _variant_label(input_name: str, kind: str) -> str:
+    return {
+        "column slice": f"every other column of {input_name!r}",
+        "transposed": f"{input_name!r} transposed",
+        "channels-last": f"{input_name!r} channels-last",
+        "expanded": f"{input_name!r} expanded",
+    }[kind]
+
+
+def _run_layout_variant(where: str, label: str, pattern, replacement, inputs) -> str | None:
+    """Run both functions on one layout variant: None when they agree or
+    the pattern raises; the replacement's error when only it raises
+    (`ValueError` when they disagree)."""
+    outcome = _run_both(pattern, replacement, inputs)
+    if outcome is None:
+        return None
+    got_pattern, got_replacement, error_pattern, error_replacement = outcome
+    if error_pattern is not None:
+        return None
+    if error_replacement is not None:
+        text = str(error_replacement).strip().splitlines()
+        strides = ", ".join(str(list(t.stride())) for t in inputs)
+        return (
+            f"at registration it raised on {label} (input strides {strides}): "
+            f"{type(error_replacement).__name__}: {text[0] if text else ''}"
+        )
+    _compare(where, label, inputs, got_pattern, got_replacement, None, None, with_strides=True)
+    return None
+
+
+def _layout_variant(kind: str, example: torch.Tensor) -> torch.Tensor | None:
+    """`example`'s values laid out as `kind` says, or None when its shape
+    allows no such non-contiguous layout (rank, sizes 0 and 1):
+
+    * "column slice": every other element along the last dim of size > 1
+      (a slice of a tensor twice as wide there);
+    * "transposed": the last two dims of size > 1 swapped in memory;
+    * "channels-last": rank 4, `torch.channels_last`;
+    * "expanded": the first dim of size > 1 broadcast from size 1 (stride
+      0; the values of the example's first slice there)."""
+    if example.numel() == 0:
+        return None
+    big = [d for d, size in enumerate(example.shape) if size > 1]
+    if not big:
+        return None
+    variant: torch.Tensor | None
+    if kind == "column slice":
+        dim = big[-1]
+        wide = list(example.shape)
+        wide[dim] *= 2
+        base = torch.zeros(wide, dtype=example.dtype, device=example.device)
+        variant = _every_other(base, dim)
+        variant.copy_(example)
+    elif kind == "transposed":
+        if len(big) < 2:
+            return None
+        a, b = big[-2], big[-1]
+        variant = example.transpose(a, b).contiguous().transpose(a, b)
+    elif kind == "channels-last":
+        if example.dim() != 4:
+            return None
+        variant = example.contiguous(memory_format=torch.channels_last)
+    elif kind == "expanded":
+        dim = big[0]
+        variant = example.narrow(dim, 0, 1).clone().expand(example.shape)
+    else:
+        raise ValueError(f"unknown layout variant {kind!r}")
+    return None if variant.is_contiguous() else variant
+
+
+def _every_other(base: torch.Tensor, dim: int) -> torch.Tensor:
+    index = [slice(None)] * base.dim()
+    index[dim] = slice(None, None, 2)
+    return base[tuple(index)]
+
+
+def _fresh_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of `tensor` in storage of its own with the same sizes, strides
+    and storage offset (a clone makes a strided slice or an expanded
+    tensor contiguous; the layout variants must stay as they are)."""
+    if tensor.is_contiguous():
+        return tensor.clone()
+    extent = tensor.untyped_storage().nbytes() // tensor.element_size()
+    whole = tensor.as_strided((extent,), (1,), 0).clone()
+    return whole.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+
+
 def _make(kind: str, example: torch.Tensor, shape: tuple[int, ...], index: int, generator: torch.Generator) -> torch.Tensor:
     """One input of a variant: `kind` of values, `shape`, the example's
     dtype (and device)."""
@@ -422,7 +595,7 @@ def _run_both(pattern, replacement, inputs, *, scaled: bool = False):
     results = []
     errors = []
     for function in (pattern, replacement):
-        copies = [t.clone() for t in inputs]
+        copies = [_fresh_copy(t) for t in inputs]
         try:
             with torch.no_grad():
                 result = function(*copies)
@@ -454,9 +627,13 @@ def _flatten(value: Any) -> list[Any]:
     return [value]
 
 
-def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error_pattern, error_replacement) -> None:
+def _compare(
+    where: str, label: str, inputs, got_pattern, got_replacement, error_pattern, error_replacement,
+    *, with_strides: bool = False,
+) -> None:
     shapes = ", ".join(str(list(t.shape)) for t in inputs)
-    on = f"on {label} (input shapes {shapes})"
+    strides = ", strides " + ", ".join(str(list(t.stride())) for t in inputs) if with_strides else ""
+    on = f"on {label} (input shapes {shapes}{strides})"
     if error_pattern is not None or error_replacement is not None:
         role, err = ("pattern", error_pattern) if error_pattern is not None else ("replacement", error_replacement)
         raise ValueError(f"{where}: the {role} raises {on} and the other does not: {type(err).__name__}: {err}")
@@ -506,8 +683,11 @@ def _compare(where: str, label: str, inputs, got_pattern, got_replacement, error
 
 
 __all__ = [
+    "LAYOUT_KINDS",
+    "LayoutFinding",
     "ReplacementMatch",
     "check_agreement",
+    "check_layouts",
     "pattern_ir",
     "register_replacement",
     "registered_replacements",

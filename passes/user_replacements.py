@@ -26,6 +26,12 @@ replacement by its name):
   its sizes must be static (a symbolic `?` size declines, with a remark) and
   equal to the example's where the registration check found that the
   functions need them (`InputPolicy.fixed_dims`);
+* layout: an input whose replacement raised on a strided layout variant at
+  registration (`InputPolicy.layout == CONTIGUOUS`) binds only a value the
+  layout analysis proves contiguous (`known_contiguous`: recorded input
+  strides, contiguous-result ops, views through their relation); anything
+  else declines with a remark naming the variant the replacement failed
+  on and its error;
 * safety: every matched op is pure (`optimus_ir.effects`); every result of a
   matched op that is not a pattern output is used only inside the match
   (else it "escapes": a graph output or another reader would lose it); no
@@ -67,7 +73,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from optimus_ir.analysis import alias_class, may_write_operands, target_name
+from optimus_ir.analysis import alias_class, known_contiguous, may_write_operands, target_name
 from optimus_ir.diagnostics import OptimusError, emit_remark
 from optimus_ir.effects import effect_kind
 from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig, patch_operands
@@ -85,16 +91,41 @@ KEBAB_CASE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # ---------------------------------------------------------------------------
 
 
+ANY_LAYOUT = "any"
+"""A layout requirement (`InputPolicy.layout`): the replacement ran and
+agreed with the pattern on every layout variant of this input."""
+
+CONTIGUOUS = "contiguous"
+"""A layout requirement (`InputPolicy.layout`): the replacement raised on a
+layout variant of this input (a slice, a transpose, a channels-last or an
+expanded tensor) on which the pattern ran; the bound value must be provably
+contiguous (`known_contiguous`)."""
+
+LAYOUT_REQUIREMENTS = (ANY_LAYOUT, CONTIGUOUS)
+
+
 @dataclass(frozen=True)
 class InputPolicy:
     """Which tensors a pattern input may be bound to: the example's dtype
-    and rank, and the sizes the registration check could not vary."""
+    and rank, the sizes the registration check could not vary, and the
+    layout the replacement needs (the registration's layout variants)."""
 
     dtype: torch.dtype
     element_type: Attribute
     rank: int
     fixed_dims: tuple[int | None, ...]
     """Per dim: the size it must have, or None for any static size."""
+    layout: str = ANY_LAYOUT
+    """`ANY_LAYOUT` or `CONTIGUOUS`."""
+    layout_evidence: str = ""
+    """Why the layout is required: the variant the replacement failed on at
+    registration and its error (for the remark of a declined match)."""
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUT_REQUIREMENTS:
+            raise ValueError(
+                f"unknown layout requirement {self.layout!r} (one of {', '.join(LAYOUT_REQUIREMENTS)})"
+            )
 
     def problem(self, value: SSAValue) -> str | None:
         """Why `value` cannot be bound to this input (None: it can)."""
@@ -117,7 +148,16 @@ class InputPolicy:
                     f"{_value_name(value)} has size {size} in dim {dim}; the replacement was "
                     f"checked only with size {fixed} there"
                 )
-        return None
+        return self.layout_problem(value)
+
+    def layout_problem(self, value: SSAValue) -> str | None:
+        """Why `value`'s layout (what `strides_of` proves about it) may not
+        be the one the replacement needs (None: it is)."""
+        if self.layout == ANY_LAYOUT or known_contiguous(value):
+            return None
+        needs = "the replacement needs a contiguous input here"
+        why = f"{needs}: {self.layout_evidence}" if self.layout_evidence else needs
+        return f"{_value_name(value)} may not be contiguous ({why})"
 
 
 @dataclass(frozen=True)
@@ -778,9 +818,12 @@ def _describe_op(op: Operation) -> str:
 
 
 __all__ = [
+    "ANY_LAYOUT",
+    "CONTIGUOUS",
     "CompiledReplacement",
     "InputPolicy",
     "KEBAB_CASE",
+    "LAYOUT_REQUIREMENTS",
     "REPLACEMENTS",
     "ReplacementMatch",
     "ReplacementPattern",

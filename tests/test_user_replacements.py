@@ -21,10 +21,16 @@ import optimus_ir
 from optimus_ir.diagnostics import collect_diagnostics
 from optimus_ir.importer import import_graph
 from optimus_ir.parsing import parse_module
-from optimus_ir.passes.registry import DEFAULT_PIPELINE_STAGES, PASSES, get_pass_class
-from optimus_ir.passes.user_replacements import REPLACEMENTS, ReplacementMatch
+from optimus_ir.passes.registry import DEFAULT_PIPELINE, DEFAULT_PIPELINE_STAGES, PASSES, get_pass_class
+from optimus_ir.passes.user_replacements import ANY_LAYOUT, CONTIGUOUS, REPLACEMENTS, ReplacementMatch
 from optimus_ir.pipeline import PipelineError, run_pipeline
-from optimus_ir.replacements import unregister_replacement
+from optimus_ir.replacements import (
+    LAYOUT_KINDS,
+    LayoutFinding,
+    _layout_variant,
+    check_layouts,
+    unregister_replacement,
+)
 
 SILU = "sigmoid-mul-to-silu"
 
@@ -477,3 +483,192 @@ def test_pattern_ir_shows_what_a_pattern_becomes() -> None:
     assert "torch.sigmoid %x : tensor<8x16xf32" in text
     assert "torch.mul %sigmoid, %x" in text
     assert "fx.output %mul" in text
+
+
+# ---------------------------------------------------------------------------
+# Layouts: the registration's layout variants and the matcher's requirement
+# ---------------------------------------------------------------------------
+
+FLAT = "half-tanh-flat"
+
+
+def half_tanh_flat(x: torch.Tensor) -> torch.Tensor:
+    return (torch.tanh(x) * 0.5 + 0.5).reshape(-1)
+
+
+def sigmoid_of_view(x: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(2 * x.view(-1))  # raises on a transposed x
+
+
+@pytest.fixture
+def flat_registered(clean) -> None:
+    optimus_ir.register_replacement(FLAT, half_tanh_flat, sigmoid_of_view, [torch.randn(4, 8)])
+
+
+class TanhOfTranspose(nn.Module):
+    """The issue's model: the pattern applied to `y.t()`."""
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return (torch.tanh(y.t()) * 0.5 + 0.5).reshape(-1)
+
+
+class TanhOfInput(nn.Module):
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return (torch.tanh(y) * 0.5 + 0.5).reshape(-1)
+
+
+def _all_remarks(report) -> list[str]:
+    return [d.message for d in [*report.remarks, *report.discarded_remarks] if d.message.startswith("user-replacements")]
+
+
+def test_a_view_replacement_needs_contiguous_inputs(flat_registered) -> None:
+    policy = REPLACEMENTS[FLAT].inputs[0]
+    assert policy.layout == CONTIGUOUS
+    assert policy.layout_evidence.startswith(
+        "at registration it raised on 'x' transposed (input strides [1, 4]): RuntimeError: view size is not compatible"
+    )
+
+
+def test_the_issue_view_replacement_is_declined_on_a_transpose(flat_registered) -> None:
+    y = torch.randn(8, 4)
+    expected = TanhOfTranspose()(y)
+    # the default call (its op-count guard may return the captured graph)
+    optimized = optimus_ir.optimize(TanhOfTranspose(), (y,))
+    torch.testing.assert_close(optimized(y), expected)
+    declined = [r for r in _all_remarks(optimized.optimus_report) if "not applied" in r]
+    assert declined and all(
+        f"'{FLAT}' not applied: input 'x': " in r and "may not be contiguous (the replacement needs a contiguous "
+        "input here: at registration it raised on 'x' transposed" in r
+        for r in declined
+    ), declined
+    # the pipeline spelled out (no guard): the module optimize built runs
+    optimized = optimus_ir.optimize(TanhOfTranspose(), (y,), pipeline=DEFAULT_PIPELINE)
+    assert optimized.optimus_report.fallback is None
+    calls = _calls(optimized)
+    assert torch.tanh in calls and not any("view" in str(c) or "sigmoid" in str(c) for c in calls), calls
+    torch.testing.assert_close(optimized(y), expected)
+    other = torch.randn(8, 4) * 3
+    torch.testing.assert_close(optimized(other), TanhOfTranspose()(other))
+    record = next(p for p in optimized.optimus_report.statistics.passes if p.name == "user-replacements")
+    assert record.patterns[FLAT].rewrites == 0
+
+
+def test_the_view_replacement_still_applies_on_a_contiguous_input(flat_registered) -> None:
+    y = torch.randn(4, 8)
+    optimized = optimus_ir.optimize(TanhOfInput(), (y,))
+    assert optimized.optimus_report.fallback is None
+    calls = _calls(optimized)
+    assert torch.tanh not in calls and any("sigmoid" in str(c) for c in calls), calls
+    torch.testing.assert_close(optimized(y), TanhOfInput()(y))
+    record = next(p for p in optimized.optimus_report.statistics.passes if p.name == "user-replacements")
+    assert record.patterns[FLAT].rewrites == 1
+    assert _remarks(optimized.optimus_report) == [f"user-replacements: '{FLAT}' applied"]
+
+
+FLAT_GRAPH = """
+fx.graph @g {{
+  {prelude}
+  %t = torch.tanh %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %h = torch.mul %t scalar 0.5 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %a = torch.add %h scalar 0.5 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %r = torch.reshape %a shape [-1] : tensor<4x8xf32> -> tensor<32xf32>
+  fx.output %r
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("prelude", "applied"),
+    [
+        ('%x = fx.placeholder "x" : tensor<4x8xf32>', True),
+        ('%x = fx.placeholder "x" strides [1, 4] : tensor<4x8xf32>', False),
+        ('%y = fx.placeholder "y" : tensor<8x4xf32>\n'
+         '  %x = torch.transpose %y dim0 0 dim1 1 : tensor<8x4xf32> -> tensor<4x8xf32>', False),
+        ('%y = fx.placeholder "y" : tensor<4x16xf32>\n'
+         '  %x = torch.slice %y dim 1 start 0 end 16 step 2 : tensor<4x16xf32> -> tensor<4x8xf32>', False),
+        ('%y = fx.placeholder "y" : tensor<8x8xf32>\n'
+         '  %x = torch.slice %y dim 0 start 0 end 4 : tensor<8x8xf32> -> tensor<4x8xf32>', True),
+        ('%y = fx.placeholder "y" : tensor<1x8xf32>\n'
+         '  %x = fx.call_method "expand"(%y, 4, 8) : tensor<4x8xf32>', False),
+    ],
+    ids=["input", "strided-input", "transpose", "column-slice", "leading-rows", "expand"],
+)
+def test_matcher_checks_the_layout(flat_registered, prelude: str, applied: bool) -> None:
+    text, remarks, stats = _run(FLAT_GRAPH.format(prelude=prelude))
+    assert ("torch.view" in text) is applied
+    assert stats.passes[0].patterns[FLAT].rewrites == int(applied)
+    if applied:
+        assert remarks == [f"user-replacements: '{FLAT}' applied"]
+    else:
+        assert remarks == [
+            f"user-replacements: '{FLAT}' not applied: input 'x': %x may not be contiguous (the replacement "
+            f"needs a contiguous input here: {REPLACEMENTS[FLAT].inputs[0].layout_evidence})"
+        ]
+
+
+def test_layout_requirement_is_per_input(clean) -> None:
+    optimus_ir.register_replacement(
+        "add-flat",
+        lambda x, y: (x + y).reshape(-1),
+        lambda x, y: x.view(-1) + y.reshape(-1),
+        [torch.randn(4, 8), torch.randn(4, 8)],
+    )
+    assert [p.layout for p in REPLACEMENTS["add-flat"].inputs] == [CONTIGUOUS, ANY_LAYOUT]
+
+
+def test_replacements_that_run_on_every_layout_match_any(clean) -> None:
+    optimus_ir.register_replacement(SILU, sigmoid_mul, silu, [torch.randn(2, 3, 4, 5)])
+    assert REPLACEMENTS[SILU].inputs[0].layout == ANY_LAYOUT
+    # the pattern raises on the strided variants (its own view): they are
+    # skipped, not held against the replacement, whose reshape runs there
+    findings = check_layouts(
+        "view-first", lambda x: torch.tanh(x.view(-1)), lambda x: torch.tanh(x).reshape(-1), (torch.randn(4, 8),)
+    )
+    assert findings == (LayoutFinding(ANY_LAYOUT, ""),)
+
+
+def test_layout_variants() -> None:
+    example = torch.randn(2, 3, 4, 5)
+    expected = {
+        "column slice": (120, 40, 10, 2),
+        "transposed": (60, 20, 1, 4),
+        "channels-last": (60, 1, 15, 3),
+        "expanded": (0, 20, 5, 1),
+    }
+    assert set(expected) == set(LAYOUT_KINDS)
+    for kind, strides in expected.items():
+        variant = _layout_variant(kind, example)
+        assert variant is not None and variant.shape == example.shape and variant.stride() == strides, kind
+        if kind != "expanded":
+            assert torch.equal(variant, example), kind
+    # shapes that allow no such layout: no variant
+    assert _layout_variant("transposed", torch.randn(1, 8)) is None
+    assert _layout_variant("channels-last", torch.randn(4, 8)) is None
+    assert all(_layout_variant(kind, torch.randn(1, 1)) is None for kind in LAYOUT_KINDS)
+    assert all(_layout_variant(kind, torch.randn(())) is None for kind in LAYOUT_KINDS)
+
+
+def test_disagreement_on_a_layout_is_refused_naming_the_variant() -> None:
+    def fixed_strides(x: torch.Tensor) -> torch.Tensor:  # reads memory, not the logical tensor
+        return torch.as_strided(x, x.shape, (x.shape[1], 1)) + 1
+
+    with pytest.raises(ValueError) as info:
+        check_layouts("as-strided", lambda x: x + 1, fixed_strides, (torch.randn(4, 8),), ["x"])
+    assert str(info.value).startswith(
+        "register_replacement('as-strided'): the functions differ on every other column of 'x' "
+        "(input shapes [4, 8], strides [16, 2]): output #0 at index [0, 1]: the pattern gives "
+    )
+
+
+def test_failure_only_with_every_input_strided_requires_both_contiguous() -> None:
+    def picky(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not x.is_contiguous() and not y.is_contiguous():
+            raise RuntimeError("both strided")
+        return x + y
+
+    findings = check_layouts("picky", lambda x, y: x + y, picky, (torch.randn(4, 8), torch.randn(4, 8)), ["x", "y"])
+    assert [f.requirement for f in findings] == [CONTIGUOUS, CONTIGUOUS]
+    assert findings[0].evidence.startswith(
+        "at registration it raised on 'x', 'y' column slice at once (input strides [16, 2], [16, 2]): "
+        "RuntimeError: both strided"
+    )

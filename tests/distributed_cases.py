@@ -12,6 +12,7 @@ its traceback, so the parent reports it instead of a bare exit code."""
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import os
 import socket
@@ -202,12 +203,64 @@ def ddp_compiled_inductor(rank: int, out: Path) -> dict[str, Any]:
     return ddp_compiled(rank, out, inner="inductor")
 
 
+def make_dlrm(device: torch.device, batch: int = 16, seed: int = 0) -> tuple[nn.Module, tuple[Any, Any]]:
+    """TorchRec's DLRM (8 tables of 16-wide embedding bags, dense MLP 13 ->
+    32 -> 16, over MLP -> 1) and a batch of dense features and a
+    KeyedJaggedTensor of sparse ids (`seed`: the batch)."""
+    from torchrec.models.dlrm import DLRM
+    from torchrec.modules.embedding_configs import EmbeddingBagConfig
+    from torchrec.modules.embedding_modules import EmbeddingBagCollection
+    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+    torch.manual_seed(0)
+    features = [f"f{i}" for i in range(8)]
+    tables = [
+        EmbeddingBagConfig(name=f"t{i}", embedding_dim=16, num_embeddings=100, feature_names=[name])
+        for i, name in enumerate(features)
+    ]
+    model = DLRM(
+        embedding_bag_collection=EmbeddingBagCollection(tables=tables, device=device),
+        dense_in_features=13,
+        dense_arch_layer_sizes=[32, 16],
+        over_arch_layer_sizes=[32, 1],
+    )
+    generator = torch.Generator().manual_seed(seed)
+    dense = torch.randn(batch, 13, generator=generator)
+    lengths = torch.randint(1, 3, (len(features) * batch,), generator=generator)
+    values = torch.randint(0, 100, (int(lengths.sum()),), generator=generator)
+    sparse = KeyedJaggedTensor.from_lengths_sync(keys=features, values=values, lengths=lengths)
+    return model, (dense, sparse)
+
+
+def torchrec_sharded(rank: int, out: Path) -> dict[str, Any]:
+    """TorchRec's DLRM sharded by `DistributedModelParallel` on the CPU under
+    `torch.compile(backend=optimus)`: forward and backward against the same
+    sharded model run eagerly."""
+    import optimus_ir
+    from torchrec.distributed.model_parallel import DistributedModelParallel
+
+    model, inputs = make_dlrm(torch.device("meta"), seed=rank)
+    sharded = DistributedModelParallel(module=model, device=torch.device("cpu"))
+    expected = sharded(*inputs)
+    backend = optimus_ir.backend(inner="eager")
+    compiled = torch.compile(sharded, backend=backend)
+    output = compiled(*inputs)
+    output.sum().backward()
+    return {
+        "difference": float((output - expected).abs().max()),
+        "checksum": 0.0,
+        "outcomes": describe_outcomes(backend),
+    }
+
+
 CASES: dict[str, Callable[[int, Path], dict[str, Any]]] = {
     "ddp_compiled": ddp_compiled,
     "ddp_compiled_inductor": ddp_compiled_inductor,
     "fsdp2_compiled": fsdp2_compiled,
     "ddp_of_optimized": ddp_of_optimized,
 }
+if importlib.util.find_spec("torchrec") is not None:  # installed by `make` with the third-party models
+    CASES["torchrec_sharded"] = torchrec_sharded
 
 
 def free_port() -> int:

@@ -116,3 +116,54 @@ def test_ddp_of_optimized_trains_like_ddp_and_its_checkpoint_loads(results) -> N
         assert result["loaded_state_difference"] == 0.0
         assert result["loaded_output_difference"] <= TOLERANCE["atol"]
         assert result["own_state_unchanged"]  # DDP changed nothing on the module: the fast reads stayed
+
+
+needs_torchrec = pytest.mark.skipif(
+    "torchrec_sharded" not in distributed_cases.CASES, reason="torchrec is not installed"
+)
+
+
+@needs_torchrec
+def test_torchrec_dlrm_sharded_runs_under_the_backend(results) -> None:
+    """`DistributedModelParallel(DLRM)` on the CPU compiles with the backend
+    and computes what it computes eagerly; Dynamo breaks its graph at the
+    sharded embedding bags' collectives, and the pieces hold nothing to
+    fuse (docs/using-on-your-model.md, 'Distributed training')."""
+    for result in results["torchrec_sharded"]:
+        assert result["difference"] <= TOLERANCE["atol"]
+        outcomes = result["outcomes"]
+        assert len(outcomes) > 1
+        assert all(o["optimized"] or o["ops_before"] == 0 for o in outcomes), outcomes  # nothing failed
+        assert sum(o["fusions"] for o in outcomes) == 0
+
+
+@needs_torchrec
+def test_torchrec_dlrm_compiles_as_one_graph_under_the_backend() -> None:
+    """Unsharded, TorchRec's DLRM is one Dynamo graph (recompiled once): the backend removes
+    the split/cat plumbing around the embedding bags' outputs (no batch
+    fusion: the embedding bags are TorchRec's own fused op, the MLPs are
+    chains); training steps equal eager ones. `optimize()` cannot capture it:
+    Dynamo's export refuses a KeyedJaggedTensor input."""
+    import copy
+
+    import optimus_ir
+
+    model, inputs = distributed_cases.make_dlrm(torch.device("cpu"))
+    reference = copy.deepcopy(model)
+    backend = optimus_ir.backend(inner="eager")
+    compiled = torch.compile(model, backend=backend)
+    for module, parameters in ((compiled, model.parameters()), (reference, reference.parameters())):
+        optimizer = torch.optim.SGD(list(parameters), lr=0.1)
+        for step in range(3):
+            optimizer.zero_grad()
+            module(*inputs).square().mean().backward()
+            optimizer.step()
+    for ours, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(ours, theirs, **TOLERANCE)
+    # one graph (and one recompile, once the KeyedJaggedTensor has cached its offsets)
+    assert 1 <= len(backend.outcomes) <= 2
+    for outcome in backend.outcomes:
+        assert outcome.optimized and outcome.rewrites > 0 and outcome.ops_after < outcome.ops_before
+        assert outcome.fusions == 0
+    with pytest.raises(optimus_ir.CaptureError, match="Dynamo could not capture DLRM"):
+        optimus_ir.optimize(reference, inputs)

@@ -505,7 +505,14 @@ def optimize(
     `validate`); otherwise once, after the last pass, unless
     `OPTIMUS_VERIFY_EACH=1` (see `optimus_ir.pipeline.default_verify_each`).
 
-    The model is never changed; the result keeps it by reference.
+    The model is never changed; the result keeps it by reference. Its state
+    is the model's, under the model's names: `state_dict()`,
+    `load_state_dict()`, `named_parameters()`, `named_buffers()` and
+    `parameters()` hold the model's very tensors (`optimus_ir.model_names`),
+    so checkpoints move freely between the two. A wrapper (DDP,
+    DataParallel, FSDP, a `torch.compile`d module) is a `CaptureError`
+    saying what to do instead (optimize the wrapped module, or use
+    `torch.compile(..., backend="optimus")`).
 
     Guards: the result is specialized for the example inputs, and checks on
     every call, cheaply (about a microsecond; `benchmarks/bench_guards.py`),

@@ -309,19 +309,40 @@ def test_optimizing_data_parallel_says_what_to_do() -> None:
         optimus_ir.optimize(nn.DataParallel(model), (x,))
 
 
-@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not built")
-def test_optimizing_ddp_and_fsdp_says_what_to_do(tmp_path) -> None:
+@pytest.fixture
+def process_group(tmp_path):
+    """A gloo process group of one (this process), for DDP and FSDP."""
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not built")
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
     try:
-        model, x = Wide().eval(), _x()
-        with pytest.raises(optimus_ir.CaptureError, match=r"DistributedDataParallel.*ddp\.module"):
-            optimus_ir.optimize(nn.parallel.DistributedDataParallel(model), (x,))
-        from torch.distributed.fsdp import fully_shard
-
-        sharded = fully_shard(Wide().eval())
-        with pytest.raises(optimus_ir.CaptureError, match=r"sharded.*backend=\"optimus\""):
-            optimus_ir.optimize(sharded, (x,))
+        yield dist
     finally:
         dist.destroy_process_group()
+
+
+def test_optimizing_ddp_and_fsdp_says_what_to_do(process_group) -> None:
+    model, x = Wide().eval(), _x()
+    with pytest.raises(optimus_ir.CaptureError, match=r"DistributedDataParallel.*ddp\.module"):
+        optimus_ir.optimize(nn.parallel.DistributedDataParallel(model), (x,))
+    from torch.distributed.fsdp import fully_shard
+
+    sharded = fully_shard(Wide().eval())
+    with pytest.raises(optimus_ir.CaptureError, match=r"sharded.*backend=\"optimus\""):
+        optimus_ir.optimize(sharded, (x,))
+
+
+def test_ddp_of_the_optimized_module_saves_the_models_checkpoint(process_group) -> None:
+    """`DDP(optimize(model)).module.state_dict()` loads into the model (two
+    processes, with training: tests/test_distributed.py)."""
+    model, x = Wide().train(), _x()
+    ddp = nn.parallel.DistributedDataParallel(_optimize(model, x))
+    ddp(x).square().mean().backward()
+    assert all(p.grad is not None for p in model.parameters() if p is not model.unused.weight and p is not model.unused.bias)
+    state = ddp.module.state_dict()
+    fresh = Wide(seed=11).train()
+    fresh.load_state_dict(state)
+    _assert_same_state(fresh.state_dict(), model.state_dict())
+    assert ddp.module.__dict__[OWN_STATE_ATTRIBUTE].changed is False  # DDP reassigned nothing

@@ -691,7 +691,14 @@ def optimize(
     `validate`); otherwise once, after the last pass, unless
     `OPTIMUS_VERIFY_EACH=1` (see `optimus_ir.pipeline.default_verify_each`).
 
-    The model is never changed; the result keeps it by reference.
+    The model is never changed; the result keeps it by reference. Its state
+    is the model's, under the model's names: `state_dict()`,
+    `load_state_dict()`, `named_parameters()`, `named_buffers()` and
+    `parameters()` hold the model's very tensors (`optimus_ir.model_names`),
+    so checkpoints move freely between the two. A wrapper (DDP,
+    DataParallel, FSDP, a `torch.compile`d module) is a `CaptureError`
+    saying what to do instead (optimize the wrapped module, or use
+    `torch.compile(..., backend="optimus")`).
 
     Guards: the result is specialized for the example inputs, and checks on
     every call, cheaply (about a microsecond; `benchmarks/bench_guards.py`),
@@ -764,7 +771,9 @@ def optimize(
     `optimus_report.discarded_remarks`.
     """
     from optimus_ir.guards import install_guard
+    from optimus_ir.model_names import refuse_wrapped_model, watch_own_state
 
+    refuse_wrapped_model(model)  # DDP, FSDP, torch.compile: what to do instead
     keywords = dict(
         pipeline=pipeline,
         inner=inner,
@@ -825,6 +834,7 @@ def optimize(
         side_effect_free=report.side_effect_free,
     )
     finish_code(result)  # when no guard could be installed
+    watch_own_state(result)  # complete now: its code reads the model's tensors alone until changed
     if pending:
         report.phase_seconds["export"] = report.phase_seconds.get("export", 0.0) + time.perf_counter() - start
     return result
@@ -874,7 +884,10 @@ class _OptimizeFor:
 
             inherit_frozen_originals(result, self.frozen_originals)
         if not defer_code:
+            from optimus_ir.model_names import watch_own_state
+
             finish_code(result)
+            watch_own_state(result)  # a specialization of the guard is complete here
         if options.remarks:
             report: OptimizeReport = result.optimus_report  # type: ignore[assignment]
             # what a discarded attempt did, said so: it is not in the module returned
@@ -986,10 +999,13 @@ def _running_the_model(
         else:
             args.append(node)
     graph.output(graph.call_module("model", tuple(args), kwargs))
+    from optimus_ir.model_names import share_model_state
+
     root = torch.nn.Module()
     root.model = model  # by reference: the writes go to the caller's model
     result = torch.fx.GraphModule(root, graph)
     result.training = model.training  # this module only: its submodule is the model
+    share_model_state(result, model, "model")  # its state dict is the model's, names and all
     result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
         pipeline="", fallback=f"the model runs unoptimized: {reason}"
     )
@@ -1013,9 +1029,11 @@ def _unoptimized(
     if training is not None:
         result.training = training  # this module only: its submodules are the model's
     if isinstance(model, torch.nn.Module) and model is not gm:
+        from optimus_ir.model_names import adopt_model_names
         from optimus_ir.param_cache import read_tensors_from_model
 
         read_tensors_from_model(result, model)
+        adopt_model_names(result, model)
     ops = count_fx_ops(gm)
     result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
         ops_before=ops, ops_after=Counter(ops), pipeline="", fallback=reason
@@ -1436,9 +1454,11 @@ def _optimize(
         cached = 0
         owner = model if tensors_from is None else tensors_from
         if guard_strides and isinstance(owner, torch.nn.Module):
+            from optimus_ir.model_names import adopt_model_names
             from optimus_ir.param_cache import read_tensors_from_model
 
             read_tensors_from_model(result, owner)
+            adopt_model_names(result, owner)  # its state dict is the model's
             fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
             if isinstance(fallback, torch.fx.GraphModule) and fallback is not owner:  # not the caller's graph
                 read_tensors_from_model(fallback, owner)

@@ -25,7 +25,9 @@ unoptimized; `strict=True` (or `OPTIMUS_STRICT=1`) raises
 is the caller's mistake and always raises.
 
 Observability: one INFO line per graph on the `optimus_ir.backend` logger
-(ops before -> after, fusions applied, time in our passes) -- enable it with
+(`optimus: graph 0/0: 69 -> 25 ops, ...`: Dynamo's compile id, and for the
+graphs DDPOptimizer splits per DDP bucket the submodule, `graph 0/0
+submod_1: ...`; ops before -> after, fusions applied, time in our passes) -- enable it with
 `TORCH_LOGS="optimus_ir"` or `OPTIMUS_LOG=info`. At DEBUG
 (`TORCH_LOGS="+optimus_ir"`, `OPTIMUS_LOG=debug`) the `optimus_ir.ir` logger
 gets the IR after every pass and `optimus_ir.remarks` every remark (what was
@@ -49,6 +51,7 @@ folds the stacks; with `inner="eager"` the frozen parameter-only values of
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import io
@@ -58,6 +61,7 @@ import sys
 import time
 import types
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -93,7 +97,7 @@ class GraphOutcome:
     """What the backend did with one graph Dynamo handed it."""
 
     graph: str
-    """The graph's name: Dynamo's compile id (`0/1`: frame 0, recompile 1)."""
+    """Dynamo's compile id of the graph (`0/1`: frame 0, recompile 1)."""
     ops_before: int
     ops_after: int
     optimized: bool
@@ -113,6 +117,16 @@ class GraphOutcome:
     unchanged: bool = False
     """Our pipeline changed nothing (no fusion, no rewrite, as many ops), so
     the inner compiler got Dynamo's graph itself."""
+    subgraph: str | None = None
+    """Which piece of the compile id's graph this is, where Dynamo's graph
+    was split before the backend got it: DDPOptimizer's submodule
+    (`submod_0`, `submod_1`, ...: one per DDP bucket, in graph order;
+    `split_subgraph`); None for a whole graph."""
+
+    @property
+    def name(self) -> str:
+        """The graph's name in the log: the compile id, and the subgraph (`0/0 submod_1`)."""
+        return self.graph if self.subgraph is None else f"{self.graph} {self.subgraph}"
 
     def describe(self) -> str:
         """The one line the backend logs for the graph: its ops counted as
@@ -120,7 +134,7 @@ class GraphOutcome:
         ops before -> per call, the ops on parameters alone that Inductor's
         freezing folds stated apart), and where the result has more ops
         than the graph Dynamo captured, why."""
-        head = f"optimus: graph {self.graph}: "
+        head = f"optimus: graph {self.name}: "
         if not self.optimized:
             return head + f"{self.ops_before} ops passed through unoptimized: {self.reason}"
         if self.report is not None:
@@ -150,6 +164,45 @@ def current_graph_name() -> str:
 
 
 _UNNAMED_GRAPHS = itertools.count(1)
+
+DDP_SPLIT_MARK = "DDPOptimizer"
+"""What the `compile_subgraph_reason` of a graph DDPOptimizer split off says
+(torch/_dynamo/backends/distributed.py marks each submodule it hands the
+backend so)."""
+
+_SUBGRAPHS_SEEN: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""DDPOptimizer submodules handed over so far, per Dynamo compilation (its
+`TracingContext`: compile ids start again after `torch._dynamo.reset()`)."""
+
+_SUBGRAPHS_SEEN_BY_ID: collections.Counter[str] = collections.Counter()
+"""The same, per compile id, where no tracing context is set."""
+
+
+def split_subgraph(gm: Any, compile_id: str) -> str | None:
+    """The name of `gm` within its compile id's graph when DDPOptimizer split
+    that graph per DDP bucket (`submod_<k>`: it hands the backend one
+    submodule per bucket, in graph order, all under one compile id, each
+    marked `DDP_SPLIT_MARK` in its `compile_subgraph_reason`); None for a
+    graph handed over whole."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if DDP_SPLIT_MARK not in str(getattr(reason, "reason", "") or ""):
+        return None
+    try:
+        from torch._guards import TracingContext
+
+        context = TracingContext.try_get()
+    except Exception:  # noqa: BLE001 - an internal API; the name is cosmetic
+        context = None
+    if context is not None:
+        try:
+            index = _SUBGRAPHS_SEEN.get(context, 0)
+            _SUBGRAPHS_SEEN[context] = index + 1
+            return f"submod_{index}"
+        except TypeError:  # not weakly referable
+            pass
+    index = _SUBGRAPHS_SEEN_BY_ID[compile_id]
+    _SUBGRAPHS_SEEN_BY_ID[compile_id] += 1
+    return f"submod_{index}"
 
 
 def _configure_logging_from_env() -> None:
@@ -213,10 +266,12 @@ def optimize_dynamo_graph(
     _configure_logging_from_env()
     options = options.resolved()
     load_plugins(strict=options.strict)  # installed plugins, once per process (the Inductor hook comes here too)
-    graph = current_graph_name()
+    compile_id = current_graph_name()
+    subgraph = split_subgraph(gm, compile_id)
+    graph = compile_id if subgraph is None else f"{compile_id} {subgraph}"  # the name in messages
     ops_before = sum(count_fx_ops(gm).values())
     if ops_before == 0:
-        return gm, passed_through(graph, 0, "no operations to optimize")
+        return gm, passed_through(compile_id, 0, "no operations to optimize", subgraph)
     start = time.perf_counter()
     try:
         optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen)
@@ -224,7 +279,7 @@ def optimize_dynamo_graph(
         reason = _describe_failure(error)
         if options.is_strict:
             raise OptimusBackendError(f"{who}: graph {graph}: {reason}") from error
-        outcome = passed_through(graph, ops_before, reason)
+        outcome = passed_through(compile_id, ops_before, reason, subgraph)
         warnings.warn(
             f"{who}: cannot optimize graph {graph}: {reason}; running it unoptimized "
             f"(strict=True or {STRICT_ENV}=1 raises instead)",
@@ -238,7 +293,7 @@ def optimize_dynamo_graph(
     # the message and the location only.
     report.remarks = [dataclasses.replace(remark, op=None) for remark in report.remarks]
     outcome = GraphOutcome(
-        graph,
+        compile_id,
         ops_before,
         sum(count_fx_ops(optimized).values()),
         optimized=True,
@@ -246,6 +301,7 @@ def optimize_dynamo_graph(
         rewrites=report.statistics.total_rewrites,
         seconds=time.perf_counter() - start,
         report=report,
+        subgraph=subgraph,
     )
     log.info("%s", outcome.describe())
     _emit_remarks(graph, report.remarks, options.remarks)
@@ -290,9 +346,9 @@ def _count_parameter_ops(
     report.parameter_ops_per_call = count_compute_ops(count_parameter_only_ops(optimized, parameters))
 
 
-def passed_through(graph: str, ops: int, reason: str) -> GraphOutcome:
+def passed_through(graph: str, ops: int, reason: str, subgraph: str | None = None) -> GraphOutcome:
     """The outcome of a graph left as it is, logged with its reason."""
-    outcome = GraphOutcome(graph, ops, ops, optimized=False, reason=reason)
+    outcome = GraphOutcome(graph, ops, ops, optimized=False, reason=reason, subgraph=subgraph)
     log.info("%s", outcome.describe())
     return outcome
 

@@ -197,6 +197,78 @@ indexes."""
 
 AttrPath = tuple[tuple[str, str], ...]
 
+OWN_STATE_ATTRIBUTE = "_optimus_own_state"
+"""The key in a module's `__dict__` of its `OwnState`: whether an attribute
+was reassigned on the module itself since its code was made. Without it
+(a module nobody watches) the code reads its own attributes first."""
+
+
+class OwnState:
+    """Whether any of a module's own parameter, buffer or submodule dicts
+    (`WatchedDict`) changed since its code was made: until then every get_attr
+    with `ATTR_OWN_META` holds the tensor the code was made with, and the
+    code reads the attributes at `ATTR_PATH_META` alone (one dict lookup
+    each, not two and an identity test). Once set, it stays set."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self, changed: bool = False) -> None:
+        self.changed = changed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (OwnState, (self.changed,))
+
+
+class WatchedDict(dict):  # type: ignore[type-arg]
+    """A module dict (`_parameters`, `_buffers`, `_modules`) that sets its
+    `OwnState` on every change (`nn.Module` registers, deletes and
+    reassigns through these methods; `torch.func.functional_call`,
+    `load_state_dict(assign=True)` and `.to()` too). Reads are dict reads."""
+
+    __slots__ = ("watch",)
+
+    def __init__(self, items: Any = (), watch: OwnState | None = None) -> None:
+        super().__init__(items)
+        self.watch = watch
+
+    def _changed(self) -> None:
+        watch = getattr(self, "watch", None)  # unpickling sets items before the slot
+        if watch is not None:
+            watch.changed = True
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._changed()
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> WatchedDict:
+        self._changed()
+        return super().__ior__(other)  # type: ignore[return-value]
+
+    def pop(self, *args: Any) -> Any:
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self._changed()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self._changed()
+        return super().setdefault(key, default)
+
 
 def attribute_path(root: torch.nn.Module, target: str) -> AttrPath | None:
     """The dicts that hold get_attr `target` once `torch.fx.GraphModule(root, ...)`
@@ -319,19 +391,56 @@ class _FastAttributes:
                 dicts[holder] = table
             return table, key
 
-        made_with: str | None = None
+        model_reads: dict[torch.fx.Node, str] = {}
         for node in fetched:
             table, key = table_of(node.meta[ATTR_PATH_META])
-            own = node.meta.get(ATTR_OWN_META)
-            if own is None:
-                reads.append(f"{node!r} = {table}[{key!r}]")
-                continue
-            own_table, own_key = table_of(own[0])
-            if made_with is None:
-                made_with = local("_made_with")
-                setup.append(f"{made_with} = {root_module}.__dict__[{MADE_WITH_ATTRIBUTE!r}]")
-            reads.append(f"{node!r} = {own_table}[{own_key!r}]")
-            reads.append(f"if {node!r} is {made_with}[{own[1]}]: {node!r} = {table}[{key!r}]")
+            model_reads[node] = f"{table}[{key!r}]"
+            reads.append(f"{node!r} = {model_reads[node]}")
+        owned = [n for n in fetched if n.meta.get(ATTR_OWN_META) is not None]
+        if not owned:
+            lines = setup + reads
+        else:
+            # The module's own attribute wins where it no longer is the
+            # tensor the code was made with (reassigned on the module
+            # itself); checked only once something was (`OwnState`). The
+            # own dicts are walked to once per module into one local: every
+            # local of the function costs every call, taken or not.
+            state = local("_own_state")
+            made_with = local("_made_with")
+            own_table = local("_own_table")
+            own = local("_own")
+            lines = [
+                *setup,
+                f"{state} = {root_module}.__dict__.get({OWN_STATE_ATTRIBUTE!r})",
+                f"if {state} is None or {state}.changed:  # reassigned on this module itself: its own first",
+                f"    {made_with} = {root_module}.__dict__[{MADE_WITH_ATTRIBUTE!r}]",
+            ]
+            levels: list[str] = []  # one local per depth: the module at that depth of the last path
+            walked: tuple[tuple[str, str], ...] = ()
+            current: tuple[tuple[str, str], ...] | None = None
+            for node in sorted(owned, key=lambda n: n.meta[ATTR_OWN_META][0][:-1]):
+                path, index = node.meta[ATTR_OWN_META]
+                *prefix, (kind, key) = path
+                holder = (*prefix, (kind, ""))
+                if holder != current:
+                    common = 0
+                    while common < min(len(walked), len(prefix)) and walked[common] == prefix[common]:
+                        common += 1
+                    for depth in range(common, len(prefix)):
+                        if depth == len(levels):
+                            levels.append(local(f"_own_{depth}"))
+                        parent = levels[depth - 1] if depth else root_module
+                        step_kind, step = prefix[depth]
+                        lines.append(f"    {levels[depth]} = {parent}.{step_kind}[{step!r}]")
+                    walked = tuple(prefix)
+                    holder_module = levels[len(prefix) - 1] if prefix else root_module
+                    lines.append(f"    {own_table} = {holder_module}.{kind}")
+                    current = holder
+                lines.append(f"    {own} = {own_table}[{key!r}]")
+                lines.append(f"    {node!r} = {own} if {own} is not {made_with}[{index}] else {model_reads[node]}")
+            owned_set = set(owned)
+            lines += [f"    {node!r} = {model_reads[node]}" for node in fetched if node not in owned_set]
+            lines += ["else:", *(f"    {line}" for line in reads)]
         reader_name = namespace.create_name("read_attributes", read_attributes)
         self._attr_globals = ((reader_name, read_attributes),)
         names = ", ".join(repr(n) for n in fetched)
@@ -339,7 +448,7 @@ class _FastAttributes:
         self._attr_prologue = "".join(
             [
                 "\n    try:  # parameters and buffers straight from the module dicts",
-                *(f"\n        {line}" for line in setup + reads),
+                *(f"\n        {line}" for line in lines),
                 "\n    except (KeyError, AttributeError):  # an attribute moved since this code was made",
                 f"\n        {names}, = {reader_name}({root_module}, ({targets}))",
             ]

@@ -714,7 +714,11 @@ def freeze_parameter_expressions(gm: torch.fx.GraphModule) -> int:
     first_sources = set(plan.sources)
     anchor = next(n for n in graph.nodes if n.op != "placeholder" and n not in first_sources)
     guard = FrozenValuesGuard(sources, _views_of_sources(compute, sources, values))
+    guard.__dict__["source_targets"] = tuple(str(n.target) for n in plan.sources)
+    guard.__dict__["compute"] = compute  # what `refresh_frozen_values` runs again
     gm.add_module(FROZEN_GUARD_ATTRIBUTE, guard)
+    gm.register_load_state_dict_pre_hook(refuse_assigning_load)
+    gm.register_load_state_dict_post_hook(refresh_after_load)
     frozen_nodes: list[torch.fx.Node] = []
     with graph.inserting_before(anchor):
         for node, value in zip(plan.frontier, values):
@@ -737,6 +741,57 @@ def freeze_parameter_expressions(gm: torch.fx.GraphModule) -> int:
             graph.erase_node(node)
     recompile(gm)  # unless its code is pending (optimize() generates it once, last)
     return len(replacements)
+
+
+FROZEN_ASSIGN_MESSAGE = (
+    "optimus_ir: this module was optimized with freeze=True: {count} value(s) (the stacked "
+    "weights of fused ops) were computed from its parameters, and load_state_dict(..., "
+    "assign=True) would replace the tensors they were computed from. Load without assign=True "
+    "(the frozen values are then computed again from the loaded parameters), or load the "
+    "checkpoint into the model and call optimus_ir.optimize(model, example_inputs, freeze=True) again."
+)
+"""The error `load_state_dict(assign=True)` into a frozen module raises."""
+
+
+def refresh_frozen_values(gm: torch.nn.Module) -> int:
+    """Compute the values `freeze_parameter_expressions` froze in `gm` again
+    from the tensors `gm` holds now under the names they were computed from
+    (after `load_state_dict`), writing them into the frozen values in place;
+    how many values were refreshed (0 where `gm` has none)."""
+    guard = gm._modules.get(FROZEN_GUARD_ATTRIBUTE) if isinstance(gm, torch.fx.GraphModule) else None  # noqa: SLF001
+    compute = getattr(guard, "compute", None) if isinstance(guard, FrozenValuesGuard) else None
+    if compute is None:
+        return 0
+    sources = tuple(_read_target(gm, target) for target in guard.source_targets)
+    frozen = frozen_values(gm)
+    with torch.inference_mode(False), torch.no_grad():
+        values = tuple(compute.forward(*sources))
+        for old, new in zip(frozen, values, strict=True):
+            old.copy_(new)  # `new` is fresh storage: reading views of `old` for it was done first
+    guard.__dict__["sources"] = sources
+    return len(values)
+
+
+def refuse_assigning_load(
+    module: torch.nn.Module, state_dict: Any, prefix: str, local_metadata: dict[str, Any], *rest: Any
+) -> None:
+    """A load_state_dict pre-hook of a frozen module: `assign=True` raises
+    (`FROZEN_ASSIGN_MESSAGE`) before anything is loaded."""
+    if local_metadata.get("assign_to_params_buffers", False):
+        raise RuntimeError(FROZEN_ASSIGN_MESSAGE.format(count=len(frozen_values(module))))
+
+
+def refresh_after_load(module: torch.nn.Module, incompatible_keys: Any) -> None:
+    """A load_state_dict post-hook of a frozen module: its frozen values, and
+    those of the modules its guard made for other inputs (they read the same
+    tensors), are computed again from the loaded parameters."""
+    from optimus_ir.guards import GUARD_ATTRIBUTE
+
+    refresh_frozen_values(module)
+    guard = module.__dict__.get(GUARD_ATTRIBUTE)
+    for specialization in getattr(guard, "specializations", {}).values():
+        if specialization is not module and isinstance(specialization, torch.nn.Module):
+            refresh_frozen_values(specialization)
 
 
 def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) -> int:
@@ -1015,4 +1070,5 @@ __all__ = [
     "frozen_values",
     "hand_over_to_frozen_values",
     "read_tensors_from_model",
+    "refresh_frozen_values",
 ]

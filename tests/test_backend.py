@@ -498,3 +498,24 @@ def test_inductor_pass_leaves_a_graph_without_example_values_alone() -> None:
     assert gm.code == before
     assert not hook.outcomes[0].optimized
     assert "placeholders without example values: x" in hook.outcomes[0].reason
+
+
+def test_ddp_bucket_subgraphs_are_named_apart() -> None:
+    """DDPOptimizer hands the backend one submodule per DDP bucket, all under
+    one compile id, each marked in its `compile_subgraph_reason`: they are
+    named `submod_0`, `submod_1`, ... in the order they come (graph order),
+    in the outcome and its log line (tests/test_distributed.py: under DDP)."""
+    import types
+
+    from optimus_ir.backend import GraphOutcome, split_subgraph
+
+    reason = types.SimpleNamespace(reason="DDPOptimizer intentional graph-break (See Note [DDPOptimizer]).")
+    bucket = types.SimpleNamespace(compile_subgraph_reason=reason)
+    assert [split_subgraph(bucket, "97/3") for _ in range(3)] == ["submod_0", "submod_1", "submod_2"]
+    assert split_subgraph(bucket, "98/0") == "submod_0"  # another compilation counts from 0
+    whole = types.SimpleNamespace(compile_subgraph_reason=types.SimpleNamespace(reason="return_value"))
+    assert split_subgraph(whole, "97/3") is None
+    outcome = GraphOutcome("97/3", 10, 4, optimized=True, fusions=1, subgraph="submod_1")
+    assert outcome.name == "97/3 submod_1"
+    assert outcome.describe().startswith("optimus: graph 97/3 submod_1: 10 -> 4 ops, 1 batch fusion(s)")
+    assert GraphOutcome("0/0", 3, 3, optimized=True).name == "0/0"

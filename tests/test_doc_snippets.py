@@ -23,7 +23,7 @@ A block is controlled by an HTML comment on the line(s) right before it:
   with the reason (pytest -ra lists them), and `test_skips_have_reasons`
   lists every one;
 * `<!-- snippet: continue -->` (python): run after the file's previous
-  python block, in the same interpreter, for a snippet that uses its names;
+  python block that is run (not skipped), in the same interpreter, for a snippet that uses its names;
 * `<!-- snippet: repo-root -->` (shell, console): a command documented as
   run in a clone (it reads `examples/plumbing.mlir` or `tests/plugins/`):
   run in a temporary directory that holds links to the repository's
@@ -131,7 +131,7 @@ def parse_blocks(path: Path) -> list[Block]:
                 exit_status, previous_python if continues else None,
             )
             blocks.append(block)
-            if block.kind == "python":
+            if block.kind == "python" and skip is None:  # a skipped block is not run: none continues it
                 previous_python = block
         index = end + 1
     return blocks

@@ -46,20 +46,22 @@ def test_recsys_code_has_no_getattr_per_parameter_and_no_pytree(recsys) -> None:
     assert "tree_flatten_spec" not in code and "tree_unflatten" not in code
     fetched = [n for n in gm.graph.nodes if n.op == "get_attr"]
     assert len(fetched) == len(list(model.parameters()))
-    # each parameter is read from its module's dict twice (the module's own,
-    # which has the model's names, and the model's)
-    assert len(re.findall(r"= _parameters\w*\[", code)) == 2 * len(fetched)
-    # the module's top-level submodules (`self._modules['towers']`, ...) and
-    # the two `self.__dict__` reads of the model and of the tensors the code
-    # was made with (no stride guard: Dynamo's guard checks strides), besides
-    # the train/eval mode check and the input guard's two lines
+    assert {str(n.target) for n in fetched} == {name for name, _ in model.named_parameters()}
+    # Until something is reassigned on the module itself (its `OwnState`),
+    # each parameter is one read from the model's dicts: the `else:` branch
+    # after the state check; once something was, the module's own attribute
+    # first, then the model's where it is unchanged (`is not _made_with[`).
+    assert code.count("self.__dict__.get('_optimus_own_state')") == 1
+    lines = code.splitlines()
+    branch = next(i for i, line in enumerate(lines) if line.strip() == "else:")
+    end = next(i for i, line in enumerate(lines) if "except (KeyError, AttributeError)" in line)
+    fast = [line.strip() for line in lines[branch + 1 : end]]
+    assert len(fast) == len(fetched)
+    assert all("= _parameters__optimus_model_" in line for line in fast)
+    assert code.count("is not _made_with[") == len(fetched)
     assert code.count("self.optimus_guard.") == 2
-    assert code.count("self.__dict__[") == 2
-    top_level = {name.split(".")[0] for name, _ in model.named_parameters()}
-    assert code.count("self._modules[") == len(top_level)
-    assert code.count("self.") - code.count("self.training") - code.count("self.optimus_guard.") == 2 + len(top_level)
-    # each parameter: the module's own, then the model's where it is unchanged
-    assert code.count("is _made_with[") == len(fetched)
+    assert code.count("self.__dict__[") == 2  # the model, the tensors the code was made with
+    assert gm._optimus_own_state.changed is False  # noqa: SLF001
     assert code.count("if self.training is not False:") == 1
     _assert_identical(gm(x), model(x))
     _assert_identical(gm(x=x), model(x))
@@ -100,7 +102,7 @@ def test_in_place_updates_and_load_state_dict_are_followed(recsys) -> None:
     other, _ = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5, seed=7)
     model.load_state_dict(other.state_dict())
     _assert_identical(gm(x), other(x))
-    # and through the exported module's own state dict (the model's names)
+    # and through the optimized module's own state dict (the model's names)
     fresh, _ = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5, seed=3)
     state = fresh.state_dict()
     assert list(gm.state_dict()) == list(state)
@@ -112,8 +114,9 @@ def test_in_place_updates_and_load_state_dict_are_followed(recsys) -> None:
 
 def test_reassigned_parameter_is_followed(recsys) -> None:
     model, (x,), gm = recsys
-    gm.get_submodule("mlp.2").bias = nn.Parameter(torch.full((1,), 10.0))
+    gm.mlp[2].bias = nn.Parameter(torch.full((1,), 10.0))
     _assert_identical(gm(x), model(x) - model.mlp[2].bias + 10.0)
+    assert model.mlp[2].bias is not gm.mlp[2].bias  # the module's own tree: the model is unchanged
 
 
 def test_reassigned_nested_parameter_and_submodule_are_followed() -> None:
@@ -137,12 +140,12 @@ def test_reassigned_nested_parameter_and_submodule_are_followed() -> None:
 
 def test_attribute_that_changes_kind_falls_back_to_getattr(recsys) -> None:
     model, (x,), gm = recsys
-    owner, name = gm.get_submodule("mlp.2"), "bias"
-    delattr(owner, name)
-    owner.register_buffer(name, torch.full((1,), -1.0))  # now a buffer: the dict read misses
+    head = gm.mlp[2]
+    delattr(head, "bias")
+    head.register_buffer("bias", torch.full((1,), -1.0))  # now a buffer: the dict read misses
     _assert_identical(gm(x), model(x) - model.mlp[2].bias - 1.0)
-    delattr(owner, name)
-    with pytest.raises(AttributeError, match=name):
+    delattr(head, "bias")
+    with pytest.raises(AttributeError, match="bias"):
         gm(x)
 
 
@@ -258,7 +261,7 @@ def test_get_attr_without_recorded_path_uses_getattr(recsys) -> None:
     for node in gm.graph.find_nodes(op="get_attr"):
         node.meta.pop(ATTR_PATH_META)
     gm.recompile()
-    assert "_parameters[" not in gm.code and 'getattr(self.towers, "0").weight' in gm.code
+    assert "_parameters" not in gm.code and 'getattr(self.towers, "0").weight' in gm.code
     _assert_identical(gm(x), expected)
 
 

@@ -25,7 +25,7 @@ rank   layer       modules
 6      pipeline    optimus_ir.{pipeline, validation}
 7      api         optimus_ir (the package), optimus_ir.{api, backend,
                    guards, inductor_hook, inductor_handoff, memory,
-                   param_cache, plugins, replacements}
+                   model_names, param_cache, plugins, replacements}
 8      tools       optimus_ir.tools.*
 9      examples    optimus_ir.examples.*: the example models and the
                    demo (users of the API; nothing imports them)
@@ -132,8 +132,8 @@ LAYERS: tuple[Layer, ...] = (
         + tuple(
             f"optimus_ir.{name}"
             for name in (
-                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "memory", "param_cache",
-                "plugins", "replacements", "dynamo_capture",
+                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "memory", "model_names",
+                "param_cache", "plugins", "replacements", "dynamo_capture",
             )
         ),
     ),

@@ -7,8 +7,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 THIRDPARTY_STAMP := $(VENV)/.thirdparty
+ZOO_STAMP := $(VENV)/.zoo
+ZOO_REQUIREMENTS := benchmarks/zoo_requirements.txt
 
-.PHONY: demo test test-all bench-third-party check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test test-all bench-third-party bench-zoo check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +25,16 @@ $(THIRDPARTY_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,thirdparty]'
 	touch $(THIRDPARTY_STAMP)
 
+# The model zoo's libraries (FuxiCTR, torchrec with fbgemm-gpu-cpu, torchfm),
+# each pinned and installed with --no-deps (benchmarks/zoo_requirements.txt
+# says why), after the thirdparty extra, whose tqdm and scikit-learn they
+# import. Then every zoo model is built and called once: an incomplete
+# install fails here, not in the tests.
+$(ZOO_STAMP): $(THIRDPARTY_STAMP) $(ZOO_REQUIREMENTS)
+	$(PY) -m pip install -q --no-deps -r $(ZOO_REQUIREMENTS)
+	$(PY) benchmarks/zoo_models.py --check
+	touch $(ZOO_STAMP)
+
 # ~50 s on 2 cores (README, "How long each command takes"): the 64-tower
 # model optimized, checked and timed (eager and under torch.compile); the IR
 # of each stage goes to build/demo. Options pass through
@@ -36,12 +48,12 @@ demo: $(STAMP)
 # corpus models, the long fuzz profiles: see `slow` in pyproject.toml), then
 # the lit/FileCheck tests. `make test-all` (and CI) runs everything.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
-test: $(STAMP) $(THIRDPARTY_STAMP) check-layers
+test: $(STAMP) $(THIRDPARTY_STAMP) $(ZOO_STAMP) check-layers
 	$(PYTEST) -m "not slow" tests
 	$(VENV)/bin/lit -sv tests/lit
 
 # Every test, the slow ones included, as CI runs them (.ci/run).
-test-all: $(STAMP) $(THIRDPARTY_STAMP) check-layers
+test-all: $(STAMP) $(THIRDPARTY_STAMP) $(ZOO_STAMP) check-layers
 	$(PYTEST) tests
 	$(VENV)/bin/lit -sv tests/lit
 
@@ -122,6 +134,13 @@ bench-compile: $(STAMP)
 bench-third-party: $(THIRDPARTY_STAMP)
 	$(PY) benchmarks/bench_third_party.py --json build/bench/third_party.json \
 		--markdown build/bench/third_party.md
+
+# The model zoo (issue 34): FuxiCTR, torchrec and torchfm models through
+# optimize() (and freeze=True) at three batch sizes with fresh inputs: whether
+# every call equals the model, groups fused, re-optimizations, per-call time
+# of the model and ours; table and JSON in build/bench/ (a few minutes).
+bench-zoo: $(ZOO_STAMP)
+	$(PY) benchmarks/bench_zoo.py --json build/bench/zoo.json --markdown build/bench/zoo.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

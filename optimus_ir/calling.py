@@ -111,6 +111,11 @@ class ModelCall:
     free_variables: Mapping[str, Any] = field(default_factory=dict)
     """The free variables of `forward` (`__class__` of a zero-argument
     `super()`), which are frame locals to Dynamo."""
+    input_writes: tuple[tuple[str, Any, OutputLeaf], ...] = ()
+    """What `forward` stores into its arguments' dicts and lists (`item_dict[k]
+    = v.to(device)`): the container's source, the key and the value (as a
+    leaf of the value returned), done by the module before it returns, as
+    Dynamo's code does after its graph."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ModelCall:
         return self  # immutable, and its defaults and globals are the model's
@@ -361,10 +366,27 @@ class ModelCallCodeGen(_FastAttributes, _PyTreeCodeGen):
                     # rare (a tensor of the model returned as it is): read where it is now
                     text = f"_optimus_call.leaf({leaf.source!r}, {{{', '.join(f'{n!r}: {n}' for n in self.call.parameter_names)}}}, self)"
                 texts.append(text)
+        writes = "".join(
+            f"{self.call.expression(container)[0]}[{key!r}] = {self._leaf_text(leaf, outputs, repr_fn)}\n"
+            for container, key, leaf in self.call.input_writes
+        )
         spec = self.call.output_spec
         if _plain_output(spec):
-            return "return " + _output_literal(spec, iter(texts), lambda text: text)
-        return f"return _optimus_unflatten([{', '.join(texts)}], _optimus_call.output_spec)"
+            return writes + "return " + _output_literal(spec, iter(texts), lambda text: text)
+        return writes + f"return _optimus_unflatten([{', '.join(texts)}], _optimus_call.output_spec)"
+
+    def _leaf_text(self, leaf: OutputLeaf, outputs: Sequence[Any], repr_fn: Any) -> str:
+        if leaf.kind == "graph":
+            return repr_fn(outputs[leaf.index])
+        if leaf.kind == "constant":
+            literal = _literal(leaf.constant)
+            if literal is None:
+                raise ValueError("a constant stored into an argument must be a Python literal")
+            return literal
+        text, needs = self.call.expression(leaf.source)
+        if needs or text.startswith("_model"):
+            raise ValueError(f"cannot write out the source {leaf.source!r} stored into an argument")
+        return text
 
     def additional_globals(self) -> list[tuple[str, Any]]:
         # Only where the code names them: a module whose globals are all

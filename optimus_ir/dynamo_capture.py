@@ -25,6 +25,7 @@ backend of ours the whole graph. From that hand-over we keep:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import inspect
 import logging
@@ -260,10 +261,11 @@ def capture_graph(
         with modes, torch._dynamo.config.patch(automatic_dynamic_shapes=False):  # noqa: SLF001
             try:
                 with _quiet_guard_errors():
+                    containers = _Containers(signature, args, kwargs)
                     returned = torch._dynamo.optimize(  # noqa: SLF001
                         backend, nopython=True, dynamic=None if dynamic else False,
                         guard_filter_fn=_keep_guard(instance),
-                    )(function)(*args, **kwargs)
+                    )(function)(*containers.args, **containers.kwargs)
             except torch._dynamo.exc.InternalTorchDynamoError:  # noqa: SLF001
                 # Dynamo's guard filtering itself fails on some sources (a numpy
                 # array attribute, torch 2.13): all of its guards, then (a slower check).
@@ -274,9 +276,10 @@ def capture_graph(
                 recorded["names"] = names
                 held.clear()
                 function, instance, signature, namespace = _entry(model)
+                containers = _Containers(signature, args, kwargs)
                 returned = torch._dynamo.optimize(  # noqa: SLF001
                     backend, nopython=True, dynamic=None if dynamic else False
-                )(function)(*args, **kwargs)
+                )(function)(*containers.args, **containers.kwargs)
         changes = state.changes() if state is not None else []
     finally:
         if state is not None:
@@ -299,7 +302,9 @@ def capture_graph(
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
     local_values = dict(bound.arguments)
-    gm, call = _module_of(model, recorded, instance, signature, namespace, returned, local_values)
+    gm, call = _module_of(
+        model, recorded, instance, signature, namespace, returned, local_values, containers.writes()
+    )
     markers: dict[int, torch.fx.Node] = {}
     outputs = recorded.get("outputs") if not dynamic else None
     if isinstance(outputs, tuple):
@@ -382,6 +387,52 @@ def _outlive_dynamo_reset(code: types.CodeType) -> None:
         pass
 
 
+class _Containers:
+    """The arguments of the capture, their dicts and lists copied (the
+    leaves shared): Dynamo replays a write of `forward` into an argument's
+    dict (`item_dict[k] = v.to(device)`) on these, not on the caller's,
+    and `writes` tells what was written, for the module to do it too."""
+
+    def __init__(self, signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        self.entries: list[tuple[Any, Any, str]] = []
+        bound = signature.bind(*args, **kwargs)
+        copied = {name: self._copy(value, f"L[{name!r}]") for name, value in bound.arguments.items()}
+        rebound = inspect.BoundArguments(signature, copied)  # type: ignore[arg-type]
+        self.args, self.kwargs = tuple(rebound.args), dict(rebound.kwargs)
+
+    def _copy(self, value: Any, path: str) -> Any:
+        kind = type(value)
+        if kind in (dict, collections.OrderedDict) and all(type(k) in (str, int) for k in value):
+            made = kind((k, self._copy(v, f"{path}[{k!r}]")) for k, v in value.items())
+            self.entries.append((made, dict(made), path))
+            return made
+        if kind is list:
+            made = [self._copy(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            self.entries.append((made, list(made), path))
+            return made
+        if kind is tuple:
+            return tuple(self._copy(v, f"{path}[{i}]") for i, v in enumerate(value))
+        return value
+
+    def writes(self) -> list[tuple[str, Any, Any]]:
+        """(container's source, key, value stored) of every item `forward`
+        stored into a dict or list argument; CaptureError for other changes."""
+        found = []
+        for made, before, path in self.entries:
+            if isinstance(made, list):
+                if len(made) != len(before):
+                    raise CaptureError(f"forward changes the length of its argument {path[2:-2] if path.count('[') == 1 else path}")
+                items = list(enumerate(made))
+            else:
+                if any(key not in made for key in before):
+                    raise CaptureError(f"forward deletes items of its argument {path}")
+                items = list(made.items())
+            for key, value in items:
+                if key not in before or before[key] is not value:
+                    found.append((path, key, value))
+        return found
+
+
 def _free_variables(function: Callable[..., Any]) -> dict[str, Any]:
     """The free variables of the traced code by name (Dynamo counts them
     among the frame's locals, and may guard on them)."""
@@ -453,6 +504,7 @@ def _module_of(
     namespace: Mapping[str, Any],
     returned: Any,
     local_values: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any, Any]] = (),
 ) -> tuple[torch.fx.GraphModule, ModelCall]:
     """The captured GraphModule: parameters and buffers of the model as
     `get_attr` of their qualified names, the other placeholders read by
@@ -486,12 +538,12 @@ def _module_of(
     arguments = _argument_sources(local_values)
     placeholder_source = {id(v): sources[n.target] for n, v in examples_by_node.items()}
     leaves, spec = pytree.tree_flatten(returned)
-    output_leaves = []
-    for leaf in leaves:
+
+    def leaf_of(leaf: Any) -> OutputLeaf:
         index = by_id.get(id(leaf))
         if index is not None:
-            output_leaves.append(OutputLeaf("graph", index=index))
-        elif isinstance(leaf, torch.Tensor):
+            return OutputLeaf("graph", index=index)
+        if isinstance(leaf, torch.Tensor):
             source = arguments.get(id(leaf)) or placeholder_source.get(id(leaf))
             if source is None and id(leaf) in names and instance is not None:
                 source = f"L[{instance!r}]" + "".join(
@@ -499,25 +551,28 @@ def _module_of(
                 ) + f".{names[id(leaf)].split('.')[-1]}"
             if source is None:
                 raise CaptureError(
-                    "the model returns a tensor that is neither computed by the graph nor one of its "
-                    "arguments, parameters or buffers"
+                    "the model returns (or stores into its inputs) a tensor that is neither computed by "
+                    "the graph nor one of its arguments, parameters or buffers"
                 )
-            output_leaves.append(OutputLeaf("source", source=source))
-        elif leaf is None or type(leaf) in (bool, int, float, str, complex) or isinstance(leaf, torch.dtype | torch.device):
-            output_leaves.append(OutputLeaf("constant", constant=leaf))
-        elif id(leaf) in arguments:
-            output_leaves.append(OutputLeaf("source", source=arguments[id(leaf)]))
-        else:
-            # an object Dynamo rebuilds on every call (it may hold tensors the
-            # graph computed): a constant would be the first call's, forever
-            raise CaptureError(
-                f"the model returns a {type(leaf).__name__}, which is not a tensor, a Python "
-                "constant or a container torch's pytree knows, so it is not supported or "
-                "pytree-flattenable: return tensors in tuples, lists, dicts or dataclasses, or "
-                "register the class with torch.utils._pytree.register_pytree_node"
-            )
+            return OutputLeaf("source", source=source)
+        if leaf is None or type(leaf) in (bool, int, float, str, complex) or isinstance(leaf, torch.dtype | torch.device):
+            return OutputLeaf("constant", constant=leaf)
+        if id(leaf) in arguments:
+            return OutputLeaf("source", source=arguments[id(leaf)])
+        # an object Dynamo rebuilds on every call (it may hold tensors the
+        # graph computed): a constant would be the first call's, forever
+        raise CaptureError(
+            f"the model returns a {type(leaf).__name__}, which is not a tensor, a Python "
+            "constant or a container torch's pytree knows, so it is not supported or "
+            "pytree-flattenable: return tensors in tuples, lists, dicts or dataclasses, or "
+            "register the class with torch.utils._pytree.register_pytree_node"
+        )
+
+    output_leaves = [leaf_of(leaf) for leaf in leaves]
+    input_writes = tuple((path, key, leaf_of(value)) for path, key, value in writes)
     call = ModelCall(
-        signature, instance, sources, spec, tuple(output_leaves), namespace, _free_variables(recorded["function"])
+        signature, instance, sources, spec, tuple(output_leaves), namespace, _free_variables(recorded["function"]),
+        input_writes,
     )
     graph.set_codegen(ModelCallCodeGen(call))
     root = model if isinstance(model, torch.nn.Module) else torch.nn.Module()

@@ -12,23 +12,11 @@ equal to the model's copy; and the same models through
 The zoo's packages come with `make test` (`.venv/.zoo`); a model whose
 package is missing is skipped with the reason.
 
-Known failures, marked `xfail(strict=True)` with the error each raises
-today (the capture and guard rewrite removes the marks):
-
-* torchfm (a numpy array attribute, the field offsets, read in forward)
-  and torchrec when the example's `KeyedJaggedTensor` has been through the
-  model already (it caches its per-key split, `_jt_dict`): `optimize()`
-  raises `CaptureError`
-  -- `torch._dynamo.export` finds a tensor among the graph's inputs that is
-  none of the call's ("Unexpectedly found a <class 'torch.Tensor'> in the
-  inputs"); torch.compile captures both.
-* every call that misses the guard raises `ValueError` in
-  `InputGuard._call` (`pytree.tree_unflatten` of the flat arguments with
-  the nested call structure: "`leaves` has length 1 but the spec refers to
-  a pytree that holds N items"): FuxiCTR's LongCTR models' nested
-  `((batch_dict, item_dict, mask),)` and torchrec's fresh
-  `KeyedJaggedTensor` (other bag lengths) even at the example's batch size,
-  the dict models at a new batch size.
+Every call must equal the model's: the calls that miss the example's guard
+(other batch sizes, fresh jagged inputs with other bag lengths, the nested
+inputs of FuxiCTR's LongCTR models, which `forward` writes into) go through
+the size proof or are optimized again, and at most an `OptimusGuardWarning`
+may say that the model itself ran.
 """
 
 from __future__ import annotations
@@ -42,7 +30,6 @@ import torch
 
 from benchmark_scripts import load_benchmark
 import optimus_ir
-from optimus_ir.api import CaptureError
 from optimus_ir.guards import OptimusGuardWarning
 
 zoo = load_benchmark("zoo_models")
@@ -53,41 +40,6 @@ CALL_BATCHES = (16, 64, 4)
 BATCH_ONE_MODEL = "fuxictr.DeepFM"
 """The model also called at batch 1 (Dynamo specializes sizes 0 and 1)."""
 
-_LONG_CTR_GUARD = (
-    "guards.py InputGuard._call: ValueError: treespec.unflatten(leaves): `leaves` has length 1 but the spec "
-    "refers to a pytree that holds 10 items -- the first call with fresh ((batch_dict, item_dict, mask),) "
-    "inputs, even at the example's batch size"
-)
-_DICT_GUARD = (
-    "guards.py InputGuard._call: ValueError: treespec.unflatten(leaves): `leaves` has length 1 but the spec "
-    "refers to a pytree that holds 39 items -- at batch 64 (fresh inputs at the example's batch size pass)"
-)
-_KJT_GUARD = (
-    "guards.py InputGuard._call: ValueError: treespec.unflatten(leaves): `leaves` has length 2 but the spec "
-    "refers to a pytree that holds 7 items -- the first call with a fresh KeyedJaggedTensor (other bag "
-    "lengths, so values of another length), at the example's batch size"
-)
-_USED_KJT_CAPTURE = (
-    "optimize() raises CaptureError: Dynamo could not capture DLRM as one graph: Unexpectedly found a "
-    "<class 'torch.Tensor'> in the inputs (torch._dynamo.export: the per-key JaggedTensors the model's call "
-    "cached on the KeyedJaggedTensor, `_jt_dict`, are read in forward but are no pytree leaf of it)"
-)
-_NUMPY_CAPTURE = (
-    "optimize() raises CaptureError: Dynamo could not capture {} as one graph: Unexpectedly found a "
-    "<class 'torch.Tensor'> in the inputs (torch._dynamo.export: the numpy field offsets read in forward)"
-)
-KNOWN_FAILURES: dict[str, tuple[type[BaseException], str]] = {
-    "fuxictr.DCNv2": (ValueError, _LONG_CTR_GUARD),
-    "fuxictr.FinalMLP": (ValueError, _LONG_CTR_GUARD),
-    "fuxictr.DIN": (ValueError, _LONG_CTR_GUARD),
-    "fuxictr.DeepFM": (ValueError, _DICT_GUARD),
-    "fuxictr.MMoE": (ValueError, _DICT_GUARD),
-    "torchrec.DLRM": (ValueError, _KJT_GUARD),
-    "torchrec.DLRM_DCN": (ValueError, _KJT_GUARD),
-    "torchrec.DeepFM": (ValueError, _KJT_GUARD),
-    "torchfm.FFM": (CaptureError, _NUMPY_CAPTURE.format("FieldAwareFactorizationMachineModel")),
-    "torchfm.DeepFM": (CaptureError, _NUMPY_CAPTURE.format("DeepFactorizationMachineModel")),
-}
 """How each model fails `optimize()` and its calls today, live and frozen alike
 (the error of the first call that fails)."""
 
@@ -107,9 +59,6 @@ def _case(name: str, freeze: bool) -> Any:
     marks = []
     if (name, freeze) not in QUICK:
         marks.append(pytest.mark.slow)
-    if name in KNOWN_FAILURES:
-        raises, reason = KNOWN_FAILURES[name]
-        marks.append(pytest.mark.xfail(raises=raises, strict=True, reason=reason))
     return pytest.param(name, freeze, marks=marks, id=f"{name}-{'frozen' if freeze else 'live'}")
 
 
@@ -176,7 +125,6 @@ def test_optimized_zoo_model_equals_the_model_at_three_batch_sizes(name: str, fr
         torch.testing.assert_close(got, _expected(name, model, batch, seed), msg=lambda m: f"batch {batch}: {m}")
 
 
-@pytest.mark.xfail(raises=CaptureError, strict=True, reason=_USED_KJT_CAPTURE)
 def test_optimize_takes_a_keyed_jagged_tensor_the_model_has_read() -> None:
     """A user calls DLRM on a batch, then optimizes it with that batch as
     the example: the `KeyedJaggedTensor` now carries the per-key split the
@@ -227,7 +175,6 @@ def test_optimized_fuxictr_deepfm_trains_like_the_model() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(raises=ValueError, strict=True, reason=_DICT_GUARD)
 def test_optimized_fuxictr_deepfm_trains_like_the_model_across_batch_sizes() -> None:
     _train_both((EXAMPLE_BATCH, 64, 4))
 

@@ -15,8 +15,12 @@ of `bench_param_cache`), under `torch.no_grad()`:
 as the difference of two noisy figures (it can come out negative).
 
 Then, once, wall-clock: `optimize()` itself, and the first call at another
-batch size (`new batch s`: the batch-size proof, one dynamic capture and
-one symbolic run; later calls at any batch size >= 2 pay the check only).
+batch size (`new batch s`: the size proof, one dynamic capture and one
+symbolic run; later calls at any batch size >= 2 pay the check only).
+
+`--dict-features` adds the same figures for a CTR model whose input is a
+dict of 39 feature tensors (13 dense through a linear each, 26 ids through
+an embedding each, then a linear): the guard checks every entry.
 
 Usage::
 
@@ -66,9 +70,39 @@ def without_guard(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return bare
 
 
+class DictFeatures(torch.nn.Module):
+    """A CTR model on a dict of 39 features (13 dense, 26 categorical)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = torch.nn.ModuleList(torch.nn.Linear(1, 16) for _ in range(13))
+        self.sparse = torch.nn.ModuleList(torch.nn.Embedding(1000, 16) for _ in range(26))
+        self.top = torch.nn.Linear(39 * 16, 1)
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        parts = [layer(features[f"I{i}"]) for i, layer in enumerate(self.dense)]
+        parts += [table(features[f"C{i}"]) for i, table in enumerate(self.sparse)]
+        return self.top(torch.cat(parts, 1))
+
+
+def dict_features(batch: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {
+        **{f"I{i}": torch.randn(batch, 1, generator=g) for i in range(13)},
+        **{f"C{i}": torch.randint(0, 1000, (batch,), generator=g) for i in range(26)},
+    }
+
+
 def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, float]:
-    """The figures for one model: per-call microseconds, one-time seconds."""
-    model, (x,) = make_recsys_model(num_towers=towers, batch=batch, **VARIANTS[variant])
+    """The figures for one model: per-call microseconds, one-time seconds
+    (`towers` 0: the dict-of-39-features model)."""
+    if towers == 0:
+        model: torch.nn.Module = DictFeatures().eval()
+        x: object = dict_features(batch)
+        other = dict_features(batch + 1, 1)
+    else:
+        model, (x,) = make_recsys_model(num_towers=towers, batch=batch, **VARIANTS[variant])
+        other = torch.randn(batch + 1, x.shape[1])
     start = time.perf_counter()
     guarded = optimus_ir.optimize(model, (x,))
     optimize_s = time.perf_counter() - start
@@ -91,7 +125,6 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
         figures["guard %"] = 100 * figures["check"] / figures["guarded"]
         figures["difference %"] = 100 * (figures["guarded"] - figures["unguarded"]) / figures["unguarded"]
         figures["optimize s"] = optimize_s
-        other = torch.randn(batch + 1, x.shape[1])
         start = time.perf_counter()
         torch.testing.assert_close(guarded(other), model(other))
         figures["new batch s"] = time.perf_counter() - start
@@ -108,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--sample-ms", type=float, default=20.0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--dict-features", action="store_true", help="also the model on a dict of 39 feature tensors (row 'dict39')"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results: dict[str, dict[str, float]] = {}
@@ -117,11 +153,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     )
     header = ["check", "guarded", "unguarded", "guard %", "difference %", "optimize s", "new batch s"]
     print(f"{'towers':>6}  " + "  ".join(f"{c:>12}" for c in header) + "  batch-generic")
-    for towers in args.towers:
+    for towers in [*args.towers, *([0] if args.dict_features else [])]:
         figures = measure(towers, args.batch, args.variant, args.rounds, args.sample_ms)
-        results[str(towers)] = figures
+        label = str(towers) if towers else "dict39"
+        results[label] = figures
         print(
-            f"{towers:>6}  "
+            f"{label:>6}  "
             + "  ".join(f"{figures[c]:>12.2f}" for c in header)
             + f"  {'yes' if figures['batch generic'] else 'no'}"
             f" ({int(figures['reoptimizations'])} re-optimization(s))",

@@ -428,7 +428,11 @@ class _Containers:
                     raise CaptureError(f"forward deletes items of its argument {path}")
                 items = list(made.items())
             for key, value in items:
-                if key not in before or before[key] is not value:
+                if isinstance(made, list):
+                    changed = before[key] is not value
+                else:
+                    changed = key not in before or before[key] is not value
+                if changed:
                     found.append((path, key, value))
         return found
 

@@ -252,7 +252,10 @@ class Specialization:
     proof_graph: torch.fx.Graph | str | None = None
     """The graph the size proof runs (`OWN_GRAPH`: the runner's own)."""
     generalized: bool | None = None
-    """Whether the size proof succeeded from this one (None: not tried)."""
+    """Whether a size proof succeeded from this one (None: not tried)."""
+    proofs_tried: set[frozenset[tuple[int, int]]] = field(default_factory=set)
+    """The sets of (leaf, dim) a size proof was tried for from this one:
+    each once (batch sizes proven after the lengths of jagged values, ...)."""
     reason: str = ""
     """For the model: why it runs."""
     zero_signs: tuple[tuple[str, float], ...] = ()
@@ -338,6 +341,15 @@ class InputGuard:
         self.check = self._make_check()
 
     # -- the check -----------------------------------------------------------
+
+    def modules(self) -> list[torch.nn.Module]:
+        """The modules optimized again for other inputs (each once)."""
+        found: list[torch.nn.Module] = []
+        for spec in self.specializations:
+            runner = spec.runner
+            if isinstance(runner, torch.nn.Module) and runner is not self.model and all(runner is not m for m in found):
+                found.append(runner)
+        return found
 
     @property
     def batch_generic(self) -> bool | None:
@@ -546,13 +558,14 @@ class InputGuard:
         arguments_only = {k: v for k, v in frame.items() if k != self.call.instance}
         spec, sigs, _ = leaf_signatures(arguments_only)
         for base in [self.primary, *self.specializations]:
-            if base.example is None or base.generalized is not None or base.proof_graph is None:
+            if base.example is None or base.proof_graph is None:
                 continue
             if not (base.grad_enabled or not torch.is_grad_enabled()):
                 continue
             dims = _size_only_difference(base.example, spec, sigs)
-            if dims is None:
+            if dims is None or frozenset(dims) in base.proofs_tried:
                 continue
+            base.proofs_tried.add(frozenset(dims))
             runner = module if base.runner is _OWN_MODULE else base.runner
             try:
                 guard = _prove_sizes(self.model, runner, base.proof_graph, args, kwargs, arguments_only, dims)
@@ -563,7 +576,7 @@ class InputGuard:
             except Exception as error:  # noqa: BLE001 - unproven is a safe answer
                 log.info("optimus: size proof failed: %s: %s", type(error).__name__, error)
                 guard = None
-            base.generalized = guard is not None
+            base.generalized = bool(base.generalized) or guard is not None
             if guard is None:
                 continue
             log.info("optimus: the optimized graph works for any size >= 2 of %d input dim(s)", len(dims))

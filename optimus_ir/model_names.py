@@ -204,6 +204,17 @@ def _clashes(gm: torch.fx.GraphModule, model: torch.nn.Module) -> list[str]:
     return [n for n in names if hasattr(type(gm), n) or n in own]
 
 
+def _path_container(module: Any, model_tensors: set[int]) -> bool:
+    """Whether `module` is only a container FX made for dotted get_attr
+    targets (`towers.0.weight`, as `dynamo_capture` names the model's
+    tensors): a plain `nn.Module` tree holding the model's tensors alone."""
+    if type(module) is not torch.nn.Module:
+        return False
+    if any(t is not None and id(t) not in model_tensors for t in (*module._parameters.values(), *module._buffers.values())):  # noqa: SLF001
+        return False
+    return all(_path_container(child, model_tensors) for child in module._modules.values())  # noqa: SLF001
+
+
 def adopt_model_names(gm: torch.fx.GraphModule, model: torch.nn.Module) -> bool:
     """Register `model`'s parameters, buffers and submodules on `gm` under
     the model's names (the module docstring), after
@@ -252,7 +263,10 @@ def adopt_model_names(gm: torch.fx.GraphModule, model: torch.nn.Module) -> bool:
     submodules = type(gm._modules)(children)  # noqa: SLF001
     own_parameters = own_entries(gm._parameters, model_tensors)  # noqa: SLF001
     own_buffers = own_entries(gm._buffers, model_tensors)  # noqa: SLF001
-    own_modules = own_entries(gm._modules, model_modules)  # noqa: SLF001
+    own_modules = {
+        k: v for k, v in own_entries(gm._modules, model_modules).items()  # noqa: SLF001
+        if not _path_container(v, model_tensors)
+    }
     for table, own in ((parameters, own_parameters), (buffers, own_buffers), (submodules, own_modules)):
         for key, value in own.items():
             if key in table:

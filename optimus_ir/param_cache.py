@@ -789,9 +789,9 @@ def refresh_after_load(module: torch.nn.Module, incompatible_keys: Any) -> None:
 
     refresh_frozen_values(module)
     guard = module.__dict__.get(GUARD_ATTRIBUTE)
-    for specialization in getattr(guard, "specializations", {}).values():
-        if specialization is not module and isinstance(specialization, torch.nn.Module):
-            refresh_frozen_values(specialization)
+    for other in guard.modules() if guard is not None else ():
+        if other is not module:
+            refresh_frozen_values(other)
 
 
 def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) -> int:

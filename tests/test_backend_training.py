@@ -493,7 +493,7 @@ def test_batch_norm_in_training_is_a_barrier(optimized: list[torch.fx.GraphModul
     """Training-mode batch norms update their running statistics: the
     compiled model's statistics, values and gradients are the uncompiled
     model's, every batch norm is still called, and the linears before them
-    fused."""
+    fused (no batch norm is)."""
     model, (x,) = _seeded(BatchNormTowers, 16, 32)()
     compiled_model = copy.deepcopy(model)
     compiled = _compile(compiled_model)
@@ -509,6 +509,10 @@ def test_batch_norm_in_training_is_a_barrier(optimized: list[torch.fx.GraphModul
             torch.testing.assert_close(buffers[key], value, **EAGER_TOL, msg=lambda m: f"{key}: {m}")
     (gm,) = optimized
     fused = [r.message for r in gm.optimus_report.remarks if "batch-fusion: fused" in r.message]
-    assert len(fused) == 1 and "4 torch.linear" in fused[0], gm.optimus_report.format()
+    # the linears before the norms; the activations after them too: a batch
+    # norm writes its running statistics (torch's schema says so), not its
+    # input or output
+    assert any("4 torch.linear" in f for f in fused), gm.optimus_report.format()
+    assert not any("batch_norm" in f for f in fused), gm.optimus_report.format()
     norms = [n for n in gm.graph.nodes if "batch_norm" in str(n.target)]
     assert len(norms) == 4, gm.code

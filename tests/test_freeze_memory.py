@@ -273,8 +273,14 @@ class Moved(nn.Module):
 
 
 def test_views_are_found_for_moved_weights_and_not_for_computed_ones() -> None:
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
     model = Moved()
     gm = torch.fx.symbolic_trace(model)
+    # with metadata: what each op returns is asked of torch (unknown may alias)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(torch.randn(5, 4))
     assert freeze_parameter_expressions(gm) == 3
     guard = getattr(gm, FROZEN_GUARD_ATTRIBUTE)
     views = {next(n for n, p in model.named_parameters() if p is s): v for s, v in zip(guard.sources, guard.views)}

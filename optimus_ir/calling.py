@@ -367,7 +367,7 @@ class ModelCallCodeGen(_FastAttributes, _PyTreeCodeGen):
                     text = f"_optimus_call.leaf({leaf.source!r}, {{{', '.join(f'{n!r}: {n}' for n in self.call.parameter_names)}}}, self)"
                 texts.append(text)
         writes = "".join(
-            f"{self.call.expression(container)[0]}[{key!r}] = {self._leaf_text(leaf, outputs, repr_fn)}\n"
+            f"{self.call.expression(container)[0]}{_store_text(key)} = {self._leaf_text(leaf, outputs, repr_fn)}\n"
             for container, key, leaf in self.call.input_writes
         )
         spec = self.call.output_spec
@@ -408,6 +408,13 @@ class ModelCallCodeGen(_FastAttributes, _PyTreeCodeGen):
     def process_outputs(self, outputs: Any) -> Any:
         flat = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
         return self.call.rebuild(flat, self._last_locals or {}, None)
+
+
+def _store_text(key: Any) -> str:
+    """`[key]` for an item, `.name` for an attribute (`("attr", name)`)."""
+    if isinstance(key, tuple) and key[:1] == ("attr",):
+        return f".{key[1]}"
+    return f"[{key!r}]"
 
 
 def _literal(value: Any) -> str | None:

@@ -41,6 +41,8 @@ from torch.utils import _pytree as pytree
 from optimus_ir.calling import MODEL_ATTRIBUTE, ModelCall, ModelCallCodeGen, OutputLeaf
 from optimus_ir.model_state import CaptureError, ModuleState
 
+log = logging.getLogger("optimus_ir.capture")
+
 CAPTURE_GUARD_META = "optimus_capture_guard"
 
 
@@ -281,7 +283,11 @@ def capture_graph(
                     backend, nopython=True, dynamic=None if dynamic else False
                 )(function)(*containers.args, **containers.kwargs)
         changes = state.changes() if state is not None else []
+        item_writes = containers.writes()
+        attribute_writes = containers.attribute_writes()
     finally:
+        if "containers" in locals():
+            containers.restore()
         if state is not None:
             state.restore()
     entries = _cache_entries(_code_of(function))
@@ -303,7 +309,7 @@ def capture_graph(
     bound.apply_defaults()
     local_values = dict(bound.arguments)
     gm, call = _module_of(
-        model, recorded, instance, signature, namespace, returned, local_values, containers.writes()
+        model, recorded, instance, signature, namespace, returned, local_values, item_writes, attribute_writes
     )
     markers: dict[int, torch.fx.Node] = {}
     outputs = recorded.get("outputs") if not dynamic else None
@@ -395,6 +401,10 @@ class _Containers:
 
     def __init__(self, signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         self.entries: list[tuple[Any, Any, str]] = []
+        self.objects: list[tuple[Any, dict[str, Any], str]] = []
+        """Other objects among the arguments (a jagged tensor), their
+        attributes as they were: `forward` may cache values on them
+        (`kjt._offsets`), which Dynamo replays on the caller's object."""
         bound = signature.bind(*args, **kwargs)
         copied = {name: self._copy(value, f"L[{name!r}]") for name, value in bound.arguments.items()}
         rebound = inspect.BoundArguments(signature, copied)  # type: ignore[arg-type]
@@ -412,7 +422,32 @@ class _Containers:
             return made
         if kind is tuple:
             return tuple(self._copy(v, f"{path}[{i}]") for i, v in enumerate(value))
+        if (
+            hasattr(value, "__dict__")
+            and not isinstance(value, torch.Tensor | torch.nn.Module | type | types.FunctionType | types.ModuleType)
+            and not callable(value)
+        ):
+            self.objects.append((value, dict(value.__dict__), path))
         return value
+
+    def attribute_writes(self) -> list[tuple[str, Any, Any]]:
+        """(object's source, ("attr", name), value) of every attribute
+        `forward` set on an argument object; each object is put back as it
+        was (the module sets them when it runs, where it can)."""
+        found = []
+        for obj, before, path in self.objects:
+            now = dict(obj.__dict__)
+            for name, value in now.items():
+                if name not in before or before[name] is not value:
+                    found.append((path, ("attr", name), value))
+        self.restore()
+        return found
+
+    def restore(self) -> None:
+        for obj, before, _ in self.objects:
+            if set(obj.__dict__) != set(before) or any(obj.__dict__.get(k, _MISSING) is not v for k, v in before.items()):
+                obj.__dict__.clear()
+                obj.__dict__.update(before)
 
     def writes(self) -> list[tuple[str, Any, Any]]:
         """(container's source, key, value stored) of every item `forward`
@@ -435,6 +470,9 @@ class _Containers:
                 if changed:
                     found.append((path, key, value))
         return found
+
+
+_MISSING = object()
 
 
 def _free_variables(function: Callable[..., Any]) -> dict[str, Any]:
@@ -482,7 +520,10 @@ def _argument_sources(local_values: Mapping[str, Any]) -> dict[int, str]:
 def leaf_source_names(frame: Mapping[str, Any]) -> list[str]:
     """Readable names of the pytree leaves of a call's arguments, in
     `pytree.tree_flatten(dict(frame))` order (`feats['f0']`, `kjt._values`)."""
-    leaves, _ = pytree.tree_flatten_with_path(dict(frame))
+    try:
+        leaves, _ = pytree.tree_flatten_with_path(dict(frame))
+    except ValueError:  # a registered class without `flatten_with_keys_fn`: leaves by position
+        return [f"leaf #{i}" for i in range(len(pytree.tree_leaves(dict(frame))))]
     names = []
     for path, _leaf in leaves:
         head, *rest = path
@@ -509,6 +550,7 @@ def _module_of(
     returned: Any,
     local_values: Mapping[str, Any],
     writes: Sequence[tuple[str, Any, Any]] = (),
+    attribute_writes: Sequence[tuple[str, Any, Any]] = (),
 ) -> tuple[torch.fx.GraphModule, ModelCall]:
     """The captured GraphModule: parameters and buffers of the model as
     `get_attr` of their qualified names, the other placeholders read by
@@ -573,10 +615,17 @@ def _module_of(
         )
 
     output_leaves = [leaf_of(leaf) for leaf in leaves]
-    input_writes = tuple((path, key, leaf_of(value)) for path, key, value in writes)
+    input_writes = [(path, key, leaf_of(value)) for path, key, value in writes]
+    for path, key, value in attribute_writes:
+        try:
+            input_writes.append((path, key, leaf_of(value)))
+        except CaptureError:
+            # a value Dynamo builds (a dict of jagged tensors cached on a
+            # KeyedJaggedTensor): not repeated; the object computes it again
+            log.info("optimus: forward sets %s.%s on an argument; the optimized module does not", path, key[1])
     call = ModelCall(
         signature, instance, sources, spec, tuple(output_leaves), namespace, _free_variables(recorded["function"]),
-        input_writes,
+        tuple(input_writes),
     )
     graph.set_codegen(ModelCallCodeGen(call))
     root = model if isinstance(model, torch.nn.Module) else torch.nn.Module()

@@ -312,3 +312,55 @@ def test_a_miss_says_which_leaf_differs(dict_model, caplog: pytest.LogCaptureFix
     with caplog.at_level("INFO", logger="optimus_ir.guards"), torch.no_grad():
         _same(opt(features), model(features))
     assert any("features['C0']: tensor [32] int32" in r.getMessage() for r in caplog.records), caplog.text
+
+
+class CachingJagged:
+    """A jagged input that caches its offsets on itself the first time they
+    are asked for (as torchrec's KeyedJaggedTensor does)."""
+
+    def __init__(self, values: torch.Tensor, lengths: torch.Tensor) -> None:
+        self.values, self.lengths = values, lengths
+        self._offsets: torch.Tensor | None = None
+
+    def offsets(self) -> torch.Tensor:
+        if self._offsets is None:
+            self._offsets = self.lengths.cumsum(0) - self.lengths
+        return self._offsets
+
+
+pytree.register_pytree_node(
+    CachingJagged,
+    lambda j: ([j.values, j.lengths], None),
+    lambda leaves, _: CachingJagged(*leaves),
+)
+
+
+class CachingBagModel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.EmbeddingBag(100, 8, mode="sum")
+
+    def forward(self, jagged: CachingJagged) -> torch.Tensor:
+        return self.table(jagged.values, jagged.offsets())
+
+
+def _caching(batch: int, seed: int) -> CachingJagged:
+    plain = _jagged(batch, seed)
+    return CachingJagged(plain.values, plain.lengths)
+
+
+def test_an_input_that_caches_on_itself_is_called_again() -> None:
+    """Capturing replays `forward`'s attribute writes on the argument (the
+    cached offsets): the caller's object is put back as it was, and the
+    module sets the cache as the model does, with the real values."""
+    model = CachingBagModel().eval()
+    example = _caching(6, 0)
+    opt = optimus_ir.optimize(model, (example,))
+    assert example._offsets is None  # optimize() did not write into the caller's object
+    with torch.no_grad():
+        for seed, batch in enumerate((6, 9, 9, 4)):
+            jagged = _caching(batch, seed + 1)
+            want = model(_caching(batch, seed + 1))
+            _same(opt(jagged), want)
+            _same(opt(jagged), want)  # the same object again, its cache set by the first call
+            torch.testing.assert_close(jagged.offsets(), jagged.lengths.cumsum(0) - jagged.lengths)

@@ -29,6 +29,7 @@ import collections
 import contextlib
 import inspect
 import logging
+import re
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,10 @@ attributes that `forward` read (a flag, a scale, a function it calls)."""
 _DROPPED_GLOBAL_KINDS = frozenset({"GLOBAL_STATE"})
 """Ambient state not guarded: thread count, autocast and matmul precision
 flags (what the graph computes does not depend on them: each op reads them
-when it runs). Grad mode has a guard of its own, which is kept."""
+when it runs). Grad mode is checked by our own rule,
+`guards.Specialization.grad_enabled`. Dynamo's checks of `mark_dynamic`
+marks cannot be left out this way: they are part of each tensor's
+`TENSOR_MATCH` guard."""
 
 
 def _source_name(source: Any) -> str:
@@ -167,14 +171,31 @@ def _calling(model: Callable[..., Any]) -> Callable[..., Any]:
     return types.FunctionType(code.replace(), call_model.__globals__, "call_model", None, call_model.__closure__)
 
 
-def _keep_guard(instance: str | None) -> Callable[[Sequence[Any]], list[bool]]:
+_SUBMODULE_PATH = re.compile(r"\._modules\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
+
+
+def _keep_guard(instance: str | None, model: Any = None) -> Callable[[Sequence[Any]], list[bool]]:
     """Dynamo's `guard_filter_fn`: every guard but those on the model's
-    tensors and module structure, and the ambient `GLOBAL_STATE` (module docstring)."""
+    tensors and module structure, on the attributes of torch's own modules
+    (an `nn.Embedding`'s `max_norm`: set when it is built, like its weight),
+    and the ambient state (module docstring)."""
 
     def rooted_in_model(name: str) -> bool:
         return instance is not None and (
             name == instance or name.startswith((f"{instance}.", f"{instance}["))
         )
+
+    def owner_is_torchs(name: str) -> bool:
+        """Whether the attribute guarded belongs to a module of torch's own."""
+        owner = model
+        rest = name[len(instance or ""):]
+        while isinstance(owner, torch.nn.Module):
+            step = _SUBMODULE_PATH.match(rest)
+            if step is None:
+                break
+            owner = owner._modules.get(step["name"])  # noqa: SLF001
+            rest = rest[step.end():]
+        return isinstance(owner, torch.nn.Module) and type(owner).__module__.startswith("torch.nn.")
 
     def keep(entries: Sequence[Any]) -> list[bool]:
         kept = []
@@ -184,7 +205,11 @@ def _keep_guard(instance: str | None) -> Callable[[Sequence[Any]], list[bool]]:
                 kept.append(False)
             elif rooted_in_model(entry.name):
                 value = entry.value if entry.has_value else None
-                kept.append(kind in _MODEL_GUARD_KINDS and not isinstance(value, torch.nn.Module | torch.Tensor))
+                kept.append(
+                    kind in _MODEL_GUARD_KINDS
+                    and not isinstance(value, torch.nn.Module | torch.Tensor)
+                    and not owner_is_torchs(entry.name)
+                )
             else:
                 kept.append(True)
         return kept
@@ -266,7 +291,7 @@ def capture_graph(
                     containers = _Containers(signature, args, kwargs)
                     returned = torch._dynamo.optimize(  # noqa: SLF001
                         backend, nopython=True, dynamic=None if dynamic else False,
-                        guard_filter_fn=_keep_guard(instance),
+                        guard_filter_fn=_keep_guard(instance, model),
                     )(function)(*containers.args, **containers.kwargs)
             except torch._dynamo.exc.InternalTorchDynamoError:  # noqa: SLF001
                 # Dynamo's guard filtering itself fails on some sources (a numpy

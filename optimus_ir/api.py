@@ -831,7 +831,6 @@ def optimize(
         kwargs,
         optimize_for,
         uncached_graph=result.__dict__.pop(UNCACHED_GRAPH_ATTRIBUTE, None),
-        side_effect_free=report.side_effect_free,
     )
     finish_code(result)  # when no guard could be installed
     watch_own_state(result)  # complete now: its code reads the model's tensors alone until changed

@@ -235,8 +235,8 @@ def capture_graph(
     dynamic: bool = False,
 ) -> Captured:
     """Capture `model(*args, **kwargs)` as one graph through torch.compile's
-    path (module docstring); runs the model once on the arguments, as
-    Dynamo does. `dynamic`: sizes marked dynamic on the arguments
+    path (module docstring), without running its graph (Dynamo traces
+    on fake tensors; what it replays on Python objects is undone). `dynamic`: sizes marked dynamic on the arguments
     (`torch._dynamo.mark_dynamic`) stay symbolic; otherwise every size is
     static. Raises CaptureError where Dynamo cannot capture one graph."""
     function, instance, signature, namespace = _entry(model)
@@ -261,12 +261,12 @@ def capture_graph(
         recorded["fqn"] = dict(gm.meta.get("dynamo_flat_name_to_original_fqn", {}))
 
         held.append(gm)
-        held.append(None if dynamic else _output_markers(gm))
+        held.append(_output_markers(gm))
 
         def run(*inputs: Any) -> Any:
-            # The static capture does not run the graph: its writes (a batch
-            # norm's running statistics, an in-place op on an input) must not
-            # happen at optimize time. What it returns only has to be told
+            # A capture does not run the graph: its writes (a batch norm's
+            # running statistics, an in-place op on an input) and its random
+            # numbers must not happen at optimize time. What it returns only has to be told
             # apart, by identity, in the value the model returns.
             outputs = held[0](*inputs) if held[1] is None else held[1]
             recorded["outputs"] = outputs
@@ -337,7 +337,7 @@ def capture_graph(
         model, recorded, instance, signature, namespace, returned, local_values, item_writes, attribute_writes
     )
     markers: dict[int, torch.fx.Node] = {}
-    outputs = recorded.get("outputs") if not dynamic else None
+    outputs = recorded.get("outputs")
     if isinstance(outputs, tuple):
         output = next(iter(gm.graph.find_nodes(op="output")))
         values = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)

@@ -39,12 +39,13 @@ On a miss (`InputGuard.miss`), in this order:
    model needs them equal). About one capture and a symbolic run, once;
 3. **re-optimize**: the model is optimized again for the call (captured
    anew, so with its own guards), kept, up to `MAX_SPECIALIZATIONS` (as
-   Dynamo's recompile limit); logged at INFO on `optimus_ir.guards`. Not
-   done when the graph has side effects (capturing runs the model: its
-   writes would happen twice);
+   Dynamo's recompile limit); logged at INFO on `optimus_ir.guards`. A
+   graph with side effects (a batch norm's running statistics in
+   training) is no exception: capturing does not run the graph
+   (`dynamo_capture`), so its writes happen once, in the call;
 4. **fall back** to the original model (kept by reference, never changed)
-   once the cache is full, the graph has side effects, or the call cannot be
-   captured: reported once, with `OptimusGuardWarning`.
+   once the cache is full or the call cannot be captured: reported once,
+   with `OptimusGuardWarning`.
 
 A call with arguments or keywords the example did not pass is no special
 case: the module's `forward` has the model's signature (defaults, `*args`,
@@ -309,7 +310,6 @@ class InputGuard:
         call: ModelCall | None,
         captured: Any,
         uncached_graph: torch.fx.Graph | str | None,
-        side_effect_free: bool,
         call_structure: Any = None,
     ) -> None:
         self.model = model
@@ -324,7 +324,6 @@ class InputGuard:
         self.uncached_graph = uncached_graph
         """The graph the size proof runs: the pipeline's, before `freeze`
         replaced values (`OWN_GRAPH`: the module's own; None: no proof)."""
-        self.side_effect_free = side_effect_free
         frame = dict(zip(self.parameters, example))
         guard = captured if captured is not None else SignatureGuard(self.parameters, example)
         self.primary = Specialization(
@@ -465,8 +464,8 @@ class InputGuard:
         why = None
         captured_failed = False
         made = sum(1 for s in self.specializations if s.runner is not self.model)
-        if self.reoptimize is None or not self.side_effect_free:
-            why = "its graph has side effects (capturing it again would repeat them)"
+        if self.reoptimize is None:
+            why = "it cannot be optimized again"
         elif made >= MAX_SPECIALIZATIONS:
             why = f"it was optimized for {MAX_SPECIALIZATIONS} other input signatures already"
         elif self.call is None:
@@ -553,7 +552,7 @@ class InputGuard:
         """A specialization that differs from the call only in sizes (>= 2
         in both), proven size-generic now (`_prove_sizes`) and kept, with the
         dynamic capture's guard; None where there is none."""
-        if not self.side_effect_free or self.call is None:
+        if self.call is None:
             return None
         arguments_only = {k: v for k, v in frame.items() if k != self.call.instance}
         spec, sigs, _ = leaf_signatures(arguments_only)
@@ -693,6 +692,39 @@ def _quiet(*names: str) -> Any:
             logger.setLevel(level)
 
 
+class _FakeStateInterpreter(torch.fx.Interpreter):
+    """Runs a graph with the module's tensors (parameters, buffers,
+    constants) read as fake copies: fake mode runs an in-place op on a real
+    tensor for real, and a proof must not update a batch norm's statistics
+    or a counter. One fake per tensor, so aliases stay aliases."""
+
+    def __init__(self, module: torch.nn.Module, graph: torch.fx.Graph, fake_mode: Any) -> None:
+        super().__init__(module, graph=graph)
+        self.fake_mode = fake_mode
+        self.fakes: dict[int, Any] = {}
+
+    def fake(self, value: Any) -> Any:
+        """The fake copy of a real tensor (the value itself otherwise)."""
+        if isinstance(value, torch.Tensor) and not hasattr(value, "fake_mode"):
+            if id(value) not in self.fakes:
+                self.fakes[id(value)] = (value, self.fake_mode.from_tensor(value, static_shapes=True))
+            return self.fakes[id(value)][1]
+        return value
+
+    def fake_state(self) -> dict[str, Any]:
+        """Fake copies of the parameters and buffers of the module and of
+        its submodules (a kept `call_module` target's too)."""
+        module = self.module
+        return {
+            name: self.fake(tensor)
+            for named in (module.named_parameters(remove_duplicate=False), module.named_buffers(remove_duplicate=False))
+            for name, tensor in named
+        }
+
+    def get_attr(self, target: Any, args: Any, kwargs: Any) -> Any:
+        return self.fake(super().get_attr(target, args, kwargs))
+
+
 def _prove_sizes(
     model: Callable[..., Any],
     module: torch.nn.Module,
@@ -710,6 +742,7 @@ def _prove_sizes(
     was made for passes the dynamic capture's guard (the same path through
     the model)."""
     from torch._dispatch.python import enable_python_dispatcher
+    from torch.nn.utils.stateless import _reparametrize_module
 
     from optimus_ir.dynamo_capture import capture_graph
 
@@ -777,8 +810,12 @@ def _prove_sizes(
     allow = fake_mode.allow_non_fake_inputs
     fake_mode.allow_non_fake_inputs = True
     try:
-        with fake_mode, enable_python_dispatcher(), _quiet("torch._subclasses.fake_tensor"):
-            results = torch.fx.Interpreter(module, graph=graph).run(*inputs, enable_io_processing=False)
+        interpreter = _FakeStateInterpreter(module, graph, fake_mode)
+        with (
+            fake_mode, enable_python_dispatcher(), _quiet("torch._subclasses.fake_tensor"),
+            _reparametrize_module(module, interpreter.fake_state(), tie_weights=True),
+        ):
+            results = interpreter.run(*inputs, enable_io_processing=False)
     finally:
         fake_mode.allow_non_fake_inputs = allow
     if dict(shape_env.replacements) != replacements_before:
@@ -844,7 +881,6 @@ def install_guard(
     reoptimize: Callable[[Sequence[Any], Mapping[str, Any]], Callable[..., Any]] | None,
     *,
     uncached_graph: torch.fx.Graph | str | None,
-    side_effect_free: bool,
 ) -> InputGuard | None:
     """Make `gm` (optimized for `example_inputs`/`example_kwargs`) check its
     arguments on every call (the module docstring); the guard, also kept as
@@ -890,7 +926,7 @@ def install_guard(
     structure = info.in_spec if info is not None else None
     captured = gm.__dict__.pop(CAPTURE_GUARD_ATTRIBUTE, None)
     guard = InputGuard(
-        model, reoptimize, names, example, call, captured, uncached_graph, side_effect_free, structure
+        model, reoptimize, names, example, call, captured, uncached_graph, structure
     )
     gm.__dict__[GUARD_ATTRIBUTE] = guard
     preserve_on_copy(gm, GUARD_ATTRIBUTE, guard)

@@ -141,6 +141,46 @@ def _needs_propagation(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+def _fill_missing_values(gm: torch.fx.GraphModule) -> None:
+    """Give the few nodes Dynamo left without a value (the `sum[0]` before a
+    `.item()`) one, computed from their inputs' values in the graph's own
+    fake mode: a run of the whole graph on fake tensors cannot pass a
+    data-dependent `.item()` that Dynamo traced with its own symbols. Nodes
+    whose value cannot be computed so are left for `_propagate_fake`."""
+    from torch._guards import detect_fake_mode
+
+    values = [
+        value for node in gm.graph.nodes
+        if isinstance(value := node.meta.get("example_value"), torch.Tensor)
+    ]
+    fake_mode = detect_fake_mode(values[:64]) if values else None
+    if fake_mode is None:
+        return
+
+    def value_of(arg: torch.fx.Node) -> Any:
+        value = _node_value(arg)
+        if value is _MISSING:
+            raise LookupError(arg.name)
+        return value
+
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method") or _node_value(node) is not _MISSING:
+            continue
+        try:
+            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), value_of)
+        except LookupError:
+            continue
+        try:
+            with fake_mode:
+                if node.op == "call_function":
+                    value = node.target(*args, **kwargs)
+                else:
+                    value = getattr(args[0], node.target)(*args[1:], **kwargs)
+        except Exception:  # noqa: BLE001 -- left to the whole-graph propagation
+            continue
+        node.meta["example_value"] = value
+
+
 def _propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
     """Fill node.meta['val'] by running the graph on fake tensors.
 
@@ -171,8 +211,10 @@ def _propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> 
         )
         for name, tensor in named
     }
-    with _reparametrize_module(gm, state, tie_weights=True):
-        _Prop(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+    # The inputs are the placeholders' values: the graph's own calling
+    # convention (a model's signature, `calling.ModelCallCodeGen`) is skipped.
+    with _reparametrize_module(gm, state, tie_weights=True), mode:
+        _Prop(gm, mode).run(*fake_inputs, enable_io_processing=False)
 
 
 def _static_strides(value: Any) -> tuple[int, ...] | None:
@@ -437,6 +479,8 @@ def import_graph(
             "(optimus_ir.capture or optimus_ir.optimize capture a model)"
         )
     propagated = False
+    if _needs_propagation(gm):
+        _fill_missing_values(gm)
     if _needs_propagation(gm):
         if example_inputs is None:
             missing = next(

@@ -364,3 +364,40 @@ def test_an_input_that_caches_on_itself_is_called_again() -> None:
             _same(opt(jagged), want)
             _same(opt(jagged), want)  # the same object again, its cache set by the first call
             torch.testing.assert_close(jagged.offsets(), jagged.lengths.cumsum(0) - jagged.lengths)
+
+
+class TrainingTowers(nn.Module):
+    """Side effects on every call: batch norms update their running
+    statistics in training, and a buffer counts the calls in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.towers = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU()) for _ in range(4))
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return torch.cat([tower(x) for tower in self.towers], dim=1)
+
+
+def test_a_graph_with_side_effects_is_optimized_for_other_batch_sizes() -> None:
+    """Capturing does not run the graph, so a training graph with writes is
+    proven size-generic (or optimized again) like any other; each write
+    happens once per call, as in the model."""
+    torch.manual_seed(0)
+    model = TrainingTowers().train()
+    reference = TrainingTowers().train()
+    reference.load_state_dict(model.state_dict())
+    opt = optimus_ir.optimize(model, (torch.randn(16, 8),))
+    assert int(model.calls) == 0  # optimize() ran nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OptimusGuardWarning)  # never the model instead
+        for batch in (16, 32, 5, 16):
+            x = torch.randn(batch, 8)
+            _same(opt(x), reference(x))
+    for name, want in reference.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], want, msg=name)
+    assert int(model.calls) == 4
+    guard = opt.optimus_guard
+    assert all(spec.runner is not model for spec in guard.specializations)
+    assert guard.batch_generic is True

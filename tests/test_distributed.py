@@ -168,3 +168,28 @@ def test_torchrec_dlrm_compiles_as_one_graph_under_the_backend() -> None:
     optimized = optimus_ir.optimize(reference, inputs)
     with torch.no_grad():
         torch.testing.assert_close(optimized(*inputs), reference(*inputs), **TOLERANCE)
+
+
+@needs_torchrec
+def test_torchrec_dlrm_optimizes_on_keyed_jagged_tensors_without_synced_lengths() -> None:
+    """A KeyedJaggedTensor built from values and lengths alone (as a data
+    loader makes it) has its per-key lengths computed in the graph with
+    `.item()`: the capture imports (Dynamo leaves the values before each
+    `.item()` without metadata; the importer computes them in Dynamo's fake
+    mode, strict=True raises otherwise), and each later batch equals the model."""
+    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+    import optimus_ir
+
+    def unsynced(batch: tuple[Any, Any]) -> tuple[Any, Any]:
+        dense, sparse = batch
+        return dense, KeyedJaggedTensor(keys=sparse.keys(), values=sparse.values(), lengths=sparse.lengths())
+
+    model, inputs = distributed_cases.make_dlrm(torch.device("cpu"))
+    model.eval()
+    optimized = optimus_ir.optimize(model, unsynced(inputs), strict=True)
+    with torch.no_grad():
+        for seed in (1, 2, 3):
+            batch = unsynced(distributed_cases.make_dlrm(torch.device("cpu"), seed=seed)[1])
+            want = model(*unsynced(distributed_cases.make_dlrm(torch.device("cpu"), seed=seed)[1]))
+            torch.testing.assert_close(optimized(*batch), want, **TOLERANCE)

@@ -181,12 +181,17 @@ def _keep_guard(instance: str | None, model: Any = None) -> Callable[[Sequence[A
     and the ambient state (module docstring)."""
 
     def rooted_in_model(name: str) -> bool:
+        if name.startswith("___from_numpy(") and name.endswith(")"):
+            name = name[len("___from_numpy("):-1]  # a numpy array the model holds, seen as a tensor
         return instance is not None and (
             name == instance or name.startswith((f"{instance}.", f"{instance}["))
         )
 
     def owner_is_torchs(name: str) -> bool:
-        """Whether the attribute guarded belongs to a module of torch's own."""
+        """Whether the attribute guarded belongs to a module of torch's own
+        (its `training` flag aside: `.eval()` on a submodule changes it)."""
+        if name.endswith(".training"):
+            return False
         owner = model
         rest = name[len(instance or ""):]
         while isinstance(owner, torch.nn.Module):
@@ -357,14 +362,38 @@ def _outside_modes() -> Any:
 @contextlib.contextmanager
 def _quiet_guard_errors() -> Iterator[None]:
     """Dynamo logs a guard it fails to build at ERROR before raising; the
-    capture retries without its filter then, so that is not an error."""
+    capture retries without its filter then, so that is not an error. And
+    with a `guard_filter_fn` Dynamo builds each guard twice: the second
+    build of a guard on a numpy array attribute (torchfm's field offsets,
+    seen as a tensor made by `from_numpy` each time) compares the two
+    tensors' weakrefs with `in`, which asks a tensor for its truth value.
+    That comparison only records export metadata (`Guard.set_export_info`),
+    so the two are told apart by identity instead; without it the filter
+    cannot be used, and the unfiltered guard converts every numpy attribute
+    on every call (10 us of a 170 us call)."""
+    from torch._guards import Guard
+
     logger = logging.getLogger("torch._guards")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
+    original = Guard.__dict__.get("set_export_info")
+
+    def set_export_info(self: Any, guard_type: Any, guarded_class: Any, code_list: Any, obj_weakref: Any) -> Any:
+        mine = getattr(self, "obj_weakref", None)
+        if mine is not None and obj_weakref is not None and mine is not obj_weakref and callable(mine):
+            referent, other = mine(), obj_weakref()
+            if isinstance(referent, torch.Tensor) or isinstance(other, torch.Tensor):
+                self.obj_weakref = None  # tensors: identity, not ==
+        return original(self, guard_type, guarded_class, code_list, obj_weakref)
+
+    if original is not None:
+        Guard.set_export_info = set_export_info  # type: ignore[method-assign]
     try:
         yield
     finally:
         logger.setLevel(level)
+        if original is not None:
+            Guard.set_export_info = original  # type: ignore[method-assign]
 
 
 def written_attribute(node: torch.fx.Node) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -401,3 +402,39 @@ def test_a_graph_with_side_effects_is_optimized_for_other_batch_sizes() -> None:
     guard = opt.optimus_guard
     assert all(spec.runner is not model for spec in guard.specializations)
     assert guard.batch_generic is True
+
+
+class NumpyOffsets(nn.Module):
+    """torchfm's pattern: field offsets kept as a numpy array attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offsets = np.array([0, 10, 20])
+        self.embedding = nn.Embedding(30, 4)
+        self.norm = nn.BatchNorm1d(12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.embedding(x + x.new_tensor(self.offsets).unsqueeze(0)).flatten(1))
+
+
+def test_a_numpy_attribute_is_read_not_guarded_and_a_submodules_mode_is_guarded() -> None:
+    """Dynamo's filter works on a model holding a numpy array (its guard
+    would convert the array on every call, 10 us of torchfm's DeepFM); the
+    array is the model's, read when the module runs, like its parameters.
+    A submodule switched to training is a new program (guarded)."""
+    model = NumpyOffsets().eval()
+    x = torch.randint(0, 10, (8, 3))
+    opt = optimus_ir.optimize(model, (x,))
+    guard_text = str(opt.optimus_guard.primary.guard.manager)
+    assert "from_numpy" not in guard_text and "L['x']" in guard_text
+    model.offsets = np.array([5, 10, 15])
+    with torch.no_grad():
+        _same(opt(x), model(x))
+    model.norm.train()
+    y = torch.randint(0, 10, (8, 3))
+    want = NumpyOffsets()
+    want.load_state_dict(model.state_dict())
+    want.offsets = model.offsets
+    want.train()
+    with torch.no_grad():
+        _same(opt(y), want(y))  # batch statistics, as the model in training computes

@@ -7,9 +7,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 
+import attrs
 from xdsl.ir import Operation, SSAValue
 
-from optimus_ir.analysis import is_graph_input, is_join_op
+from optimus_ir.analysis import AliasAnalysis, is_graph_input, is_join_op
 from optimus_ir.analysis.live_bytes import LiveBytes, allocated_bytes
 from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.live_bytes import tensor_elements as _elements
@@ -77,10 +78,70 @@ def simulate_plan(
     as `PartMemory` says (its stack freed after the last reader of any
     non-returned member's result, its copies after the batch op, the
     returned members' copies held to the end). O(n log n) in the ops."""
-    count = len(ops)
-    position = captured.position
-    aliases = captured.aliases
     parts = [d for d in decisions if d.verdict == "fuse" and d.memory is not None]
+    schedule = _fused_schedule(ops, parts, captured.position)
+    if schedule is None:  # pragma: no cover - the search keeps fused groups acyclic
+        return Simulated(captured.peak, None, 0)
+    member_at: dict[SSAValue, tuple[int, int]] = {}
+    for k, decision in enumerate(parts):
+        for i, member in enumerate(decision.members):
+            if member not in returned:  # a returned member's readers read its copy
+                member_at[member.results[0]] = (k, i)
+    _read_steps(schedule, ops, member_at, captured.aliases, dims)
+    delta = _allocations(schedule, ops, captured.aliases, dims, returned)
+    peak, at, running = 0, 0, 0
+    for i in range(len(delta) - 1):
+        running += delta[i]
+        if running > peak:
+            peak, at = running, i
+    culprit, excess = _culprit(schedule, at, captured, dims)
+    return Simulated(peak, culprit, excess)
+
+
+@attrs.define
+class _Schedule:
+    """The fused schedule of a block: its nodes -- the ops (`0 .. count-1`),
+    one per fused part (`count + k`), then one per part for the packs of
+    its graph inputs and parameters (`packs + k`: they stay where its last
+    member was) -- in the order they run, three steps each.
+
+    A part copies its stacked operands (step 0; their sources are last read
+    there), runs the batch op (1: copies, result and scratch live) and its
+    epilogue (2: the result and one more stack); any other op reads and
+    allocates at step 1, but a join that gathers members of fused parts
+    first (`_gathered_runs`) reads them and copies them at step 0."""
+
+    parts: list[Decision]
+    count: int
+    packs: int
+    key: list[int]
+    """Each node's position in the captured order (a part's: its last member's)."""
+    order: list[int]
+    step: list[int]
+    """The first step of each node."""
+    gathers: dict[int, tuple[int, set[int], list[tuple[int, int]]]] = attrs.field(factory=dict)
+    """The joins that gather members of fused parts (`_gathered_runs`)."""
+    last: dict[SSAValue, int] = attrs.field(factory=dict)
+    """The step each alias class (by its root) is last read at."""
+    stack_end: list[int] = attrs.field(factory=list)
+    """The step each part's stack is last held at."""
+
+    @property
+    def end(self) -> int:
+        """The schedule's last step."""
+        return 3 * len(self.order) - 1
+
+    def part_step(self, k: int) -> int:
+        """The first step of part `k`'s batch op."""
+        return self.step[self.count + k]
+
+
+def _fused_schedule(
+    ops: Sequence[Operation], parts: Sequence[Decision], position: Mapping[Operation, int]
+) -> _Schedule | None:
+    """The order the fused block runs in: the stable topological order by
+    original position (None on a cycle)."""
+    count = len(ops)
     part_of: dict[Operation, int] = {}
     for k, decision in enumerate(parts):
         for member in decision.members:
@@ -90,8 +151,6 @@ def simulate_plan(
         k = part_of.get(op)
         return position[op] if k is None else count + k
 
-    # nodes: the ops, then one per part, then one per part for the packs of
-    # its graph inputs and parameters (they stay where its last member was)
     packs = count + len(parts)
     nodes = packs + len(parts)
     part_keys = [max(position[m] for m in d.members) for d in parts]
@@ -121,45 +180,56 @@ def simulate_plan(
             missing[u] -= 1
             if missing[u] == 0:
                 heapq.heappush(ready, (key[u], u))
-    if len(order) != sum(present):  # pragma: no cover - the search keeps fused groups acyclic
-        return Simulated(captured.peak, None, 0)
-
-    # Three steps per node: a part copies its stacked operands (step 0;
-    # their sources are last read there), runs the batch op (1: copies,
-    # result and scratch live) and its epilogue (2: the result and one more
-    # stack); any other op reads and allocates at step 1, but a join that
-    # gathers members of fused parts first (`_gathered_runs`) reads them and
-    # copies them at step 0.
+    if len(order) != sum(present):
+        return None
     step = [0] * nodes
     for s, v in enumerate(order):
         step[v] = 3 * s
-    member_at: dict[SSAValue, tuple[int, int]] = {}
-    for k, decision in enumerate(parts):
-        for i, member in enumerate(decision.members):
-            if member not in returned:  # a returned member's readers read its copy
-                member_at[member.results[0]] = (k, i)
-    gathers: dict[int, tuple[int, set[int], list[tuple[int, int]]]] = {}
-    last: dict[SSAValue, int] = {}
-    for v in order:
-        if v >= packs:
+    return _Schedule(list(parts), count, packs, key, order, step)
+
+
+def _read_steps(
+    schedule: _Schedule,
+    ops: Sequence[Operation],
+    member_at: Mapping[SSAValue, tuple[int, int]],
+    aliases: AliasAnalysis,
+    dims: SymbolicDims | None,
+) -> None:
+    """Fill in the schedule's gathering joins and the step each alias class
+    is last read at."""
+    step, last, count = schedule.step, schedule.last, schedule.count
+    for v in schedule.order:
+        if v >= schedule.packs:
             continue
         if v < count:
             op = ops[v]
             gathered = _gathered_runs(op, member_at, dims) if member_at and is_join_op(op) else None
             if gathered is not None:
-                gathers[v] = gathered
+                schedule.gathers[v] = gathered
             early = gathered[1] if gathered is not None else ()
             for i, operand in enumerate(op.operands):
                 root = aliases.find(operand)
                 last[root] = max(last.get(root, 0), step[v] + (0 if i in early else 1))
             continue
-        decision = parts[v - count]
+        decision = schedule.parts[v - count]
         copied = decision.memory.copied  # type: ignore[union-attr]
         for member in decision.members:
             for i, operand in enumerate(member.operands):
                 root = aliases.find(operand)
                 last[root] = max(last.get(root, 0), step[v] + (0 if i in copied else 1))
-    end = 3 * len(order) - 1
+
+
+def _allocations(
+    schedule: _Schedule,
+    ops: Sequence[Operation],
+    aliases: AliasAnalysis,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+) -> list[int]:
+    """The change of the live bytes at each step of the schedule (and when
+    each part's stack is freed, `stack_end`)."""
+    step, last, count, packs = schedule.step, schedule.last, schedule.count, schedule.packs
+    end = schedule.end
     delta = [0] * (end + 2)
 
     def hold(size: int, start: int, stop: int) -> None:
@@ -167,55 +237,59 @@ def simulate_plan(
             delta[start] += size
             delta[max(stop, start) + 1] -= size
 
-    stack_end = [0] * len(parts)
-    for v in order:
+    schedule.stack_end = [0] * len(schedule.parts)
+    for v in schedule.order:
         s = step[v]
         if v >= packs:
-            held = parts[v - packs].memory
-            hold(held.input_copies, s + 1, step[v - len(parts)] + 1)  # type: ignore[union-attr]
+            held = schedule.parts[v - packs].memory
+            hold(held.input_copies, s + 1, step[v - len(schedule.parts)] + 1)  # type: ignore[union-attr]
             continue
         if v < count:
             size = allocated_bytes(ops[v], dims)
             free = max((last.get(aliases.find(r), s + 1) for r in ops[v].results), default=s + 1)
             hold(size, s + 1, free)
-            if v in gathers:
-                hold(gathers[v][0], s, s + 1)
+            if v in schedule.gathers:
+                hold(schedule.gathers[v][0], s, s + 1)
             continue
-        decision = parts[v - count]
+        decision = schedule.parts[v - count]
         held = decision.memory
         assert held is not None
         free = max(
             (last.get(aliases.find(m.results[0]), s + 2) for m in decision.members if m not in returned),
             default=s + 2,
         )
-        stack_end[v - count] = max(free, s + 2)
+        schedule.stack_end[v - count] = max(free, s + 2)
         hold(held.copies, s, s + 1)
         hold(held.scratch, s + 1, s + 1)
-        hold(held.stack, s + 1, stack_end[v - count])
+        hold(held.stack, s + 1, schedule.stack_end[v - count])
         hold(held.epilogue, s + 2, s + 2)
         hold(held.returned, s + 2, end)
-    peak, at, running = 0, 0, 0
-    for i in range(end + 1):
-        running += delta[i]
-        if running > peak:
-            peak, at = running, i
-    # who holds the peak: each part's bytes live there, less what its
-    # members' own results would hold there unfused
-    peak_key = key[order[at // 3]] if order else 0
+    return delta
+
+
+def _culprit(
+    schedule: _Schedule, at: int, captured: LiveBytes, dims: SymbolicDims | None
+) -> tuple[Decision | None, int]:
+    """Who holds the peak (at step `at`): the part whose bytes live there,
+    less what its members' own results would hold there unfused, are the
+    most; with those bytes."""
+    order, last, position = schedule.order, schedule.last, captured.position
+    aliases = captured.aliases
+    peak_key = schedule.key[order[at // 3]] if order else 0
     gathered_there: dict[int, int] = {}  # the gathers live at the peak, by the part they copy
     join = order[at // 3] if order else -1
-    if join in gathers and at % 3 < 2:
-        for k, size in gathers[join][2]:
+    if join in schedule.gathers and at % 3 < 2:
+        for k, size in schedule.gathers[join][2]:
             gathered_there[k] = gathered_there.get(k, 0) + size
     culprit, excess = None, 0
-    for k, decision in enumerate(parts):
+    for k, decision in enumerate(schedule.parts):
         held = decision.memory
         assert held is not None
-        s = step[count + k]
+        s = schedule.part_step(k)
         there = {s: held.copies, s + 1: held.copies + held.scratch, s + 2: held.epilogue}.get(at, 0)
         there += gathered_there.get(k, 0)
-        there += held.input_copies if step[packs + k] + 1 <= at <= s + 1 else 0
-        there += held.stack if s + 1 <= at <= stack_end[k] else 0
+        there += held.input_copies if schedule.step[schedule.packs + k] + 1 <= at <= s + 1 else 0
+        there += held.stack if s + 1 <= at <= schedule.stack_end[k] else 0
         there += held.returned if s + 2 <= at else 0
         for m in decision.members:
             result = m.results[0]
@@ -223,7 +297,7 @@ def simulate_plan(
                 there -= _bytes(result, dims)
         if there > excess:
             culprit, excess = decision, there
-    return Simulated(peak, culprit, excess)
+    return culprit, excess
 
 
 def _gathered_runs(

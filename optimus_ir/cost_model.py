@@ -63,8 +63,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import attrs
 import torch
 import torch.fx
+from attrs.validators import ge, in_
 
 # The environment is read in `optimus_ir.options` (`environment()`):
 # OPTIMUS_COST_MODEL=default makes `calibrated_cost_model` return
@@ -81,7 +83,7 @@ SOURCES = ("calibrated", "cached", "default", "options")
 _CONSTANTS = ("op_overhead_s", "view_overhead_s", "copy_bytes_per_s", "flops_per_s")
 
 
-@dataclass(frozen=True)
+@attrs.frozen
 class FusionEstimate:
     """What fusing one group is expected to save and to cost, in seconds per
     call of the exported module, with the counts it was computed from (for
@@ -94,7 +96,7 @@ class FusionEstimate:
     ops_s: float = 0.0
     views_saved: int = 0
     views_s: float = 0.0
-    bytes_copied: int = 0
+    bytes_copied: int = attrs.field(default=0, validator=ge(0))
     copy_s: float = 0.0
     extra_flops: int = 0
     """Arithmetic added by the fused version (negative: removed)."""
@@ -189,7 +191,7 @@ INDUCTOR_COSTS: dict[str, InductorCosts] = {
 """`InductorCosts` per device type (see its docstring for the source)."""
 
 
-@dataclass
+@attrs.frozen
 class GroupEstimate:
     """What fusing one group is expected to cost, from the kernel curves
     (`CostModel.kernel_seconds`): the members' time against the fused op's,
@@ -200,17 +202,17 @@ class GroupEstimate:
     members_s: float
     fused_s: float
     copies_s: float = 0.0
-    bytes_copied: int = 0
-    views: int = 0
+    bytes_copied: int = attrs.field(default=0, validator=ge(0))
+    views: int = attrs.field(default=0, validator=ge(0))
     views_s: float = 0.0
-    target: str = "eager"
+    target: str = attrs.field(default="eager", validator=in_(TARGETS))
     """The `FusionTarget` the group was priced for."""
     extra_live_bytes: int = 0
     """What the fused group holds at once, at its batch op, beyond what its
     members held at that point of the captured schedule: its stacked
     results, the stacked operand copies and the lowering's temporaries,
     less the members' results the captured schedule still held there
-    (`batch_fusion.part_memory`; the memory budget, `MemoryBudget`, is
+    (`batch_fusion.memory.part_memory`; the memory budget, `MemoryBudget`, is
     checked against the whole fused schedule's peak, not this sum)."""
 
     @property

@@ -944,52 +944,34 @@ def _softmax_op(r: Raiser, cls: type, input, dim, dtype):
     return cls(x, canon_dim(dim, rank(x)), opt_dtype(dtype), result_type=r.out_tensor())
 
 
-@function("torch.softmax", "torch.special.softmax", "torch._C._special.special_softmax",
-          *aten("softmax.int", "special_softmax.default"))
-@method("softmax")
-def _softmax(r: Raiser, input, dim, dtype=None):
-    return _softmax_op(r, T.SoftmaxOp, input, dim, dtype)
+def _bind_softmax_like(cls: type, name: str, module_class: str) -> None:
+    """The binders of one softmax-like op `name` (softmax, log_softmax):
+    `torch.<name>` and its aliases, the tensor method, `F.<name>`, the
+    `nn` module and aten's `_<name>` (half_to_float, a CUDA-only fast path
+    of `<name>(x.half(), dtype=float)`, is left alone)."""
+
+    @function(f"torch.{name}", f"torch.special.{name}", f"torch._C._special.special_{name}",
+              *aten(f"{name}.int", f"special_{name}.default"))
+    @method(name)
+    def _call(r: Raiser, input, dim, dtype=None):
+        return _softmax_op(r, cls, input, dim, dtype)
+
+    @function(f"torch.nn.functional.{name}")
+    def _functional(r: Raiser, input, dim=None, _stacklevel=3, dtype=None):
+        return _softmax_op(r, cls, input, dim, dtype)
+
+    @module(f"torch.nn.modules.activation.{module_class}")
+    def _module(r: Raiser, path, m, input):
+        return _softmax_op(r, cls, input, m.get("dim"), None)
+
+    @function(*aten(f"_{name}.default"))
+    def _aten(r: Raiser, self, dim, half_to_float):
+        skip_unless(lit_bool(half_to_float) is False)
+        return _softmax_op(r, cls, self, dim, None)
 
 
-@function("torch.nn.functional.softmax")
-def _functional_softmax(r: Raiser, input, dim=None, _stacklevel=3, dtype=None):
-    return _softmax_op(r, T.SoftmaxOp, input, dim, dtype)
-
-
-@module("torch.nn.modules.activation.Softmax")
-def _softmax_module(r: Raiser, path, m, input):
-    return _softmax_op(r, T.SoftmaxOp, input, m.get("dim"), None)
-
-
-@function("torch.log_softmax", "torch.special.log_softmax",
-          "torch._C._special.special_log_softmax",
-          *aten("log_softmax.int", "special_log_softmax.default"))
-@method("log_softmax")
-def _log_softmax(r: Raiser, input, dim, dtype=None):
-    return _softmax_op(r, T.LogSoftmaxOp, input, dim, dtype)
-
-
-@function("torch.nn.functional.log_softmax")
-def _functional_log_softmax(r: Raiser, input, dim=None, _stacklevel=3, dtype=None):
-    return _softmax_op(r, T.LogSoftmaxOp, input, dim, dtype)
-
-
-@module("torch.nn.modules.activation.LogSoftmax")
-def _log_softmax_module(r: Raiser, path, m, input):
-    return _softmax_op(r, T.LogSoftmaxOp, input, m.get("dim"), None)
-
-
-@function(*aten("_softmax.default"))
-def _aten_softmax(r: Raiser, self, dim, half_to_float):
-    # half_to_float (a CUDA-only fast path of softmax(x.half(), dtype=float)) is left alone
-    skip_unless(lit_bool(half_to_float) is False)
-    return _softmax_op(r, T.SoftmaxOp, self, dim, None)
-
-
-@function(*aten("_log_softmax.default"))
-def _aten_log_softmax(r: Raiser, self, dim, half_to_float):
-    skip_unless(lit_bool(half_to_float) is False)
-    return _softmax_op(r, T.LogSoftmaxOp, self, dim, None)
+_bind_softmax_like(T.SoftmaxOp, "softmax", "Softmax")
+_bind_softmax_like(T.LogSoftmaxOp, "log_softmax", "LogSoftmax")
 
 
 # ---------------------------------------------------------------------------

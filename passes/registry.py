@@ -89,7 +89,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
-    "batch-fusion": lazy("optimus_ir.passes.batch_fusion"),
+    "batch-fusion": lazy("optimus_ir.passes.batch_fusion", "BatchFusion"),
     "lower-batch": lazy("optimus_ir.lowering.lower_batch"),
     # the boundary: outputs keep the captured graph's strides (optimize runs
     # it after the pipeline with the strides it recorded at import)

@@ -220,33 +220,11 @@ class _SplitJoinToView(RewritePattern):
         if not isinstance(op, self.join_types):
             return
         join: t.CatOp | t.StackOp = op  # type: ignore[assignment]
-        items = _find_runs(join, self.wrapped)
-        runs = [
-            item
-            for item in items
-            if isinstance(item, _Run)
-            and item.length >= 2
-            and all_static(shape(item.op.input))
-            and self.accepts(join, item)
-        ]
-        if not runs:
+        chosen_runs = self._choose_runs(join)
+        if chosen_runs is None:
             return
-        private = {id(r) for r in runs if self._private(r)}
-        runs = [r for r in runs if id(r) in private or _dies_eventually(r)]
-        if not runs:
-            return
+        items, runs, private, new_splits = chosen_runs
         chosen = {id(r) for r in runs}
-        # Private partial runs of a split become sections of one coarser split.
-        new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]] = {}
-        for run in runs:
-            if (
-                isinstance(run.op, t.SplitOp)
-                and id(run) in private
-                and not run.covers_all()
-                and run.op not in new_splits
-            ):
-                merged = [r for r in runs if r.op is run.op and id(r) in private]
-                new_splits[run.op] = _merged_split(run.op, merged)
         pending: list[Operation] = []
         values: list[SSAValue] = []
         to_stack: list[SSAValue] = []
@@ -341,7 +319,56 @@ class _SplitJoinToView(RewritePattern):
             # a device or dtype the views would not keep; or no gain
             _abandon(pending, new_splits)
             return
-        # Commit.
+        self._commit(rewriter, join, runs, private, new_splits, pending, result)
+
+    def _choose_runs(
+        self, join: t.CatOp | t.StackOp
+    ) -> tuple[list[_Run | SSAValue], list[_Run], set[int], dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]]] | None:
+        """The join's inputs as runs and single values, the runs taken (of
+        two or more pieces, static, accepted, private or dying eventually),
+        the ids of the private ones, and the coarser splits that private
+        partial runs of a split become sections of; None when no run is taken."""
+        items = _find_runs(join, self.wrapped)
+        runs = [
+            item
+            for item in items
+            if isinstance(item, _Run)
+            and item.length >= 2
+            and all_static(shape(item.op.input))
+            and self.accepts(join, item)
+        ]
+        if not runs:
+            return None
+        private = {id(r) for r in runs if self._private(r)}
+        runs = [r for r in runs if id(r) in private or _dies_eventually(r)]
+        if not runs:
+            return None
+        # Private partial runs of a split become sections of one coarser split.
+        new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]] = {}
+        for run in runs:
+            if (
+                isinstance(run.op, t.SplitOp)
+                and id(run) in private
+                and not run.covers_all()
+                and run.op not in new_splits
+            ):
+                merged = [r for r in runs if r.op is run.op and id(r) in private]
+                new_splits[run.op] = _merged_split(run.op, merged)
+        return items, runs, private, new_splits
+
+    def _commit(
+        self,
+        rewriter: PatternRewriter,
+        join: t.CatOp | t.StackOp,
+        runs: list[_Run],
+        private: set[int],
+        new_splits: dict[t.SplitOp, tuple[t.SplitOp, dict[int, int]]],
+        pending: list[Operation],
+        result: SSAValue,
+    ) -> None:
+        """Replace the join by the `pending` ops computing `result`; erase
+        the wrappers of the runs' pieces and the splits left unused, and
+        replace the splits that became coarser ones."""
         for old, (new_split, _) in new_splits.items():
             rewriter.insert(new_split, InsertPoint.before(old))
         join_inputs = list(join.inputs)  # indexing the operand range is O(n) per access

@@ -59,7 +59,7 @@ def test_returned_rank0_fused_members_get_a_copy_that_verifies() -> None:
     # that outputs do not share the fused tensor's storage); on rank-0
     # members (pieces of an unbind of a 1-d tensor) that cat did not verify
     # and a VerifyException escaped from optimize(). Fixed in
-    # passes/batch_fusion.py (_fresh_copy).
+    # passes/batch_fusion/rewrite.py (_fresh_copy).
     owner = nn.Module()
     g = torch.fx.Graph()
     x = g.placeholder("x")

@@ -12,7 +12,8 @@ rank   layer       modules
                    dialect's literal encoding of Python values)
 2      runtime     optimus_ir.kernels.*: what an exported graph calls at
                    run time
-3      analysis    optimus_ir.analysis.*, optimus_ir.cost_model
+3      analysis    optimus_ir.analysis.*, optimus_ir.{cost_model,
+                   fusion_pricing}
 3.5    patterns    optimus_ir.passes.canonicalization_patterns.*, and the
                    pattern helpers passes share: passes.split_cat_common,
                    passes.view_programs
@@ -104,7 +105,9 @@ LAYERS: tuple[Layer, ...] = (
     ),
     Layer("dialects", 1, ("optimus_ir.dialects", "optimus_ir.dialects.*", "optimus_ir.literals")),
     Layer("runtime", 2, ("optimus_ir.kernels", "optimus_ir.kernels.*")),
-    Layer("analysis", 3, ("optimus_ir.analysis", "optimus_ir.analysis.*", "optimus_ir.cost_model")),
+    Layer(
+        "analysis", 3, ("optimus_ir.analysis", "optimus_ir.analysis.*", "optimus_ir.cost_model", "optimus_ir.fusion_pricing")
+    ),
     Layer(
         "patterns",
         3.5,

@@ -244,12 +244,68 @@ def _bmm_shape(
     return _refine(a[0], b[0]), a[1], b[2]
 
 
+def _matmul_shape(
+    check: _Check, a: Sequence[int], b: Sequence[int], names: tuple[str, str]
+) -> tuple[int, ...]:
+    """`matmul`'s rules: 1-D operands are promoted and squeezed back, batch
+    dims broadcast."""
+    check.min_rank(a, names[0], 1)
+    check.min_rank(b, names[1], 1)
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    if not dims_compatible(a2[-1], b2[-2]):
+        check.fail(
+            f"{names[0]} of shape {format_shape(a)} and {names[1]} of shape "
+            f"{format_shape(b)} have mismatched inner dims "
+            f"({_fmt_dim(a2[-1])} vs {_fmt_dim(b2[-2])})"
+        )
+    batch = broadcast_shapes(a2[:-2], b2[:-2], check)
+    rows = a2[-2:-1] if len(a) > 1 else ()
+    cols = b2[-1:] if len(b) > 1 else ()
+    return (*batch, *rows, *cols)
+
+
+_ProductShape = Callable[[_Check, Sequence[int], Sequence[int], tuple[str, str]], tuple[int, ...]]
+
+
+def _infer_product(op: str, product_shape: _ProductShape, lhs: TensorType, rhs: TensorType) -> TensorType:
+    """The type of `op(lhs, rhs)`, a matrix product whose shape is
+    `product_shape`'s."""
+    check = _Check(op)
+    labelled = [(_operand(0, "lhs"), lhs), (_operand(1, "rhs"), rhs)]
+    shape = product_shape(check, _shape(lhs), _shape(rhs), (labelled[0][0], labelled[1][0]))
+    return _make(shape, _same_elements(check, labelled), check.device(labelled))
+
+
+def _infer_scaled_product(
+    op: str,
+    product_shape: _ProductShape,
+    names: tuple[str, str],
+    input: TensorType,
+    a: TensorType,
+    b: TensorType,
+    beta: NumberLike,
+    alpha: NumberLike,
+) -> TensorType:
+    """The type of `op(input, a, b, beta=, alpha=)`: `beta * input + alpha *`
+    the matrix product of `a` and `b` (operands named `names`), to whose
+    shape `input` broadcasts."""
+    check = _Check(op)
+    labelled = [
+        (_operand(0, "input"), input),
+        (_operand(1, names[0]), a),
+        (_operand(2, names[1]), b),
+    ]
+    shape = product_shape(check, _shape(a), _shape(b), (labelled[1][0], labelled[2][0]))
+    _check_broadcastable_to(check, _shape(input), shape, labelled[0][0])
+    element = _same_elements(check, labelled)
+    _check_scale_kinds(check, element, beta=number_attr(beta), alpha=number_attr(alpha))
+    return _make(shape, element, check.device(labelled))
+
+
 def infer_mm_type(lhs: TensorType, rhs: TensorType) -> TensorType:
     """`mm([n, k], [k, m]) -> [n, m]`."""
-    check = _Check("torch.mm")
-    labelled = [(_operand(0, "lhs"), lhs), (_operand(1, "rhs"), rhs)]
-    shape = _mm_shape(check, _shape(lhs), _shape(rhs), (labelled[0][0], labelled[1][0]))
-    return _make(shape, _same_elements(check, labelled), check.device(labelled))
+    return _infer_product("torch.mm", _mm_shape, lhs, rhs)
 
 
 def infer_addmm_type(
@@ -260,25 +316,12 @@ def infer_addmm_type(
     alpha: NumberLike = 1,
 ) -> TensorType:
     """`addmm(input, mat1 [n, k], mat2 [k, m]) -> [n, m]`; input broadcasts to [n, m]."""
-    check = _Check("torch.addmm")
-    labelled = [
-        (_operand(0, "input"), input),
-        (_operand(1, "mat1"), mat1),
-        (_operand(2, "mat2"), mat2),
-    ]
-    shape = _mm_shape(check, _shape(mat1), _shape(mat2), (labelled[1][0], labelled[2][0]))
-    _check_broadcastable_to(check, _shape(input), shape, labelled[0][0])
-    element = _same_elements(check, labelled)
-    _check_scale_kinds(check, element, beta=number_attr(beta), alpha=number_attr(alpha))
-    return _make(shape, element, check.device(labelled))
+    return _infer_scaled_product("torch.addmm", _mm_shape, ("mat1", "mat2"), input, mat1, mat2, beta, alpha)
 
 
 def infer_bmm_type(lhs: TensorType, rhs: TensorType) -> TensorType:
     """`bmm([b, n, k], [b, k, m]) -> [b, n, m]`."""
-    check = _Check("torch.bmm")
-    labelled = [(_operand(0, "lhs"), lhs), (_operand(1, "rhs"), rhs)]
-    shape = _bmm_shape(check, _shape(lhs), _shape(rhs), (labelled[0][0], labelled[1][0]))
-    return _make(shape, _same_elements(check, labelled), check.device(labelled))
+    return _infer_product("torch.bmm", _bmm_shape, lhs, rhs)
 
 
 def infer_baddbmm_type(
@@ -289,40 +332,15 @@ def infer_baddbmm_type(
     alpha: NumberLike = 1,
 ) -> TensorType:
     """`baddbmm(input, batch1 [b, n, k], batch2 [b, k, m]) -> [b, n, m]`."""
-    check = _Check("torch.baddbmm")
-    labelled = [
-        (_operand(0, "input"), input),
-        (_operand(1, "batch1"), batch1),
-        (_operand(2, "batch2"), batch2),
-    ]
-    shape = _bmm_shape(check, _shape(batch1), _shape(batch2), (labelled[1][0], labelled[2][0]))
-    _check_broadcastable_to(check, _shape(input), shape, labelled[0][0])
-    element = _same_elements(check, labelled)
-    _check_scale_kinds(check, element, beta=number_attr(beta), alpha=number_attr(alpha))
-    return _make(shape, element, check.device(labelled))
+    return _infer_scaled_product(
+        "torch.baddbmm", _bmm_shape, ("batch1", "batch2"), input, batch1, batch2, beta, alpha
+    )
 
 
 def infer_matmul_type(lhs: TensorType, rhs: TensorType) -> TensorType:
     """`matmul` with torch's rules: 1-D operands are promoted and squeezed back,
     batch dims broadcast."""
-    check = _Check("torch.matmul")
-    labelled = [(_operand(0, "lhs"), lhs), (_operand(1, "rhs"), rhs)]
-    a, b = _shape(lhs), _shape(rhs)
-    check.min_rank(a, labelled[0][0], 1)
-    check.min_rank(b, labelled[1][0], 1)
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
-    if not dims_compatible(a2[-1], b2[-2]):
-        check.fail(
-            f"operand #0 (lhs) of shape {format_shape(a)} and operand #1 (rhs) of shape "
-            f"{format_shape(b)} have mismatched inner dims "
-            f"({_fmt_dim(a2[-1])} vs {_fmt_dim(b2[-2])})"
-        )
-    batch = broadcast_shapes(a2[:-2], b2[:-2], check)
-    rows = a2[-2:-1] if len(a) > 1 else ()
-    cols = b2[-1:] if len(b) > 1 else ()
-    shape = (*batch, *rows, *cols)
-    return _make(shape, _same_elements(check, labelled), check.device(labelled))
+    return _infer_product("torch.matmul", _matmul_shape, lhs, rhs)
 
 
 def infer_layer_norm_type(

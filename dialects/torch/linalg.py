@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -86,28 +86,71 @@ class LinearOp(TorchOp):
         return [infer_linear_type(self.input.type, self.weight.type, bias)]
 
 
-@irdl_op_definition
-class MmOp(TorchOp):
-    """`torch.mm(lhs, rhs)`: a 2-D matrix product."""
+class _MatrixProductOp(TorchOp):
+    """Shared shape of mm, bmm and matmul: `lhs @ rhs`, its type by `INFER`."""
 
-    name = "torch.mm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.mm", cost="linear")
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure(), ContiguousResult())
+    INFER: ClassVar[Callable[[TensorType, TensorType], TensorType]]
 
     def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
         if result_type is None:
-            result_type = infer_mm_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
+            result_type = self.INFER(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def expected_types(self) -> Sequence[TensorType]:
-        return [infer_mm_type(self.lhs.type, self.rhs.type)]
+        return [self.INFER(self.lhs.type, self.rhs.type)]
+
+
+class _ScaledProductOp(TorchOp):
+    """Shared shape of addmm and baddbmm: `beta * input + alpha * a @ b`
+    (the subclass declares the three operands, `input` first), its type
+    by `INFER`."""
+
+    beta = prop_def(_NUMBER, default_value=IntAttr(1))
+    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ContiguousResult())
+    FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
+    INFER: ClassVar[Callable[..., TensorType]]
+
+    def __init__(
+        self,
+        input: Value,
+        a: Value,
+        b: Value,
+        *,
+        beta: NumberLike = 1,
+        alpha: NumberLike = 1,
+        result_type: Attribute | None = None,
+    ) -> None:
+        if result_type is None:
+            types = [_tensor_of(self.name, v) for v in (input, a, b)]
+            result_type = self.INFER(*types, beta, alpha)
+        super().__init__(
+            operands=[input, a, b],
+            result_types=[result_type],
+            properties={"beta": number_attr(beta), "alpha": number_attr(alpha)},
+        )
+
+    def expected_types(self) -> Sequence[TensorType]:
+        input, a, b = self.operands
+        return [self.INFER(input.type, a.type, b.type, self.beta, self.alpha)]
 
 
 @irdl_op_definition
-class AddmmOp(TorchOp):
+class MmOp(_MatrixProductOp):
+    """`torch.mm(lhs, rhs)`: a 2-D matrix product."""
+
+    name = "torch.mm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.mm", cost="linear")
+    INFER = staticmethod(infer_mm_type)
+
+
+@irdl_op_definition
+class AddmmOp(_ScaledProductOp):
     """`torch.addmm(input, mat1, mat2, beta=, alpha=)`: `beta * input + alpha * mat1 @ mat2`."""
 
     name = "torch.addmm"
@@ -115,61 +158,20 @@ class AddmmOp(TorchOp):
     input = operand_def(TensorType)
     mat1 = operand_def(TensorType)
     mat2 = operand_def(TensorType)
-    beta = prop_def(_NUMBER, default_value=IntAttr(1))
-    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
-    result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
-
-    def __init__(
-        self,
-        input: Value,
-        mat1: Value,
-        mat2: Value,
-        *,
-        beta: NumberLike = 1,
-        alpha: NumberLike = 1,
-        result_type: Attribute | None = None,
-    ) -> None:
-        if result_type is None:
-            types = [_tensor_of(self.name, v) for v in (input, mat1, mat2)]
-            result_type = infer_addmm_type(*types, beta, alpha)
-        super().__init__(
-            operands=[input, mat1, mat2],
-            result_types=[result_type],
-            properties={"beta": number_attr(beta), "alpha": number_attr(alpha)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [
-            infer_addmm_type(
-                self.input.type, self.mat1.type, self.mat2.type, self.beta, self.alpha
-            )
-        ]
+    INFER = staticmethod(infer_addmm_type)
 
 
 @irdl_op_definition
-class BmmOp(TorchOp):
+class BmmOp(_MatrixProductOp):
     """`torch.bmm(lhs, rhs)`: a batched 3-D matrix product."""
 
     name = "torch.bmm"
     FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.bmm", cost="linear")
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
-
-    def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
-        if result_type is None:
-            result_type = infer_bmm_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_bmm_type(self.lhs.type, self.rhs.type)]
+    INFER = staticmethod(infer_bmm_type)
 
 
 @irdl_op_definition
-class BaddbmmOp(TorchOp):
+class BaddbmmOp(_ScaledProductOp):
     """`torch.baddbmm(input, batch1, batch2, beta=, alpha=)`:
     `beta * input + alpha * bmm(batch1, batch2)`."""
 
@@ -178,57 +180,16 @@ class BaddbmmOp(TorchOp):
     input = operand_def(TensorType)
     batch1 = operand_def(TensorType)
     batch2 = operand_def(TensorType)
-    beta = prop_def(_NUMBER, default_value=IntAttr(1))
-    alpha = prop_def(_NUMBER, default_value=IntAttr(1))
-    result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
-
-    def __init__(
-        self,
-        input: Value,
-        batch1: Value,
-        batch2: Value,
-        *,
-        beta: NumberLike = 1,
-        alpha: NumberLike = 1,
-        result_type: Attribute | None = None,
-    ) -> None:
-        if result_type is None:
-            types = [_tensor_of(self.name, v) for v in (input, batch1, batch2)]
-            result_type = infer_baddbmm_type(*types, beta, alpha)
-        super().__init__(
-            operands=[input, batch1, batch2],
-            result_types=[result_type],
-            properties={"beta": number_attr(beta), "alpha": number_attr(alpha)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [
-            infer_baddbmm_type(
-                self.input.type, self.batch1.type, self.batch2.type, self.beta, self.alpha
-            )
-        ]
+    INFER = staticmethod(infer_baddbmm_type)
 
 
 @irdl_op_definition
-class MatmulOp(TorchOp):
+class MatmulOp(_MatrixProductOp):
     """`torch.matmul(lhs, rhs)` with torch's 1-D/batched broadcasting rules."""
 
     name = "torch.matmul"
     FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.matmul", cost="linear")
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
-
-    def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
-        if result_type is None:
-            result_type = infer_matmul_type(_tensor_of(self.name, lhs), _tensor_of(self.name, rhs))
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_matmul_type(self.lhs.type, self.rhs.type)]
+    INFER = staticmethod(infer_matmul_type)
 
 
 # ---------------------------------------------------------------------------

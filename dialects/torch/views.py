@@ -131,14 +131,10 @@ class SplitOp(TorchOp):
         return infer_split_types(self.input.type, ints(self.sections), self.dim.data)
 
 
-@irdl_op_definition
-class UnbindOp(TorchOp):
-    """`torch.unbind(input, dim)`: one result per index of `dim`."""
+class _UnbindLikeOp(TorchOp):
+    """Shared shape of unbind and unbind_copy: an input, a dim, one result
+    per index of the dim."""
 
-    FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
-
-    name = "torch.unbind"
-    traits = traits_def(Pure(), ViewLike(_unbind_relation), _PLUMBING_CANONICALIZATION)
     input = operand_def(TensorType)
     dim = prop_def(IntAttr)
     outputs = var_result_def(TensorType)
@@ -165,7 +161,17 @@ class UnbindOp(TorchOp):
 
 
 @irdl_op_definition
-class UnbindCopyOp(TorchOp):
+class UnbindOp(_UnbindLikeOp):
+    """`torch.unbind(input, dim)`: one result per index of `dim`."""
+
+    FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
+
+    name = "torch.unbind"
+    traits = traits_def(Pure(), ViewLike(_unbind_relation), _PLUMBING_CANONICALIZATION)
+
+
+@irdl_op_definition
+class UnbindCopyOp(_UnbindLikeOp):
     """`torch.unbind_copy(input, dim)`: one result per index of `dim`, each
     a fresh contiguous copy with storage of its own (not a view). One op
     where returned members of a batched value must not share storage: it
@@ -175,29 +181,6 @@ class UnbindCopyOp(TorchOp):
 
     name = "torch.unbind_copy"
     traits = traits_def(Pure(), ContiguousResult())
-    input = operand_def(TensorType)
-    dim = prop_def(IntAttr)
-    outputs = var_result_def(TensorType)
-    FORMAT: ClassVar[Format] = (("dim", "value"),)
-
-    def __init__(
-        self,
-        input: Value,
-        dim: int,
-        *,
-        result_types: Sequence[Attribute] | None = None,
-    ) -> None:
-        if result_types is None:
-            input_type = _tensor_of(self.name, input, _operand(0, "input"))
-            result_types = infer_unbind_types(input_type, int(dim))
-        super().__init__(
-            operands=[input],
-            result_types=[list(result_types)],
-            properties={"dim": _int_attr(dim)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return infer_unbind_types(self.input.type, self.dim.data, len(self.results))
 
 
 class _JoinOp(TorchOp):

@@ -1,0 +1,458 @@
+"""The plan of `batch-fusion`: which candidates group with which, and which
+groups fuse, chosen over the whole block before anything is rewritten.
+
+The search (`optimus_ir.analysis.independent_sets`) picks, per key, sets of
+members no two of which depend on each other, such that fusing all the sets
+at once leaves the graph acyclic; each group is then priced producers first
+(`optimus_ir.fusion_pricing`), split or cut into chunks where that prices
+better, and the plans of the shared-input linears' alternatives compared
+(`choose_plan`). Last the plan is cut down to the memory budget
+(`fit_memory`, on `memory.simulate_plan`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+
+import attrs
+from xdsl.ir import Operation
+
+from optimus_ir.analysis.independent_sets import find_independent_groups
+from optimus_ir.analysis.symbolic_dims import SymbolicDims
+from optimus_ir.cost_model import CostModel, GroupEstimate
+from optimus_ir.fusion_pricing import Provenance, estimate_group, operand_slots, slot_source
+from optimus_ir.passes.batch_fusion.grouping import (
+    Candidates,
+    FusionSettings,
+    GroupKey,
+    SharedInputSet,
+    member_names,
+)
+from optimus_ir.passes.batch_fusion.memory import part_memory, simulate_plan
+from optimus_ir.passes.batch_fusion.records import BlockMemory, Decision, Plan
+
+
+_MAX_FAMILY_TRIALS = 16
+"""Families (see `choose_plan`) tried one by one at most; beyond that only
+the two uniform plans are compared, so the choice costs a bounded number of
+linear-time evaluations of the block."""
+
+
+def choose_plan(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    candidates: Candidates,
+    model: CostModel | None,
+    options: FusionSettings,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: BlockMemory | None = None,
+) -> Plan:
+    """The fusion plan of a block: the one the cost model expects to gain
+    most (`_plan_by_gain`), then cut down to the memory budget
+    (`fit_memory`; `memory` None: no budget)."""
+    plan = _plan_by_gain(ops, dag, candidates, model, options, dims, returned, memory)
+    if memory is None or memory.budget.unlimited:
+        return plan
+    return fit_memory(plan, ops, dag, model, options, dims, returned, memory)
+
+
+def _plan_by_gain(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    candidates: Candidates,
+    model: CostModel | None,
+    options: FusionSettings,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: BlockMemory | None = None,
+) -> Plan:
+    """The fusion plan of a block, chosen over the whole block by the cost model.
+
+    Linears that read one input can fuse on it (`linear_shared_input`: one
+    linear over their concatenated weights, two members of a highway branch
+    `g(x) * gate(t(x))`) or each with the same-shape linears of other
+    inputs (`batch.linear` over a stack of the inputs: the `g` and `t` of all
+    branches). Which pays is a property of the whole graph, not of a group:
+    a batched linear's result stays batched for the gate activation and the mul that
+    read it (they read the stack in place), while a shared-input pair's
+    results are restacked by whoever groups them next. So each choice is
+    priced as the plan it makes -- the search over the whole block, every
+    group decided producers first with what its operands' groups left
+    behind -- and the plan with the higher total gain wins.
+
+    The shared-input sets are chosen per *family*: the sets whose members
+    would group together as plain linears (one plain key) at one depth of
+    the graph (their first member's longest-path level): level by level.
+    Plans compared: all sets on their shared input (the first and
+    preferred on ties), all sets across, then from the better of the two
+    each family flipped in turn (first-appearance order), kept when the
+    total gain grows; at most `_MAX_FAMILY_TRIALS` families are tried one
+    by one. Each plan costs one search and one pricing pass, linear in the
+    block, and the result depends only on the block (families and sets are
+    ordered by position)."""
+    base = _evaluate(ops, dag, list(candidates.keys), model, options, dims, returned, memory)
+    if model is None or not candidates.shared_sets:
+        return base
+    level = _levels(dag)
+    families: dict[tuple[GroupKey, int], list[SharedInputSet]] = {}
+    for shared_set in candidates.shared_sets:
+        family = (shared_set.cross_keys[0], level[shared_set.members[0]])
+        families.setdefault(family, []).append(shared_set)
+    family_sets = list(families.values())
+
+    def keys_for(across: Sequence[bool]) -> list[GroupKey | None]:
+        keys = list(candidates.keys)
+        for flip, sets in zip(across, family_sets):
+            if flip:
+                for shared_set in sets:
+                    for i, cross in zip(shared_set.members, shared_set.cross_keys):
+                        keys[i] = cross
+        return keys
+
+    best, best_across = base, [False] * len(family_sets)
+    everything = [True] * len(family_sets)
+    plan = _evaluate(ops, dag, keys_for(everything), model, options, dims, returned, memory)
+    if _better(plan, best):
+        best, best_across = plan, everything
+    if 1 < len(family_sets) <= _MAX_FAMILY_TRIALS:
+        for f in range(len(family_sets)):
+            trial = list(best_across)
+            trial[f] = not trial[f]
+            plan = _evaluate(ops, dag, keys_for(trial), model, options, dims, returned, memory)
+            if _better(plan, best):
+                best, best_across = plan, trial
+    for flip, sets in zip(best_across, family_sets):
+        if flip:
+            first = ops[sets[0].members[0]]
+            count = sum(len(s.members) for s in sets)
+            inputs = "one shared input" if len(sets) == 1 else f"{len(sets)} shared inputs"
+            best.notes.append((
+                first,
+                f"batch-fusion: plan: {count} torch.linear{member_names([ops[s.members[0]] for s in sets])} "
+                f"reading {inputs} group as plain linears over stacked inputs, not on their shared "
+                f"inputs: the whole block's estimated gain ~{best.gain_s * 1e6:.1f} us against "
+                f"~{base.gain_s * 1e6:.1f} us",
+            ))
+    return best
+
+
+def _better(plan: Plan, than: Plan) -> bool:
+    """`plan` gains clearly more than `than` (a relative margin, so that
+    rounding in the sums never flips a tie)."""
+    return plan.gain_s > than.gain_s + 1e-9 + 1e-6 * abs(than.gain_s)
+
+
+def _levels(dag: Sequence[Sequence[int]]) -> list[int]:
+    """Each node's longest-path depth from the sources of `dag`."""
+    level = [0] * len(dag)
+    for i, preds in enumerate(dag):
+        for p in preds:
+            if level[p] >= level[i]:
+                level[i] = level[p] + 1
+    return level
+
+
+def _evaluate(
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    keys: list[GroupKey | None],
+    model: CostModel | None,
+    options: FusionSettings,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: BlockMemory | None = None,
+    limits: Mapping[Operation, tuple[int, str]] | None = None,
+) -> Plan:
+    """The plan the keys `keys` make: the search's groups, each decided
+    producers first (`_choose_parts`), on the unrewritten block. A fused
+    part's members' results are recorded as one stack, as the results of its
+    `batch.unpack` are when it is rewritten (a returned member's consumers
+    read its copy, not the stack), so later groups see where their operands
+    lie exactly as the rewrite leaves them. `limits` (from `fit_memory`):
+    the most members a part of the search group whose first member is the
+    key may have (and the remark of a member declined for it); parts are cut into chunks of at most that many, and
+    members left in a chunk below min-size (all of them, for a limit below
+    it) are declined for memory. `memory`: the captured block's live bytes
+    (each part's `PartMemory` and its estimate's `extra_live_bytes`)."""
+    result = find_independent_groups(dag, keys, min_size=options.min_size, max_size=options.max_size)
+    provenance = Provenance(constant_parameters=options.constant_parameters)
+    group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
+    decisions: list[Decision] = []
+    gain = 0.0
+    for group_ids in producers_first(result.groups, ops):
+        members = [ops[i] for i in group_ids]
+        key = keys[group_ids[0]]
+        first = members[0]
+        assert key is not None
+        if all(slot_source(v, provenance) == "shared" for v in operand_slots(key.kind, members)):
+            decisions.append(Decision(key, members, None, "cse", first))
+            continue
+        parts = _choose_parts(model, key, members, provenance, options, group_of, dims)
+        limited = limits.get(first) if limits else None
+        if limited is not None:
+            limit, note = limited
+            parts, declined = _within_limit(parts, limit, model, key, provenance, options, group_of, dims)
+            for part in declined:
+                decisions.append(Decision(key, part, None, "memory", first, note=note))
+        for part, estimate in parts:
+            if estimate is not None and not estimate.profitable:
+                decisions.append(Decision(key, part, estimate, "unprofitable", first))
+                continue
+            part = reorder_by_source(key.kind, part, provenance)
+            held = None
+            if memory is not None and _stacks_results(key.kind, part):
+                held = part_memory(key.kind, part, provenance, dims, returned)
+                if estimate is not None:
+                    estimate = attrs.evolve(estimate, extra_live_bytes=held.extra_over(part, memory.captured, dims))
+            if _stacks_results(key.kind, part):
+                provenance.record([None if m in returned else m.results[0] for m in part])
+            decisions.append(Decision(key, part, estimate, "fuse", first, held))
+            if estimate is not None:
+                gain += estimate.gain_s
+    return Plan(keys, result, decisions, gain)
+
+
+def _within_limit(
+    parts: list[tuple[list[Operation], GroupEstimate | None]],
+    limit: int,
+    model: CostModel | None,
+    key: GroupKey,
+    provenance: Provenance,
+    options: FusionSettings,
+    group_of: dict[Operation, int] | None,
+    dims: SymbolicDims | None,
+) -> tuple[list[tuple[list[Operation], GroupEstimate | None]], list[list[Operation]]]:
+    """`parts` with every part of more than `limit` members cut into the
+    fewest chunks of consecutive members (in source order: each reads one
+    slice) of at most `limit`, each priced again; and the members declined
+    (a chunk below min-size; every part, for a limit below it)."""
+    kept: list[tuple[list[Operation], GroupEstimate | None]] = []
+    declined: list[list[Operation]] = []
+    smallest = max(options.min_size, 2)
+    for part, estimate in parts:
+        if len(part) <= limit:
+            kept.append((part, estimate))
+            continue
+        if limit < smallest:
+            declined.append(part)
+            continue
+        ordered = reorder_by_source(key.kind, part, provenance)
+        count = -(-len(ordered) // limit)
+        size = -(-len(ordered) // count)
+        for i in range(0, len(ordered), size):
+            chunk = ordered[i : i + size]
+            if len(chunk) < smallest:
+                declined.append(chunk)
+                continue
+            priced = (
+                None if model is None
+                else estimate_group(model, key.kind, chunk, provenance, group_of, dims, target=options.target)
+            )
+            kept.append((chunk, priced))
+    return kept, declined
+
+
+_MAX_MEMORY_ROUNDS = 48
+"""Parts halved or declined at most, for one block's budget: each round is
+one plan evaluation and one simulation (linear-ish in the block)."""
+
+
+def fit_memory(
+    plan: Plan,
+    ops: Sequence[Operation],
+    dag: list[list[int]],
+    model: CostModel | None,
+    options: FusionSettings,
+    dims: SymbolicDims | None,
+    returned: set[Operation],
+    memory: BlockMemory,
+) -> Plan:
+    """`plan`, cut down until its fused schedule holds at most the budget
+    (`simulate_plan`): while the peak is over it, the part holding the most
+    beyond its members there is halved (its search group's parts are cut
+    into chunks of at most half its size, `_evaluate`'s `limits`) or, below
+    two members (min-size), declined, and the plan is evaluated again.
+    Stops when nothing fused holds more at the peak than unfused (a budget
+    below what the unfused schedule needs there cannot be met by declining).
+    Each group decided so gets a remark with "memory decided": the peak it
+    would have made, the budget, and the peak after."""
+    if not any(d.verdict == "fuse" for d in plan.decisions):
+        return plan  # nothing fused: the captured schedule itself
+    limit = memory.limit
+    limits: dict[Operation, tuple[int, str]] = {}
+    trigger: dict[Operation, int] = {}
+    budget_text = memory.budget.describe(memory.captured.peak)
+    current = plan
+    simulated = simulate_plan(ops, current.decisions, memory.captured, dims, returned)
+    for _ in range(_MAX_MEMORY_ROUNDS):
+        if simulated.peak <= limit or simulated.culprit is None:
+            break
+        culprit = simulated.culprit
+        group = culprit.group
+        assert group is not None
+        trigger.setdefault(group, simulated.peak)
+        size = (len(culprit.members) + 1) // 2  # two chunks of it (a part of 2: declined)
+        size = size if size >= max(options.min_size, 2) and size < len(culprit.members) else 0
+        note = (
+            f"memory decided: fused, the call would hold {_mib(trigger[group])} live at once, {budget_text}"
+        )
+        limits[group] = (size, note)
+        current = _evaluate(ops, dag, current.keys, model, options, dims, returned, memory, limits)
+        simulated = simulate_plan(ops, current.decisions, memory.captured, dims, returned)
+    if not limits:
+        return plan
+    current.notes.extend(plan.notes)
+    for group, (size, _) in limits.items():
+        if size == 0:
+            continue  # each declined part has its own remark
+        fused = [d for d in current.decisions if d.group is group and d.verdict == "fuse"]
+        everything = [m for d in current.decisions if d.group is group for m in d.members]
+        key = fused[0].key if fused else None
+        if key is None:
+            continue
+        current.notes.append((
+            group,
+            f"batch-fusion: {len(everything)} {key.op_name}{member_names(everything)} fused in {len(fused)} chunks: "
+            f"memory decided: as one group the call would hold {_mib(trigger[group])} live at once, "
+            f"{budget_text}; in chunks the plan holds {_mib(simulated.peak)}",
+        ))
+    after = f"; declined, the plan holds {_mib(simulated.peak)}"
+    current.decisions[:] = [
+        attrs.evolve(d, note=d.note + after) if d.verdict == "memory" else d for d in current.decisions
+    ]
+    return current
+
+
+def _mib(count: float) -> str:
+    """`12.00 MiB`: the remarks' unit for memory."""
+    return f"{count / 2**20:.2f} MiB"
+
+
+def _stacks_results(kind: str, members: Sequence[Operation]) -> bool:
+    """Whether `fuse_group` leaves the members' results as one stack (every kind
+    but a grouped linear of different shapes)."""
+    if kind != "grouped-linear":
+        return True
+    return len({(m.input.type, m.weight.type) for m in members}) == 1  # type: ignore[attr-defined]
+
+
+def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -> list[Sequence[int]]:
+    """`groups` ordered so that a group comes after every group whose members
+    produce its members' operands (ties by first member): deciding a group
+    then knows where all its fused operands lie."""
+    group_of: dict[Operation, int] = {}
+    for g, members in enumerate(groups):
+        for i in members:
+            group_of[ops[i]] = g
+    needs: list[set[int]] = [set() for _ in groups]
+    for g, members in enumerate(groups):
+        for i in members:
+            for operand in ops[i].operands:
+                producer = group_of.get(operand.owner)  # type: ignore[arg-type]
+                if producer is not None and producer != g:
+                    needs[g].add(producer)
+    users: list[list[int]] = [[] for _ in groups]
+    for g, deps in enumerate(needs):
+        for d in deps:
+            users[d].append(g)
+    waiting = [len(deps) for deps in needs]
+    ready = [g for g in range(len(groups)) if waiting[g] == 0]
+    heapq.heapify(ready)
+    order: list[Sequence[int]] = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(groups[g])
+        for u in users[g]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(groups):
+        raise AssertionError("batch-fusion: the groups depend on each other in a cycle (a bug in the search)")
+    return order
+
+
+def _choose_parts(
+    model: CostModel | None,
+    key: GroupKey,
+    members: list[Operation],
+    provenance: Provenance,
+    options: FusionSettings,
+    group_of: dict[Operation, int] | None = None,
+    dims: SymbolicDims | None = None,
+) -> list[tuple[list[Operation], GroupEstimate | None]]:
+    """The group as the search found it, split by the earlier stacks its
+    members come from (when the cost model prefers several copy-free groups
+    to one that restacks: regrouping from one level to the next), or cut in
+    2, 4, 8, ... chunks of consecutive members (when smaller fused ops run
+    faster), whichever the cost model prices best; each part with its
+    estimate (None without a cost model)."""
+    if model is None:
+        return [(members, None)]
+    target = options.target
+    whole = estimate_group(model, key.kind, members, provenance, group_of, dims, target=target)
+    best: list[tuple[list[Operation], GroupEstimate | None]] = [(members, whole)]
+    best_gain = whole.gain_s
+    parts = split_by_source(key.kind, members, provenance)
+    if parts is not None and len(parts) > 1:
+        fusable = [p for p in parts if len(p) >= options.min_size]
+        estimates = [estimate_group(model, key.kind, p, provenance, group_of, dims, target=target) for p in fusable]
+        gain = sum(max(e.gain_s, 0.0) for e in estimates)
+        if gain > best_gain:
+            best, best_gain = list(zip(fusable, estimates)), gain
+    # Chunks: on a CPU a fused op over hundreds of members streams its data
+    # from memory while each member's op worked in cache; a few chunks of
+    # consecutive members (in source order, so each reads one slice) may beat
+    # one group. The kernel curves say.
+    ordered = reorder_by_source(key.kind, members, provenance)
+    count = 2
+    while len(members) // count >= max(options.min_size, 2):
+        size = -(-len(members) // count)
+        chunks = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+        estimates = [estimate_group(model, key.kind, c, provenance, group_of, dims, target=target) for c in chunks]
+        gain = sum(e.gain_s for e in estimates)
+        if gain > best_gain * 1.05 and all(len(c) >= options.min_size for c in chunks):
+            best, best_gain = list(zip(chunks, estimates)), gain
+        count *= 2
+    return best
+
+
+def reorder_by_source(
+    kind: str, members: Sequence[Operation], provenance: Provenance
+) -> list[Operation]:
+    """`members` in the order their first stacked operand lies in earlier
+    stacks (stack by stack, member by member): a member's position in a
+    batch op is free, and in this order that operand is a few contiguous
+    slices of the stacks (one cat) instead of an interleaving (an unbind and
+    a stack), and the results come out grouped like their sources."""
+    for values in operand_slots(kind, members):
+        if slot_source(values, provenance) in ("shared", "parameters"):
+            continue
+        known = [provenance.members.get(v) for v in values]
+        if not any(known):
+            continue
+
+        def position(i: int) -> tuple[int, int, int]:
+            where = known[i]
+            return (0, where[0], where[1]) if where is not None else (1, i, 0)
+
+        order = sorted(range(len(members)), key=position)
+        return [members[i] for i in order]
+    return list(members)
+
+
+def split_by_source(
+    kind: str, members: Sequence[Operation], provenance: Provenance
+) -> list[list[Operation]] | None:
+    """The members partitioned by the earlier stack their first stacked
+    operand comes from, when it comes from several (each part then reads its
+    stack without a copy); None otherwise."""
+    for values in operand_slots(kind, members):
+        if slot_source(values, provenance) != "stacks":
+            continue
+        parts: dict[int, list[Operation]] = {}
+        for member, value in zip(members, values):
+            parts.setdefault(provenance.members[value][0], []).append(member)
+        return list(parts.values())
+    return None

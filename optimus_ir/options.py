@@ -287,7 +287,7 @@ class OptimizeOptions:
             text = pipeline_text(passes)  # what the report shows: no pass reads it
         else:
             text = DEFAULT_PIPELINE if self.pipeline is None else self.pipeline
-        return ResolvedPipeline(tuple(passes), text, default=self.pipeline is None)
+        return ResolvedPipeline(tuple(passes), text, default=self.pipeline is None and not self._changed_pass_knobs())
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -344,8 +344,10 @@ class ResolvedPipeline:
     """The pipeline as the user wrote it (or `DEFAULT_PIPELINE`), or, where
     a pass knob changed a pass, the text of the passes (`pipeline_text`)."""
     default: bool = False
-    """It is the default pipeline (`pipeline=None`): `optimize`'s op-count
-    guarantee applies to it (an explicit pipeline runs as written)."""
+    """It is the default pipeline as it is (`pipeline=None`, no pass knob
+    changed): `optimize`'s op-count guarantee applies to it (an explicit
+    pipeline, or a knob forcing fusion such as `cost_model="none"`, runs as
+    written)."""
 
     def replacing(self, change: Callable[[ModulePass], ModulePass]) -> ResolvedPipeline:
         """This pipeline with `change` applied to every pass (the text is

@@ -303,9 +303,11 @@ def _run_passes(
         _match_output_strides(program, stats, hook, verify_each, rewritten=layout_specialized) > 0
     )
     if lower_last or _has_non_fx_ops(program.module):
+        from optimus_ir.passes.registry import get_pass_class
+
         run_pipeline(
             program.module,
-            "lower-to-fx",
+            [get_pass_class("lower-to-fx")()],
             statistics=stats,
             validate_each=hook,
             verify_each=True if verify_each else False,

@@ -33,7 +33,6 @@ budget, with the groups fused, results checked against the model.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import sys
@@ -41,6 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
 _BENCHMARKS = Path(__file__).resolve().parent
@@ -98,7 +98,7 @@ def measure(towers: int, hidden: int, batch: int, cost_model: str) -> dict[str, 
     frozen_model, x = _model(towers, hidden, batch, train=False)
     model_bytes = row["model_bytes"]
     with torch.no_grad():
-        frozen = optimus_ir.optimize(frozen_model, (x,), options=dataclasses.replace(options, freeze=True))
+        frozen = optimus_ir.optimize(frozen_model, (x,), options=attrs.evolve(options, freeze=True))
     del frozen_model
     gc.collect()
     row["held_frozen_after_del"] = resident_tensor_bytes(frozen).total_bytes

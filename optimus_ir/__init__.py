@@ -18,7 +18,7 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
   loaded once, lazily (`optimus_ir.plugins`; a broken one is one
   `OptimusPluginWarning`);
 * `OptimizeOptions` (`optimus_ir.options`): the knobs of all three, one
-  frozen dataclass (`options=OptimizeOptions(...)` instead of keywords);
+  frozen attrs class (`options=OptimizeOptions(...)` instead of keywords);
   the environment variables optimus-ir reads are read there, in one place;
 * `measure_call_memory(fn, *args)`, `resident_tensor_bytes(module, model)`
   (`optimus_ir.memory`): tensor memory at the allocator, per call and

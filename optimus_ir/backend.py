@@ -72,7 +72,7 @@ import torch.fx
 # defined where optimize() imports them too; importable from here as before
 from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
 from optimus_ir.exporter import copy_graph
-from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, environment
+from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, ResolvedOptions, ResolvedPipeline, environment
 
 log = logging.getLogger("optimus_ir.backend")
 ir_log = logging.getLogger("optimus_ir.ir")
@@ -264,7 +264,7 @@ def optimize_dynamo_graph(
     from optimus_ir.plugins import load_plugins
 
     _configure_logging_from_env()
-    options = options.resolved()
+    options = options.resolve()  # once per graph: the environment read, the pipeline built
     load_plugins(strict=options.strict)  # installed plugins, once per process (the Inductor hook comes here too)
     compile_id = current_graph_name()
     subgraph = split_subgraph(gm, compile_id)
@@ -277,7 +277,7 @@ def optimize_dynamo_graph(
         optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen)
     except Exception as error:  # noqa: BLE001 - whatever fails, the user's program must run
         reason = _describe_failure(error)
-        if options.is_strict:
+        if options.strict:
             raise OptimusBackendError(f"{who}: graph {graph}: {reason}") from error
         outcome = passed_through(compile_id, ops_before, reason, subgraph)
         warnings.warn(
@@ -365,7 +365,7 @@ def _emit_remarks(graph: str, remarks: Sequence[Any], to_stderr: bool) -> None:
 def _optimize_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
-    options: OptimizeOptions,
+    options: ResolvedOptions,
     cache_parameters: bool,
     after_pass: Callable[[Any, Any], None] | None,
     frozen: bool = False,
@@ -377,7 +377,7 @@ def _optimize_graph(
     return _optimize(
         gm,
         example_inputs,
-        pipeline_for_target(options.pipeline_to_run(), options.inner, frozen),
+        passes_for_target(options.pipeline, options.inner, frozen),
         validate=options.validate,
         statistics=None,
         example_kwargs=None,
@@ -389,36 +389,43 @@ def _optimize_graph(
     )
 
 
-def pipeline_for_target(pipeline: str | None, inner: str, frozen: bool = False) -> str | None:
-    """The pipeline text to run when `inner` runs the result: with
-    Inductor, every `batch-fusion` that leaves its `target` at the default
-    prices its groups for Inductor (`target=inductor`: pointwise chains fuse
-    vertically there anyway, views are free, linears are extern calls; see
-    `optimus_ir.cost_model.InductorCosts`), and every `lower-batch` so
-    lowers each batch op in the form Inductor compiles best (`target=inductor`:
-    small layer norms whose parameters are graph inputs per member;
-    `optimus_ir.cost_model.layer_norm_lowering`). A pipeline that sets
-    `target=inductor` itself is kept as it is; `target=eager` is the default
-    and so is replaced too (as `OptimizeOptions.pipeline_to_run` treats
+def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = False) -> ResolvedPipeline:
+    """The pipeline to run when `inner` runs the result (its passes replaced
+    in memory): with Inductor, every `batch-fusion` that leaves its `target`
+    at the default prices its groups for Inductor (`target=inductor`:
+    pointwise chains fuse vertically there anyway, views are free, linears
+    are extern calls; see `optimus_ir.cost_model.InductorCosts`), and every
+    `lower-batch` so lowers each batch op in the form Inductor compiles best
+    (`target=inductor`: small layer norms whose parameters are graph inputs
+    per member; `optimus_ir.cost_model.layer_norm_lowering`). A pipeline
+    that sets `target=inductor` itself is kept as it is; `target=eager` is
+    the default and so is replaced too (as `OptimizeOptions.resolve` treats
     option values equal to the default). `frozen`: Inductor freezes the
     parameters (its `freezing`), so stacks of parameters are folded to
-    constants at compile time and cost nothing per call
-    (`constant-parameters`). `pipeline` None is the default pipeline."""
+    constants at compile time and cost nothing per call (`constant-parameters`)."""
     if inner != "inductor":
         return pipeline
-    from optimus_ir.passes.registry import DEFAULT_PIPELINE
-    from optimus_ir.pipeline import parse_pipeline, pipeline_text
 
-    passes = list(parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline))
-    changed = False
-    for i, pass_ in enumerate(passes):
+    def for_inductor(pass_: Any) -> Any:
         if getattr(pass_, "name", None) in ("batch-fusion", "lower-batch") and getattr(pass_, "target", None) == "eager":
-            passes[i] = pass_ = dataclasses.replace(pass_, target="inductor")
-            changed = True
+            pass_ = dataclasses.replace(pass_, target="inductor")
         if frozen and getattr(pass_, "name", None) == "batch-fusion" and not pass_.constant_parameters:
-            passes[i] = dataclasses.replace(pass_, constant_parameters=True)
-            changed = True
-    return pipeline_text(passes) if changed else pipeline
+            pass_ = dataclasses.replace(pass_, constant_parameters=True)
+        return pass_
+
+    return pipeline.replacing(for_inductor)
+
+
+def pipeline_for_target(pipeline: str | None, inner: str, frozen: bool = False) -> str | None:
+    """`passes_for_target` of a pipeline text (None: the default pipeline),
+    as text: the text given where no pass changes."""
+    if inner != "inductor":
+        return pipeline
+    from optimus_ir.options import OptimizeOptions
+
+    resolved = OptimizeOptions(pipeline=pipeline).resolve().pipeline
+    for_target = passes_for_target(resolved, inner, frozen)
+    return pipeline if for_target is resolved else for_target.text
 
 
 @dataclass

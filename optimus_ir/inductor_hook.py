@@ -34,12 +34,12 @@ and an unchanged set-up gets cache hits.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 import torch.fx
 from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -101,7 +101,7 @@ class OptimusInductorPass(CustomGraphPass):
             _source_hash(),
             torch.__version__,
             _xdsl_version(),
-            repr(dataclasses.astuple(self.options)),
+            repr(attrs.astuple(self.options)),
             *cost_models,
             environment().cost_model,
         ]

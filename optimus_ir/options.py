@@ -20,70 +20,111 @@ re-exported here.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, get_args
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
-from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET, parse_memory_budget
-from optimus_ir.environment import (  # noqa: F401 - re-exported
-    CACHE_DIR_ENV,
-    CHECK_SPEED_ENV,
-    COST_MODEL_ENV,
-    CostModelChoice,
-    ENVIRONMENT_VARIABLES,
-    EntryPoint,
-    Environment,
-    InnerCompiler,
-    KernelChoice,
-    LOG_ENV,
-    PLUGINS_ENV,
-    STRICT_ENV,
-    TRACEBACK_ENV,
-    TRITON_INTERPRET_ENV,
-    TRITON_ON_CPU_ENV,
-    VERIFY_EACH_ENV,
-    environment,
-    literal_choices,
-    literal_option_problems,
-)
+import attrs
+
+from optimus_ir import environment as _environment
+from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
+from optimus_ir.environment import *  # noqa: F403 - the environment's names, re-exported (one list: its __all__)
+from optimus_ir.environment import CostModelChoice, EntryPoint, Environment, InnerCompiler, KernelChoice, environment
+
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
+
+# --- validators: each knob checked (and parsed) once, when the options are made -------------
+
+
+def _one_of(choices_of: Any, message: Callable[[str, Any, tuple[Any, ...]], str]) -> Callable[..., None]:
+    """A validator: the value is one of the `Literal` `choices_of`, else ValueError(`message`)."""
+    choices = get_args(choices_of)
+
+    def check(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in choices:
+            raise ValueError(message(attribute.name, value, choices))
+
+    return check
+
+
+def _unknown_inner(_name: str, value: Any, choices: tuple[Any, ...]) -> str:
+    return f"optimus: unknown inner compiler {value!r} (choose from {', '.join(choices)})"
+
+
+def _not_a_choice(name: str, value: Any, choices: tuple[Any, ...]) -> str:
+    return f"optimus: option {name!r} must be one of {', '.join(map(repr, choices))}, not {value!r}"
+
+
+def _true_or_false(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"optimus: option {attribute.name!r} must be True or False, not {value!r}")
+
+
+def _true_false_or_none(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value not in (None, True, False):
+        raise TypeError(f"optimus: option {attribute.name!r} must be True, False or None, not {value!r}")
+
+
+def _parsed_memory_budget(options: OptimizeOptions) -> MemoryBudget:
+    """`memory_budget` parsed: the one parse of the knob (`parsed_memory_budget`)."""
+    try:
+        return parse_memory_budget(options.memory_budget)
+    except ValueError as error:
+        raise ValueError(f"optimus: option 'memory_budget': {error}") from None
+
+
+def _parsed_pipeline(options: OptimizeOptions) -> tuple[ModulePass, ...] | None:
+    """`pipeline` parsed (None: no text given): the one parse of the knob. A
+    bad pipeline (or not a text) raises `PipelineError` when the options are made."""
+    if options.pipeline is None:
+        return None
+    from optimus_ir.pipeline import parse_pipeline
+    from optimus_ir.plugins import load_plugins
+
+    _true_false_or_none(options, attrs.fields(OptimizeOptions).strict, options.strict)
+    load_plugins(strict=options.strict)  # installed plugins' passes may be named in it
+    return parse_pipeline(options.pipeline)
+
 
 # --- the options ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@attrs.frozen
 class OptimizeOptions:
     """Every knob of `optimize()`, the torch.compile backend and the
     Inductor hook. A field left None takes its value from the environment
-    when an entry point runs (`resolved`)."""
+    when an entry point runs (`resolve`). Each knob is checked when the
+    options are made (attrs validators: a bad value raises then, naming
+    the knob), and the two that are texts, `pipeline` and `memory_budget`,
+    are parsed then, once; `resolve` hands the passes what was parsed."""
 
     pipeline: str | None = None
     """A `-p` pipeline text; None: the default pipeline."""
-    inner: InnerCompiler = "inductor"
+    inner: InnerCompiler = attrs.field(default="inductor", validator=_one_of(InnerCompiler, _unknown_inner))
     """Backend only: hand the optimized graph to "inductor", or run it as
     it is ("eager")."""
-    validate: bool = False
+    validate: bool = attrs.field(default=False, validator=_true_or_false)
     """Check every pass differentially on random inputs (slow; debugging).
     Not inside Inductor (the hook has no real inputs to run)."""
-    verify_each: bool | None = None
+    verify_each: bool | None = attrs.field(default=None, validator=_true_false_or_none)
     """Verify the IR after every pass (default: once at the end, unless
     `validate` or `OPTIMUS_VERIFY_EACH=1`)."""
-    freeze: bool = False
+    freeze: bool = attrs.field(default=False, validator=_true_or_false)
     """Treat the parameters as constants (inference only; later updates are
     not followed). Not inside Inductor (`config.freezing` is its switch)."""
-    check_speed: bool | None = None
+    check_speed: bool | None = attrs.field(default=None, validator=_true_false_or_none)
     """`optimize()` only: time the fused result against the captured graph
     and keep the faster (default: on, unless `OPTIMUS_CHECK_SPEED=0`)."""
-    strict: bool | None = None
+    strict: bool | None = attrs.field(default=None, validator=_true_false_or_none)
     """Raise instead of falling back to the unoptimized graph (default:
     `OPTIMUS_STRICT`)."""
-    remarks: bool = False
+    remarks: bool = attrs.field(default=False, validator=_true_or_false)
     """Print the passes' remarks (what was fused and why the rest was not)
     to stderr."""
-    cost_model: CostModelChoice = "calibrated"
+    cost_model: CostModelChoice = attrs.field(default="calibrated", validator=_one_of(CostModelChoice, _not_a_choice))
     """The cost model of every `batch-fusion` of the pipeline that leaves
     its `cost-model` option at the default (see `CostModelChoice`)."""
-    kernels: KernelChoice = "auto"
+    kernels: KernelChoice = attrs.field(default="auto", validator=_one_of(KernelChoice, _not_a_choice))
     """The kernels of every `lower-batch` of the pipeline that leaves its
     `kernels` option at the default (see `KernelChoice`)."""
     memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET
@@ -94,6 +135,17 @@ class OptimizeOptions:
     `"64MiB"`, `"1GiB"`, `"none"`), a float (a ratio: `2.0` is `"2x"`) or
     an int (bytes). See `optimus_ir.cost_model.parse_memory_budget`."""
 
+    # What the texts say, parsed once when the options are made (not knobs:
+    # neither compared nor shown). Computed after the knobs above are set.
+    parsed_memory_budget: MemoryBudget = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(_parsed_memory_budget, takes_self=True)
+    )
+    """`memory_budget` parsed (`cost_model.parse_memory_budget`)."""
+    parsed_pipeline: tuple[ModulePass, ...] | None = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(_parsed_pipeline, takes_self=True)
+    )
+    """`pipeline` parsed into its pass instances (None without a text)."""
+
     ENTRY_POINTS: ClassVar[Mapping[str, tuple[EntryPoint, ...]]] = {
         "inner": ("backend",),
         "validate": ("optimize", "backend"),
@@ -102,40 +154,12 @@ class OptimizeOptions:
     }
     """The knobs that apply to some entry points only (the others apply to all)."""
 
-    _PASS_KNOBS: ClassVar[Mapping[str, tuple[str, str]]] = {
+    PASS_KNOBS: ClassVar[Mapping[str, tuple[str, str]]] = {
         "cost_model": ("batch-fusion", "cost_model"),
         "kernels": ("lower-batch", "kernels"),
         "memory_budget": ("batch-fusion", "memory_budget"),
     }
     """Knobs that set a pass option: knob -> (pass name, option field)."""
-
-    def __post_init__(self) -> None:
-        if self.inner not in get_args(InnerCompiler):
-            raise ValueError(
-                f"optimus: unknown inner compiler {self.inner!r} (choose from {', '.join(get_args(InnerCompiler))})"
-            )
-        for name, choices in (("cost_model", CostModelChoice), ("kernels", KernelChoice)):
-            if getattr(self, name) not in get_args(choices):
-                raise ValueError(
-                    f"optimus: option {name!r} must be one of {', '.join(map(repr, get_args(choices)))}, "
-                    f"not {getattr(self, name)!r}"
-                )
-        try:
-            parse_memory_budget(self.memory_budget)
-        except ValueError as error:
-            raise ValueError(f"optimus: option 'memory_budget': {error}") from None
-        for name in ("validate", "freeze", "remarks"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"optimus: option {name!r} must be True or False, not {getattr(self, name)!r}")
-        for name in ("verify_each", "check_speed", "strict"):
-            if getattr(self, name) not in (None, True, False):
-                raise TypeError(f"optimus: option {name!r} must be True, False or None, not {getattr(self, name)!r}")
-        if self.pipeline is not None:
-            from optimus_ir.pipeline import parse_pipeline
-            from optimus_ir.plugins import load_plugins
-
-            load_plugins(strict=self.strict)  # installed plugins' passes may be named in it
-            parse_pipeline(self.pipeline)  # a bad pipeline (or not a text) raises PipelineError here
 
     # -- building ---------------------------------------------------------------------------
 
@@ -143,10 +167,16 @@ class OptimizeOptions:
     def option_names(cls, entry: EntryPoint | None = None) -> list[str]:
         """The knobs (of `entry`, or all), in declaration order."""
         return [
-            f.name
-            for f in dataclasses.fields(cls)
-            if entry is None or entry in cls.ENTRY_POINTS.get(f.name, (entry,))
+            name
+            for name in cls.defaults()
+            if entry is None or entry in cls.ENTRY_POINTS.get(name, (entry,))
         ]
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every knob's default, in declaration order (read from the
+        declaration: no options are made, so nothing is parsed)."""
+        return {field_.name: field_.default for field_ in attrs.fields(cls) if field_.init}
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any], entry: EntryPoint | None = None) -> OptimizeOptions:
@@ -171,9 +201,9 @@ class OptimizeOptions:
 
     def check_entry(self, entry: EntryPoint) -> None:
         """TypeError when a knob that does not apply to `entry` differs from its default."""
-        defaults = OptimizeOptions()
+        defaults = self.defaults()
         for name, entries in self.ENTRY_POINTS.items():
-            if entry in entries or getattr(self, name) == getattr(defaults, name):
+            if entry in entries or getattr(self, name) == defaults[name]:
                 continue
             if entry == "inductor":
                 raise TypeError(
@@ -186,17 +216,78 @@ class OptimizeOptions:
                 f"(only of {', '.join(where.get(e, 'the Inductor hook') for e in entries)})"
             )
 
+    def resolve(self, env: Environment | None = None) -> ResolvedOptions:
+        """What an entry point runs with, settled once: the None knobs set
+        from `env` (default: the environment now; `validate` implies
+        `verify_each`) and the pipeline built in memory, the pass knobs set
+        on its passes as typed values (`ResolvedPipeline`). Nothing is parsed
+        here: the texts were parsed when these options were made."""
+        env = environment() if env is None else env
+        return ResolvedOptions(
+            options=self,
+            strict=env.strict if self.strict is None else self.strict,
+            check_speed=env.check_speed if self.check_speed is None else self.check_speed,
+            verify_each=(self.validate or env.verify_each) if self.verify_each is None else self.verify_each,
+            pipeline=self._pipeline_with_knobs(),
+        )
+
     def resolved(self, env: Environment | None = None) -> OptimizeOptions:
         """These options with every None knob set from `env` (default: the
         environment now): strict, check_speed, verify_each (`validate`
-        implies it)."""
+        implies it). The entry points use `resolve`."""
         env = environment() if env is None else env
-        return dataclasses.replace(
+        return attrs.evolve(
             self,
             strict=env.strict if self.strict is None else self.strict,
             check_speed=env.check_speed if self.check_speed is None else self.check_speed,
             verify_each=(self.validate or env.verify_each) if self.verify_each is None else self.verify_each,
         )
+
+    def _changed_pass_knobs(self) -> dict[str, tuple[str, str]]:
+        """The pass knobs (`PASS_KNOBS`) that differ from their defaults."""
+        defaults = self.defaults()
+        return {k: v for k, v in self.PASS_KNOBS.items() if getattr(self, k) != defaults[k]}
+
+    def _passes_with(self, values: Mapping[str, Any]) -> list[ModulePass]:
+        """The passes of `pipeline` (parsed when the options were made) or
+        of the default pipeline (`default_pipeline_passes`), with the pass
+        knobs' `values` set on the passes that leave those options at their
+        defaults (pass instances replaced in memory)."""
+        import dataclasses
+
+        passes = list(default_pipeline_passes() if self.parsed_pipeline is None else self.parsed_pipeline)
+        for i, pass_ in enumerate(passes):
+            if not dataclasses.is_dataclass(pass_):
+                continue
+            fields = {f.name: f for f in dataclasses.fields(pass_)}
+            changes = {
+                option: values[knob]
+                for knob, (pass_name, option) in self.PASS_KNOBS.items()
+                if knob in values
+                and getattr(pass_, "name", None) == pass_name
+                and option in fields
+                and getattr(pass_, option) == fields[option].default
+            }
+            if changes:
+                passes[i] = dataclasses.replace(pass_, **changes)
+        return passes
+
+    def _pipeline_with_knobs(self) -> ResolvedPipeline:
+        """The pipeline to run (`_passes_with` every pass knob); the memory
+        budget goes to every `batch-fusion` parsed (`MemoryBudget`), so no
+        pass parses it again."""
+        from optimus_ir.passes.registry import DEFAULT_PIPELINE
+
+        values = {knob: getattr(self, knob) for knob in self.PASS_KNOBS}
+        values["memory_budget"] = self.parsed_memory_budget
+        passes = self._passes_with(values)
+        if self._changed_pass_knobs():
+            from optimus_ir.pipeline import pipeline_text
+
+            text = pipeline_text(passes)  # what the report shows: no pass reads it
+        else:
+            text = DEFAULT_PIPELINE if self.pipeline is None else self.pipeline
+        return ResolvedPipeline(tuple(passes), text, default=self.pipeline is None and not self._changed_pass_knobs())
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -206,55 +297,107 @@ class OptimizeOptions:
         return environment().strict if self.strict is None else self.strict
 
     def pipeline_to_run(self) -> str | None:
-        """The `-p` text to run: `pipeline` (None: the default pipeline)
-        with the pass knobs (`cost_model`, `kernels`, `memory_budget`) set on the passes that
-        leave those options at their defaults. None when nothing changes (the
-        default pipeline as it is)."""
-        defaults = OptimizeOptions()
-        changed = {k: v for k, v in self._PASS_KNOBS.items() if getattr(self, k) != getattr(defaults, k)}
+        """The `-p` text of the pipeline these options run: `pipeline` (None:
+        the default pipeline) with the pass knobs (`cost_model`, `kernels`,
+        `memory_budget`) set, as written, on the passes that leave those
+        options at their defaults. None when nothing changes (the default
+        pipeline as it is). For people and tools: the entry points run
+        `resolve().pipeline`, whose passes were never text."""
+        changed = self._changed_pass_knobs()
         if not changed:
             return self.pipeline
-        from optimus_ir.passes.registry import DEFAULT_PIPELINE
-        from optimus_ir.pipeline import parse_pipeline, pipeline_text
+        from optimus_ir.pipeline import pipeline_text
 
-        passes = list(parse_pipeline(DEFAULT_PIPELINE if self.pipeline is None else self.pipeline))
-        for i, pass_ in enumerate(passes):
-            for knob, (pass_name, option) in changed.items():
-                if getattr(pass_, "name", None) != pass_name:
-                    continue
-                field_ = {f.name: f for f in dataclasses.fields(pass_)}[option]
-                if getattr(pass_, option) == field_.default:
-                    passes[i] = pass_ = dataclasses.replace(pass_, **{option: getattr(self, knob)})
-        return pipeline_text(passes)
+        return pipeline_text(self._passes_with({knob: getattr(self, knob) for knob in changed}))
 
     def describe(self) -> str:
         """The options that differ from the defaults, as keyword arguments."""
-        defaults = OptimizeOptions()
         return ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}"
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) != getattr(defaults, f.name)
+            f"{name}={getattr(self, name)!r}"
+            for name, default in self.defaults().items()
+            if getattr(self, name) != default
         )
 
 
+def default_pipeline_passes() -> tuple[ModulePass, ...]:
+    """The passes of the default pipeline, made in memory from its stages
+    (`registry.DEFAULT_PIPELINE_STAGES`: pass names without options). Where
+    `registry.DEFAULT_PIPELINE` no longer spells those stages (replaced by a
+    text with options: a test forcing a fusion), that text is the default
+    pipeline, and it is parsed."""
+    from optimus_ir.passes import registry
+
+    if registry.DEFAULT_PIPELINE != ",".join(registry.DEFAULT_PIPELINE_STAGES):
+        from optimus_ir.pipeline import parse_pipeline
+
+        return parse_pipeline(registry.DEFAULT_PIPELINE)
+    return tuple(registry.get_pass_class(name)() for name in registry.DEFAULT_PIPELINE_STAGES)
+
+
+@attrs.frozen
+class ResolvedPipeline:
+    """A pipeline ready to run: its pass instances, options set, and its
+    text as the report shows it (never parsed again)."""
+
+    passes: tuple[ModulePass, ...]
+    text: str
+    """The pipeline as the user wrote it (or `DEFAULT_PIPELINE`), or, where
+    a pass knob changed a pass, the text of the passes (`pipeline_text`)."""
+    default: bool = False
+    """It is the default pipeline as it is (`pipeline=None`, no pass knob
+    changed): `optimize`'s op-count guarantee applies to it (an explicit
+    pipeline, or a knob forcing fusion such as `cost_model="none"`, runs as
+    written)."""
+
+    def replacing(self, change: Callable[[ModulePass], ModulePass]) -> ResolvedPipeline:
+        """This pipeline with `change` applied to every pass (the text is
+        that of the new passes where any changed)."""
+        passes = tuple(change(pass_) for pass_ in self.passes)
+        if all(new is old for new, old in zip(passes, self.passes)):
+            return self
+        from optimus_ir.pipeline import pipeline_text
+
+        return attrs.evolve(self, passes=passes, text=pipeline_text(passes))
+
+
+@attrs.frozen
+class ResolvedOptions:
+    """`OptimizeOptions` settled for one entry point's run
+    (`OptimizeOptions.resolve`): the environment read once, every knob
+    typed, the pipeline built."""
+
+    options: OptimizeOptions
+    """The options as given."""
+    strict: bool
+    check_speed: bool
+    verify_each: bool
+    pipeline: ResolvedPipeline
+
+    @property
+    def validate(self) -> bool:
+        """`options.validate`."""
+        return self.options.validate
+
+    @property
+    def freeze(self) -> bool:
+        """`options.freeze`."""
+        return self.options.freeze
+
+    @property
+    def remarks(self) -> bool:
+        """`options.remarks`."""
+        return self.options.remarks
+
+    @property
+    def inner(self) -> InnerCompiler:
+        """`options.inner`."""
+        return self.options.inner
+
+
 __all__ = [
-    "CACHE_DIR_ENV",
-    "CHECK_SPEED_ENV",
-    "COST_MODEL_ENV",
-    "ENVIRONMENT_VARIABLES",
-    "Environment",
-    "CostModelChoice",
-    "InnerCompiler",
-    "KernelChoice",
-    "LOG_ENV",
+    *_environment.__all__,
     "OptimizeOptions",
-    "PLUGINS_ENV",
-    "STRICT_ENV",
-    "TRACEBACK_ENV",
-    "TRITON_INTERPRET_ENV",
-    "TRITON_ON_CPU_ENV",
-    "VERIFY_EACH_ENV",
-    "environment",
-    "literal_choices",
-    "literal_option_problems",
+    "ResolvedOptions",
+    "ResolvedPipeline",
+    "default_pipeline_passes",
 ]

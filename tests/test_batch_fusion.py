@@ -265,12 +265,12 @@ def test_speed_check_falls_back_when_the_fused_module_is_slower(monkeypatch, fus
     """The final check: a fused module measured slower than the captured
     graph is replaced by the pipeline without batch fusion (the timing is
     simulated here, so the test does not depend on the machine)."""
-    from optimus_ir import api
+    from optimus_ir.api import speed_check
 
     def fake_timing(modules, args, kwargs):
         return [[2.0, 1.0] if fused_slower else [1.0, 2.0]] * 7
 
-    monkeypatch.setattr(api, "_per_call_rounds", fake_timing)
+    monkeypatch.setattr(speed_check, "_per_call_rounds", fake_timing)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     # freeze: the cost model fuses the small linears only when their stacks are free
     gm = optimize(model, (x,), check_speed=True, freeze=True)

@@ -23,7 +23,7 @@ from torch import nn
 from optimus_ir.examples.demo import describe_outcome, summarize_remarks
 from optimus_ir.examples.recsys import make_recsys_model
 from optimus_ir import api, optimize
-from optimus_ir.api import count_fx_ops, count_per_call_ops, speed_veto
+from optimus_ir.api import count_fx_ops, count_per_call_ops, speed_check, speed_veto
 
 F32 = dict(rtol=1.3e-6, atol=1e-5)
 
@@ -64,7 +64,7 @@ def test_a_burst_of_load_on_the_fused_module_does_not_flip_the_decision(monkeypa
     """The fused module measures much slower in most rounds (another process
     ran then), but not in all: it is kept, and fused, every time."""
     noisy = [[3.0, 1.0]] * (api.SPEED_ROUNDS - 1) + [[0.8, 1.0]]
-    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: noisy)
+    monkeypatch.setattr(speed_check, "_per_call_rounds", lambda modules, args, kwargs: noisy)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), check_speed=True, freeze=True)
     report = gm.optimus_report
@@ -90,7 +90,7 @@ def test_the_speed_check_can_be_switched_off(monkeypatch, how) -> None:
     def never(*args, **kwargs):
         raise AssertionError("the speed check ran although switched off")
 
-    monkeypatch.setattr(api, "_per_call_rounds", never)
+    monkeypatch.setattr(speed_check, "_per_call_rounds", never)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     if how == "keyword":
         monkeypatch.setenv("OPTIMUS_CHECK_SPEED", "1")
@@ -109,7 +109,7 @@ def test_the_speed_check_runs_by_default(monkeypatch) -> None:
         calls.append(len(modules))
         return _rounds(1.0, 2.0)
 
-    monkeypatch.setattr(api, "_per_call_rounds", fake)
+    monkeypatch.setattr(speed_check, "_per_call_rounds", fake)
     monkeypatch.delenv("OPTIMUS_CHECK_SPEED", raising=False)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), freeze=True)
@@ -122,7 +122,7 @@ def test_the_speed_check_runs_by_default(monkeypatch) -> None:
 def test_after_a_fall_back_the_report_claims_no_fused_group(monkeypatch) -> None:
     """`make demo` once said "fused 15 groups" and "389 -> 389 ops" together:
     the remarks of the discarded fused attempt were reported as the result's."""
-    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: _rounds(2.0, 1.0))
+    monkeypatch.setattr(speed_check, "_per_call_rounds", lambda modules, args, kwargs: _rounds(2.0, 1.0))
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), check_speed=True, freeze=True)
     report = gm.optimus_report
@@ -143,7 +143,7 @@ def test_after_a_fall_back_the_report_claims_no_fused_group(monkeypatch) -> None
 
 
 def test_a_kept_result_reports_its_groups(monkeypatch) -> None:
-    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: _rounds(1.0, 2.0))
+    monkeypatch.setattr(speed_check, "_per_call_rounds", lambda modules, args, kwargs: _rounds(1.0, 2.0))
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     report = optimize(model, (x,), check_speed=True, freeze=True).optimus_report
     fused = len(summarize_remarks(report.remarks).fusions)
@@ -230,7 +230,7 @@ def test_the_guard_returns_the_captured_graph_when_the_unfused_pipeline_adds_ops
     """Simulated: the fall-back pipeline is the (forced) default one, so it
     also ends with more ops; the captured graph itself comes back, said so."""
     forced = _forced_default_pipeline(monkeypatch)
-    monkeypatch.setattr(api, "SPEED_CHECK_FALLBACK", forced)
+    monkeypatch.setattr(speed_check, "SPEED_CHECK_FALLBACK", forced)
     torch.manual_seed(0)
     model, inputs = TwoLinears().eval(), [torch.randn(4, 8), torch.randn(4, 8)]
     gm = optimize(model, inputs)
@@ -251,7 +251,7 @@ def test_the_captured_graph_still_runs_after_a_fall_back(monkeypatch) -> None:
     the rerun): inputs of other strides still get the model's values.
     (Binding it twice raised IndexError: see the op-count guard's test
     above, which returns the twice-bound captured graph itself.)"""
-    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: _rounds(2.0, 1.0))
+    monkeypatch.setattr(speed_check, "_per_call_rounds", lambda modules, args, kwargs: _rounds(2.0, 1.0))
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), check_speed=True, freeze=True)
     assert gm.optimus_report.speed_check.fell_back

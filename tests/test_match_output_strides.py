@@ -63,9 +63,9 @@ def test_the_unfused_pipeline_is_the_default_without_batch_fusion() -> None:
 def test_speed_check_falls_back_to_the_named_pipeline(monkeypatch) -> None:
     """The timing is simulated (the fused module measures slower), so the
     test does not depend on the machine."""
-    from optimus_ir import api
+    from optimus_ir.api import speed_check
 
-    monkeypatch.setattr(api, "_per_call_rounds", lambda modules, args, kwargs: [[2.0, 1.0]] * 7)
+    monkeypatch.setattr(speed_check, "_per_call_rounds", lambda modules, args, kwargs: [[2.0, 1.0]] * 7)
     model, (x,) = make_recsys_model(batch=8, num_towers=4)
     gm = optimize(model, (x,), check_speed=True, freeze=True)
     report = gm.optimus_report

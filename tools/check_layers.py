@@ -24,7 +24,7 @@ rank   layer       modules
                    model_state}: FX <-> IR, the dialect context, textual
                    IR, capture state (no pass depends on them)
 6      pipeline    optimus_ir.{pipeline, validation}
-7      api         optimus_ir (the package), optimus_ir.{api, backend,
+7      api         optimus_ir (the package), optimus_ir.{api, api.*, backend,
                    guards, inductor_hook, inductor_handoff, memory,
                    model_names, param_cache, plugins, replacements}
 8      tools       optimus_ir.tools.*
@@ -131,7 +131,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "api",
         7,
-        ("optimus_ir",)
+        ("optimus_ir", "optimus_ir.api.*")
         + tuple(
             f"optimus_ir.{name}"
             for name in (

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import ArgSpec
 
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.analysis.independent_sets import block_dag
@@ -75,7 +77,9 @@ class BatchFusion(ModulePass):
             members at that peak is cut in half (chunks, as the cost model
             cuts groups) and at last declined, each such group with a
             remark saying "memory decided". No timing is involved, and the
-            budget applies without a cost model too.
+            budget applies without a cost model too. In Python also a
+            `MemoryBudget` already parsed (what `optimize()` hands it:
+            `OptimizeOptions.resolve`), taken as it is.
     """
 
     name = "batch-fusion"
@@ -90,8 +94,7 @@ class BatchFusion(ModulePass):
     memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self.check_options()
-        budget = parse_memory_budget(self.memory_budget)  # checked just above: parses
+        budget = self.check_options()
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
                 fuse_block(graph.block, self, self._cost_model(graph.block), budget)
@@ -101,7 +104,8 @@ class BatchFusion(ModulePass):
             patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
         ).rewrite(op)
 
-    def check_options(self) -> None:
+    def check_options(self) -> MemoryBudget | None:
+        """Raise `OptimusError` naming every bad option; the memory budget, parsed."""
         problems = []
         if self.min_size < 1 or self.max_size < self.min_size:
             problems.append(f"need 1 <= min-size <= max-size, got {self.min_size} and {self.max_size}")
@@ -110,12 +114,27 @@ class BatchFusion(ModulePass):
             problems.append(f"unknown kinds {sorted(unknown)} (known: all, {', '.join(KINDS)})")
         if self.target not in TARGETS:
             problems.append(f"unknown target {self.target!r} (known: {', '.join(TARGETS)})")
+        budget = None
         try:
-            parse_memory_budget(self.memory_budget)
+            budget = self.parsed_memory_budget()
         except ValueError as error:
             problems.append(f"memory-budget: {error}")
         if problems:
             raise OptimusError("batch-fusion: " + "; ".join(problems))
+        return budget
+
+    def parsed_memory_budget(self) -> MemoryBudget:
+        """`memory_budget` as a `MemoryBudget` (parsed unless it is one)."""
+        if isinstance(self.memory_budget, MemoryBudget):
+            return self.memory_budget
+        return parse_memory_budget(self.memory_budget)
+
+    def spec(self, *, include_default: bool = False) -> ArgSpec:
+        """xDSL's spec of the pass; a parsed budget is written as its text."""
+        if isinstance(self.memory_budget, MemoryBudget):
+            written = dataclasses.replace(self, memory_budget=self.memory_budget.text())
+            return written.spec(include_default=include_default)
+        return super().spec(include_default=include_default)
 
     def _cost_model(self, block: Block) -> CostModel | None:
         """The model of the device the graph's tensors live on (the first
@@ -154,7 +173,7 @@ def fuse_block(
     dims = SymbolicDims(block)
     candidates = candidate_keys(ops, options, aliases, dims)
     if budget is None:
-        budget = parse_memory_budget(options.memory_budget)
+        budget = options.parsed_memory_budget()
     # the block as captured: what the budget is relative to, and where each
     # member's result is still held in the captured schedule
     memory = BlockMemory(budget, live_bytes(ops, aliases, dims), dims) if any(candidates.keys) else None

@@ -36,7 +36,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from optimus_ir.importer import import_graph  # noqa: E402
+from optimus_ir.translate.importer import import_graph  # noqa: E402
 from optimus_ir.pipeline import run_pipeline  # noqa: E402
 
 PIPELINE = "raise-fx,split-cat-simplify,batch-fusion{cost-model=default},lower-batch"

@@ -1,4 +1,4 @@
-"""Per-call cost of the input guard of `optimize()`'s result (`optimus_ir.guards`).
+"""Per-call cost of the input guard of `optimize()`'s result (`optimus_ir.api.guards`).
 
 The model is examples/recsys.py's 'mixed' variant (tower widths 16/32/64
 into 32-wide towers, depth 2) with 64 towers by default, at batch 64,
@@ -47,7 +47,7 @@ for path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from optimus_ir.examples.timing import median_us_each  # noqa: E402
-from optimus_ir.guards import GUARD_ATTRIBUTE  # noqa: E402
+from optimus_ir.api.guards import GUARD_ATTRIBUTE  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 
 

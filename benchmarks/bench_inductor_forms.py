@@ -37,7 +37,7 @@ and traces on fp32 CPU tensors.
     python benchmarks/bench_inductor_forms.py --smoke              # the runner works (tested)
 
 The figures and the choice they support are in docs/architecture.md
-("Lowering forms per target") and `optimus_ir.cost_model`'s
+("Lowering forms per target") and `optimus_ir.analysis.cost_model`'s
 `INDUCTOR_PER_MEMBER_LAYER_NORM_MAX`.
 """
 

@@ -85,7 +85,7 @@ PHASE_WRAPPED = (
     ("export", "optimus_ir.api.optimizing", "finish_code"),
     ("export", "optimus_ir.api.module", "finish_code"),
     ("export", "optimus_ir.api.speed_check", "finish_code"),
-    ("export", "optimus_ir.exporter", "finish_code"),
+    ("export", "optimus_ir.translate.exporter", "finish_code"),
 )
 """(phase, module, function) of every function whose CPU time is the phase's."""
 TARGET_SECONDS = 60.0

@@ -27,7 +27,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.passes.canonicalization_patterns.torch import MergeDeadSplitPieces
 from optimus_ir.pipeline import run_pipeline
-from optimus_ir.types import tensor_type
+from optimus_ir.foundation.types import tensor_type
 
 
 def build(k: int, dying: bool) -> ModuleOp:

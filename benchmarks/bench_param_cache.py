@@ -1,4 +1,4 @@
-"""Per-call cost of parameter freshness (`optimus_ir.param_cache`) on the
+"""Per-call cost of parameter freshness (`optimus_ir.api.param_cache`) on the
 recsys model (`examples/recsys.py`, variant `mixed`, 64 towers, batch 64 by
 default), one thread, under `torch.no_grad()`.
 
@@ -50,8 +50,8 @@ for _path in (_ROOT, _ROOT / "examples", _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from optimus_ir.api import capture, count_fx_ops  # noqa: E402
-from optimus_ir.exporter import ATTR_OWN_META, ATTR_PATH_META, attribute_path  # noqa: E402
-from optimus_ir.param_cache import (  # noqa: E402
+from optimus_ir.translate.exporter import ATTR_OWN_META, ATTR_PATH_META, attribute_path  # noqa: E402
+from optimus_ir.api.param_cache import (  # noqa: E402
     FROZEN_GUARD_ATTRIBUTE,
     MODEL_ATTRIBUTE,
     _compute_module,

@@ -58,8 +58,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from optimus_ir.exporter import export_graph  # noqa: E402
-from optimus_ir.importer import import_graph  # noqa: E402
+from optimus_ir.translate.exporter import export_graph  # noqa: E402
+from optimus_ir.translate.importer import import_graph  # noqa: E402
 
 NODES_PER_TOWER = 8  # getitem, 2 get_attr, linear, 2 get_attr, layer_norm, tanh
 NODES_PER_BLOCK_EXTRA = 2  # split, cat

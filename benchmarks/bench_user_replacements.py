@@ -38,7 +38,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from optimus_ir.importer import import_graph  # noqa: E402
+from optimus_ir.translate.importer import import_graph  # noqa: E402
 from optimus_ir.pipeline import run_pipeline  # noqa: E402
 from optimus_ir.replacements import register_replacement, registered_replacements, unregister_replacement  # noqa: E402
 

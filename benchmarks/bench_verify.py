@@ -27,12 +27,12 @@ for path in (_ROOT, _ROOT / "benchmarks", _ROOT / "examples"):
 
 import torch  # noqa: E402
 
-import optimus_ir.diagnostics  # noqa: E402
+import optimus_ir.foundation.diagnostics  # noqa: E402
 import optimus_ir.pipeline  # noqa: E402
-from optimus_ir.importer import import_graph  # noqa: E402
+from optimus_ir.translate.importer import import_graph  # noqa: E402
 
 _spent = [0.0, 0]
-_verify = optimus_ir.diagnostics.verify_module
+_verify = optimus_ir.foundation.diagnostics.verify_module
 
 
 def _timed_verify(module, context=""):  # type: ignore[no-untyped-def]
@@ -45,7 +45,7 @@ def _timed_verify(module, context=""):  # type: ignore[no-untyped-def]
 
 
 optimus_ir.pipeline.verify_module = _timed_verify
-optimus_ir.diagnostics.verify_module = _timed_verify
+optimus_ir.foundation.diagnostics.verify_module = _timed_verify
 
 
 def _run(make_program, verify_each: bool | None) -> tuple[float, float, int, int]:

@@ -56,7 +56,7 @@ for _path in (_ROOT, _ROOT / "benchmarks"):
 import optimus_ir  # noqa: E402
 import zoo_models  # noqa: E402
 from optimus_ir.examples.timing import CLOCKS, measure, quantile  # noqa: E402
-from optimus_ir.guards import OptimusGuardWarning  # noqa: E402
+from optimus_ir.api.guards import OptimusGuardWarning  # noqa: E402
 
 MODES = ("frozen", "live")
 TIMING_SEED = 1000

@@ -35,8 +35,8 @@ sys.path.insert(0, str(_ROOT / "tests"))
 from models import CASES, capture  # noqa: E402
 
 from optimus_ir.api import count_fx_ops  # noqa: E402
-from optimus_ir.exporter import export_graph  # noqa: E402
-from optimus_ir.importer import import_graph  # noqa: E402
+from optimus_ir.translate.exporter import export_graph  # noqa: E402
+from optimus_ir.translate.importer import import_graph  # noqa: E402
 from optimus_ir.passes.registry import DEFAULT_PIPELINE  # noqa: E402
 from optimus_ir.pipeline import run_pipeline  # noqa: E402
 

@@ -164,7 +164,7 @@ VS_INDUCTOR_TARGET = 1.0
 never slower than Inductor alone)."""
 INDUCTOR_TARGET_MARK = "target inductor:"
 """What batch-fusion's remark says of a group priced for Inductor
-(`optimus_ir.cost_model.GroupEstimate.describe`)."""
+(`optimus_ir.analysis.cost_model.GroupEstimate.describe`)."""
 
 RTOL, ATOL = 1e-4, 1e-5
 PROGRESS = "progress: "
@@ -654,8 +654,8 @@ def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
     import torch
 
     from bench_batch_fusion_pass import Towers
-    from optimus_ir.exporter import export_graph
-    from optimus_ir.importer import import_graph
+    from optimus_ir.translate.exporter import export_graph
+    from optimus_ir.translate.importer import import_graph
     from optimus_ir.passes.registry import DEFAULT_PIPELINE
     from optimus_ir.pipeline import run_pipeline
 

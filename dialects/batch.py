@@ -68,8 +68,8 @@ from xdsl.utils.exceptions import VerifyException
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.dialects.fx import DictValueAttr, bool_literal, float_literal
-from optimus_ir.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
-from optimus_ir.types import device_of, tensor_type
+from optimus_ir.foundation.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
+from optimus_ir.foundation.types import device_of, tensor_type
 
 Value = SSAValue | Operation
 

@@ -75,8 +75,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from optimus_ir.effects import FxCallEffects
-from optimus_ir.traits import LazyCanonicalizationPatterns
+from optimus_ir.foundation.effects import FxCallEffects
+from optimus_ir.foundation.traits import LazyCanonicalizationPatterns
 
 # ---------------------------------------------------------------------------
 # String literals

@@ -32,11 +32,11 @@ a cat.
 
 Weights stacked by a pack of parameters become `torch.stack` of `get_attr`
 values: the exported module computes them once and caches them
-(`optimus_ir.param_cache`).
+(`optimus_ir.api.param_cache`).
 
 With `target=inductor` (`torch.compile(backend="optimus")` sets it) the
 cost model picks each op's form for Inductor
-(`optimus_ir.cost_model.layer_norm_lowering` / `linear_lowering`): a
+(`optimus_ir.analysis.cost_model.layer_norm_lowering` / `linear_lowering`): a
 layer norm of few members whose parameters are graph inputs is one
 affine `torch.layer_norm` per member (`PerMemberLayerNorm`, no stack of
 the parameters), the rest as above; each linear and layer norm lowered
@@ -63,18 +63,18 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, shape
 from optimus_ir.analysis.strided_pieces import regular_pieces
-from optimus_ir.cost_model import (
+from optimus_ir.analysis.cost_model import (
     TARGETS, FusionTarget, LoweringChoice, LoweringForm, layer_norm_lowering, linear_lowering,
 )
-from optimus_ir.diagnostics import OptimusError, emit_remark
+from optimus_ir.foundation.diagnostics import OptimusError, emit_remark
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.lowering.lower_batch_kernels import _Emitter, kernel_patterns
-from optimus_ir.environment import KernelChoice
+from optimus_ir.foundation.environment import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
-from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, RewriteConfig
 
 
 # ---------------------------------------------------------------------------
@@ -686,7 +686,7 @@ class LowerBatch(ModulePass):
             a kernel takes become `torch.ops.optimus.*` calls, the rest torch
             ops; `triton`: the kernel calls on any device (their torch
             reference runs off CUDA); `torch`: torch ops only.
-        target: what runs the result (`optimus_ir.cost_model.FusionTarget`):
+        target: what runs the result (`optimus_ir.analysis.cost_model.FusionTarget`):
             `eager` (default) lowers every op batched as above; `inductor`
             (`torch.compile(backend="optimus")` sets it) lets the cost model
             pick each op's form for Inductor (`layer_norm_lowering`,

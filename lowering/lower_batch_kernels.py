@@ -64,8 +64,8 @@ from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.dialects.torch.pointwise import program_float
 from optimus_ir.kernels.programs import ACTIVATIONS, STEP_BY_NAME
 from optimus_ir.lowering.lower_to_fx import call
-from optimus_ir.environment import KernelChoice
-from optimus_ir.types import device_of
+from optimus_ir.foundation.environment import KernelChoice
+from optimus_ir.foundation.types import device_of
 
 KERNEL_CHOICES: tuple[str, ...] = get_args(KernelChoice)
 """The values of lower-batch's `kernels` option (`optimus_ir.options.KernelChoice`)."""

@@ -28,7 +28,7 @@ per used result. Properties equal to torch's defaults are not passed.
 
 from __future__ import annotations
 
-from optimus_ir.statistics import current_pass_context
+from optimus_ir.foundation.statistics import current_pass_context
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,8 +46,8 @@ from xdsl.passes import ModulePass
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.rewriting import patch_operands
-from optimus_ir.literals import LiteralError, encode_literal
+from optimus_ir.foundation.rewriting import patch_operands
+from optimus_ir.dialects.literals import LiteralError, encode_literal
 
 
 class LoweringError(ValueError):

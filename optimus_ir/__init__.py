@@ -3,7 +3,7 @@
 Public API (imported lazily, so that `import optimus_ir` stays cheap):
 
 * `optimize(model_or_graph_module, example_inputs, pipeline=None, *, strict=None, ...) -> GraphModule`:
-  guarded (`optimus_ir.guards`; `OptimusGuardWarning` when it runs the
+  guarded (`optimus_ir.api.guards`; `OptimusGuardWarning` when it runs the
   original model), the captured graph with an `OptimusFallbackWarning` on an
   internal failure unless strict;
 * `import_graph(gm, example_inputs=None) -> ImportedGraph`
@@ -45,15 +45,15 @@ _LAZY = {
     "capture": "optimus_ir.api",
     "OptimizeReport": "optimus_ir.api",
     "CaptureError": "optimus_ir.api",
-    "OptimusFallbackWarning": "optimus_ir.diagnostics",
-    "OptimusGuardWarning": "optimus_ir.guards",
+    "OptimusFallbackWarning": "optimus_ir.foundation.diagnostics",
+    "OptimusGuardWarning": "optimus_ir.api.guards",
     "register_pass": "optimus_ir.passes.registry",
     "OptimusPluginWarning": "optimus_ir.plugins",
-    "import_graph": "optimus_ir.importer",
-    "ImportedGraph": "optimus_ir.importer",
-    "GraphImportError": "optimus_ir.importer",
-    "export_graph": "optimus_ir.exporter",
-    "GraphExportError": "optimus_ir.exporter",
+    "import_graph": "optimus_ir.translate.importer",
+    "ImportedGraph": "optimus_ir.translate.importer",
+    "GraphImportError": "optimus_ir.translate.importer",
+    "export_graph": "optimus_ir.translate.exporter",
+    "GraphExportError": "optimus_ir.translate.exporter",
     "optimus_backend": "optimus_ir.backend",
     "BackendOptions": "optimus_ir.backend",
     "OptimizeOptions": "optimus_ir.options",

@@ -46,7 +46,7 @@ parameters of that call: every update is followed, as in `optimize()`'s
 default. `freeze=True` is for inference, parameters being constants:
 Inductor freezes them (its own `freezing` option for this compile) and
 folds the stacks; with `inner="eager"` the frozen parameter-only values of
-`optimus_ir.param_cache` apply where a graph reads parameters as attributes.
+`optimus_ir.api.param_cache` apply where a graph reads parameters as attributes.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ import torch
 import torch.fx
 
 # defined where optimize() imports them too; importable from here as before
-from optimus_ir.diagnostics import STRICT_ENV, OptimusFallbackWarning
-from optimus_ir.exporter import copy_graph
+from optimus_ir.foundation.diagnostics import STRICT_ENV, OptimusFallbackWarning
+from optimus_ir.translate.exporter import copy_graph
 from optimus_ir.options import LOG_ENV, InnerCompiler, OptimizeOptions, ResolvedOptions, ResolvedPipeline, environment
 
 log = logging.getLogger("optimus_ir.backend")
@@ -394,10 +394,10 @@ def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = Fal
     in memory): with Inductor, every `batch-fusion` that leaves its `target`
     at the default prices its groups for Inductor (`target=inductor`:
     pointwise chains fuse vertically there anyway, views are free, linears
-    are extern calls; see `optimus_ir.cost_model.InductorCosts`), and every
+    are extern calls; see `optimus_ir.analysis.cost_model.InductorCosts`), and every
     `lower-batch` so lowers each batch op in the form Inductor compiles best
     (`target=inductor`: small layer norms whose parameters are graph inputs
-    per member; `optimus_ir.cost_model.layer_norm_lowering`). A pipeline
+    per member; `optimus_ir.analysis.cost_model.layer_norm_lowering`). A pipeline
     that sets `target=inductor` itself is kept as it is; `target=eager` is
     the default and so is replaced too (as `OptimizeOptions.resolve` treats
     option values equal to the default). `frozen`: Inductor freezes the

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from optimus_ir.cost_model import INDUCTOR_EXTERN_STACK_MIN_INPUTS
+from optimus_ir.analysis.cost_model import INDUCTOR_EXTERN_STACK_MIN_INPUTS
 
 OPAQUE_STACK_MIN_INPUTS = INDUCTOR_EXTERN_STACK_MIN_INPUTS
 """One more than Inductor's `max_pointwise_cat_inputs` default (8): up to

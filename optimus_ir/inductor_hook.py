@@ -93,7 +93,7 @@ class OptimusInductorPass(CustomGraphPass):
 
     def uuid(self) -> str:
         """What the result depends on besides the graph (see the module docs)."""
-        from optimus_ir.cost_model import calibrated_cost_model
+        from optimus_ir.analysis.cost_model import calibrated_cost_model
 
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         cost_models = [repr(calibrated_cost_model(device)) for device in devices]

@@ -14,7 +14,7 @@ A few knobs mean something to some entry points only (`ENTRY_POINTS`);
 setting one where it does not apply raises TypeError.
 
 The environment (`OPTIMUS_*` variables) is read in one place,
-`optimus_ir.environment` (its docstring lists the variables); the names are
+`optimus_ir.foundation.environment` (its docstring lists the variables); the names are
 re-exported here.
 """
 
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import attrs
 
-from optimus_ir import environment as _environment
-from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
-from optimus_ir.environment import *  # noqa: F403 - the environment's names, re-exported (one list: its __all__)
-from optimus_ir.environment import CostModelChoice, EntryPoint, Environment, InnerCompiler, KernelChoice, environment
+from optimus_ir.foundation import environment as _environment
+from optimus_ir.analysis.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
+from optimus_ir.foundation.environment import *  # noqa: F403 - the environment's names, re-exported (one list: its __all__)
+from optimus_ir.foundation.environment import CostModelChoice, EntryPoint, Environment, InnerCompiler, KernelChoice, environment
 
 if TYPE_CHECKING:
     from xdsl.passes import ModulePass
@@ -133,7 +133,7 @@ class OptimizeOptions:
     one call of the fused graph may hold at once, against the captured
     graph's peak. A text (`"1.5x+1MiB"`, the default; `"2x"`, `"+50%"`,
     `"64MiB"`, `"1GiB"`, `"none"`), a float (a ratio: `2.0` is `"2x"`) or
-    an int (bytes). See `optimus_ir.cost_model.parse_memory_budget`."""
+    an int (bytes). See `optimus_ir.analysis.cost_model.parse_memory_budget`."""
 
     # What the texts say, parsed once when the options are made (not knobs:
     # neither compared nor shown). Computed after the knobs above are set.

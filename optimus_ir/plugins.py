@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimus_ir.environment import environment
+from optimus_ir.foundation.environment import environment
 from optimus_ir.passes import registry
 from optimus_ir.passes.registry import PassPluginError
 

@@ -88,7 +88,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.registry import PASSES, PIPELINES
 from optimus_ir.passes.user_replacements import (
     ANY_LAYOUT,
@@ -103,8 +103,8 @@ from optimus_ir.passes.user_replacements import (
     unregister_replacement_pass,
 )
 from optimus_ir.pipeline import run_pipeline
-from optimus_ir.types import element_type_of
-from optimus_ir.validation import TOLERANCES  # the differential validator's (rtol, atol) per dtype
+from optimus_ir.foundation.types import element_type_of
+from optimus_ir.pipeline.validation import TOLERANCES  # the differential validator's (rtol, atol) per dtype
 
 PATTERN_PIPELINE = "maximize-value-semantics,raise-fx"
 """What the pattern is raised with: the graph's form when the pass runs."""
@@ -315,7 +315,7 @@ def _raise(gm: torch.fx.GraphModule, examples: tuple[torch.Tensor, ...], pipelin
 
 
 def _check_pattern_ops(block, input_names: tuple[str, ...], where: str) -> None:
-    from optimus_ir.effects import effect_kind
+    from optimus_ir.foundation.effects import effect_kind
 
     ops = [op for op in block.ops if op.name not in ("fx.placeholder", "fx.output")]
     if not ops:
@@ -335,7 +335,7 @@ def _check_pattern_ops(block, input_names: tuple[str, ...], where: str) -> None:
 
 
 def _check_replacement_ops(block, where: str) -> None:
-    from optimus_ir.effects import effect_kind
+    from optimus_ir.foundation.effects import effect_kind
 
     for op in block.ops:
         if op.name in ("fx.placeholder", "fx.output"):

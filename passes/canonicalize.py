@@ -2,7 +2,7 @@
 
 As in MLIR and xDSL, an op lists its canonicalization patterns through a
 `HasCanonicalizationPatternsTrait` (ours import them lazily:
-`optimus_ir.traits.LazyCanonicalizationPatterns`), each pattern rooted at
+`optimus_ir.foundation.traits.LazyCanonicalizationPatterns`), each pattern rooted at
 that op. The pass collects the patterns of the op kinds present in the
 module and runs them with the project's bounded greedy driver (budget,
 statistics and limits as every other pattern pass).
@@ -20,8 +20,8 @@ from xdsl.pattern_rewriter import RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
-from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
-from optimus_ir.traits import canonicalization_patterns
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass
+from optimus_ir.foundation.traits import canonicalization_patterns
 
 
 def collect_canonicalization_patterns(root: Operation) -> list[RewritePattern]:

@@ -13,9 +13,9 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove
 
 from optimus_ir.dialects import fx
-from optimus_ir.traits import is_mergeable
+from optimus_ir.foundation.traits import is_mergeable
 from optimus_ir.analysis import alias_class, may_alias_operands, may_write_operands
-from optimus_ir.statistics import current_pass_context
+from optimus_ir.foundation.statistics import current_pass_context
 
 PATTERN = "merge-identical-op"
 
@@ -100,7 +100,7 @@ class CommonSubexpressionElimination(ModulePass):
 
     Identical: same op name, operands, properties, attributes and result
     types (locations do not count). Only pure ops are merged (see
-    `optimus_ir.effects`): known-pure fx calls and `fx.get_attr`, and ops
+    `optimus_ir.foundation.effects`): known-pure fx calls and `fx.get_attr`, and ops
     with no memory effects; never allocating factories, random or in-place
     calls, unknown callables, `fx.call_module`, or ops with regions. An op
     sees the ops before it in its block and in the blocks of enclosing ops,

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from optimus_ir.rewriting import PatternPass, RewriteConfig
-from optimus_ir.traits import is_removable
+from optimus_ir.foundation.rewriting import PatternPass, RewriteConfig
+from optimus_ir.foundation.traits import is_removable
 
 
 class EraseDeadOp(RewritePattern):
     """Erase an op whose results are all unused, when its memory-effect
-    traits allow (`optimus_ir.traits.is_removable`: no effect, or only the
+    traits allow (`optimus_ir.foundation.traits.is_removable`: no effect, or only the
     allocation of its result: known-pure fx calls and factories,
     `fx.get_attr`, pure operator ops). Erasing it revisits its operands'
     defining ops."""

@@ -49,9 +49,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from optimus_ir.analysis import is_row_major, provably_row_major, strides_of
 from optimus_ir.dialects import fx
-from optimus_ir.diagnostics import OptimusError
-from optimus_ir.effects import register_allocating_function
-from optimus_ir.statistics import current_pass_context
+from optimus_ir.foundation.diagnostics import OptimusError
+from optimus_ir.foundation.effects import register_allocating_function
+from optimus_ir.foundation.statistics import current_pass_context
 
 MATCH_STRIDES = "optimus_ir.passes.output_layout.match_strides"
 """The qualified name the generated code calls `match_strides` by."""

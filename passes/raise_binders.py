@@ -21,7 +21,7 @@ from xdsl.irdl import OperandDef, OptionalDef
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import INPLACE, Argument
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.types import DYNAMIC
 from optimus_ir.passes.raise_binding import (
     DType,
     Opaque,

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from optimus_ir.dialects import fx
-from optimus_ir.literals import NOT_SCALAR, decode_scalar
+from optimus_ir.dialects.literals import NOT_SCALAR, decode_scalar
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +218,7 @@ class Raiser:
 
     def remark(self, message: str) -> None:
         """A remark about the op being raised (why a binder keeps it)."""
-        from optimus_ir.diagnostics import emit_remark
+        from optimus_ir.foundation.diagnostics import emit_remark
 
         emit_remark(self.op, message)
 

@@ -58,9 +58,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import fx
-from optimus_ir.rewriting import patch_operands
-from optimus_ir.statistics import current_pass_context
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.rewriting import patch_operands
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import DYNAMIC
 
 
 # ---------------------------------------------------------------------------
@@ -68,7 +68,7 @@ from optimus_ir.types import DYNAMIC
 # ---------------------------------------------------------------------------
 
 
-from optimus_ir.literals import describe_module  # noqa: E402
+from optimus_ir.dialects.literals import describe_module  # noqa: E402
 from optimus_ir.passes.raise_binding import (
     Binder,
     FUNCTIONS,
@@ -403,7 +403,7 @@ def verify_declared_types(module: Operation, context: str = "") -> None:
     `verify_`: a graph imported from torch carries torch's own types, and
     running every binder at each verification would make verifying an
     fx graph about ten times slower (0.3 ms per call op)."""
-    from optimus_ir.diagnostics import MAX_VERIFY_ERRORS, Diagnostic, Severity, VerificationError
+    from optimus_ir.foundation.diagnostics import MAX_VERIFY_ERRORS, Diagnostic, Severity, VerificationError
 
     errors: list[Diagnostic] = []
     # The answer depends only on what the binder reads: the op's kind,
@@ -460,7 +460,7 @@ class RaiseFxPass(ModulePass):
                 record.bump("ops raised", raise_block(graph.block, contradictions))
         if contradictions:  # never silent: --pass-statistics and --remarks show them
             record.bump("ops kept: declared type contradicts the operator", len(contradictions))
-            from optimus_ir.diagnostics import emit_remark
+            from optimus_ir.foundation.diagnostics import emit_remark
 
             for kept in contradictions:
                 why = declared_type_error(kept) or "its declared result type contradicts the operator"

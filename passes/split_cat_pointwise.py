@@ -43,8 +43,8 @@ from optimus_ir.analysis import (
     same_layout,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_size, tensor_type
-from optimus_ir.traits import is_elementwise, is_mergeable
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_size, tensor_type
+from optimus_ir.foundation.traits import is_elementwise, is_mergeable
 
 
 def _piece_users(

@@ -51,7 +51,7 @@ from optimus_ir.analysis import (
     view_closure,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import (
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import (
     RemarkOnce,
     Run,
     consecutive_runs,
@@ -76,8 +76,8 @@ from optimus_ir.passes.canonicalization_patterns.torch import (  # the local fol
 )
 from optimus_ir.passes.split_cat_pointwise import PointwiseOfCat
 from optimus_ir.passes.split_cat_views import view_patterns
-from optimus_ir.passes.view_programs import Step, apply_step, emit, movedim_dims, simplify
-from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass
+from optimus_ir.passes.canonicalization_patterns.view_programs import Step, apply_step, emit, movedim_dims, simplify
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass
 
 
 # ---------------------------------------------------------------------------

@@ -65,7 +65,7 @@ from optimus_ir.analysis import (
     shape,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import (
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import (
     Piece,
     RemarkOnce,
     copy_instead,
@@ -77,7 +77,7 @@ from optimus_ir.passes.split_cat_common import (
 # fold-view-chain is a canonicalization pattern of the view ops; both it and
 # the patterns here build on the view programs of `view_programs`.
 from optimus_ir.passes.canonicalization_patterns.torch import FoldViewChain
-from optimus_ir.passes.view_programs import (
+from optimus_ir.passes.canonicalization_patterns.view_programs import (
     RESHAPE_LIKE_OPS,
     Shape,
     Step,

@@ -32,7 +32,7 @@ replacement by its name):
   strides, contiguous-result ops, views through their relation); anything
   else declines with a remark naming the variant the replacement failed
   on and its error;
-* safety: every matched op is pure (`optimus_ir.effects`); every result of a
+* safety: every matched op is pure (`optimus_ir.foundation.effects`); every result of a
   matched op that is not a pattern output is used only inside the match
   (else it "escapes": a graph output or another reader would lose it); no
   op that may write to the alias class of a bound input or of a non-root
@@ -74,11 +74,11 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import alias_class, known_contiguous, may_write_operands, target_name
-from optimus_ir.diagnostics import OptimusError, emit_remark
-from optimus_ir.effects import effect_kind
-from optimus_ir.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig, patch_operands
-from optimus_ir.statistics import current_pass_context
-from optimus_ir.types import dtype_of
+from optimus_ir.foundation.diagnostics import OptimusError, emit_remark
+from optimus_ir.foundation.effects import effect_kind
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig, patch_operands
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import dtype_of
 
 PASS_NAME = "user-replacements"
 

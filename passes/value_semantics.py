@@ -85,14 +85,14 @@ from xdsl.passes import ModulePass
 
 from optimus_ir.analysis.alias_facts import functional_form
 from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands, result_is_fresh
-from optimus_ir.diagnostics import emit_remark
+from optimus_ir.foundation.diagnostics import emit_remark
 from optimus_ir.dialects import fx
-from optimus_ir.effects import effect_kind
-from optimus_ir.literals import LiteralError, decode_literal
-from optimus_ir.objects import UnresolvedNameError, resolve_qualified_name
-from optimus_ir.rewriting import patch_operands
-from optimus_ir.statistics import current_pass_context
-from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, dtype_of
+from optimus_ir.foundation.effects import effect_kind
+from optimus_ir.dialects.literals import LiteralError, decode_literal
+from optimus_ir.foundation.objects import UnresolvedNameError, resolve_qualified_name
+from optimus_ir.foundation.rewriting import patch_operands
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import DYNAMIC, UnsupportedDTypeError, dtype_of
 
 PASS_NAME = "maximize-value-semantics"
 

@@ -6,7 +6,7 @@ differential check every generated program must pass.
 (`get_attr` nodes, `nn.Linear`/`nn.LayerNorm` `call_module` nodes), seeded
 example inputs, and whether the graph only moves data (then the optimized
 module must give bit-identical outputs; otherwise the dtype tolerances of
-`optimus_ir.validation.tolerance_for`).
+`optimus_ir.pipeline.validation.tolerance_for`).
 
 Every op is executed eagerly on build-time copies while the graph is built,
 so the generated program is valid by construction: a draw torch rejects
@@ -51,7 +51,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import optimus_ir
-from optimus_ir.validation import tolerance_for
+from optimus_ir.pipeline.validation import tolerance_for
 
 # ---------------------------------------------------------------------------
 # Seeded values (used by the strategy and by the regression tests)

@@ -30,11 +30,11 @@ from optimus_ir.analysis.op_classes import (
 )
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.exporter import export_graph
-from optimus_ir.literals import encode_literal
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.dialects.literals import encode_literal
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.pipeline import run_pipeline
-from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, dtype_of, tensor_type_of
+from optimus_ir.foundation.types import DYNAMIC, UnsupportedDTypeError, dtype_of, tensor_type_of
 
 DIALECT_TESTS = Path(__file__).parent / "lit" / "dialects" / "torch"
 INSTANCE_FILES = (DIALECT_TESTS / "roundtrip.mlir", DIALECT_TESTS / "softmax-where.mlir")

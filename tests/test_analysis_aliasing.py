@@ -24,10 +24,10 @@ from optimus_ir.analysis import (
     stride_sensitive,
     view_closure,
 )
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
-from optimus_ir.rewriting import apply_patterns
+from optimus_ir.foundation.rewriting import apply_patterns
 
 GRAPH = """
 fx.graph @g {

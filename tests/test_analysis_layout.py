@@ -19,7 +19,7 @@ from optimus_ir.analysis import (
     strides_of,
     view_strides,
 )
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 
 GRAPH = """
 fx.graph @g {

@@ -437,7 +437,7 @@ def test_parameters_are_read_fresh_in_training() -> None:
     """`optimize()` (the other entry point) captures the parameters as
     attributes; the module reads them from the model on every call and
     stacks the weights of fused linears on every call (nothing is cached:
-    `optimus_ir.param_cache`). Through Dynamo's backend they are graph
+    `optimus_ir.api.param_cache`). Through Dynamo's backend they are graph
     inputs. Here, in training, gradients must reach the parameters, every
     SGD update must be followed, and under `no_grad` the values must be
     those of the current parameters."""

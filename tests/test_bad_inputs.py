@@ -401,8 +401,8 @@ def lexed_characters(text: str) -> int:
     """How many characters the parser's lexer covers with tokens while
     parsing `text` (the same text lexed twice counts twice): a bound on the
     lexing work that does not depend on the machine's speed."""
-    from optimus_ir.context import make_context
-    from optimus_ir.parsing import LinearTimeLexer, LocatingParser
+    from optimus_ir.translate.context import make_context
+    from optimus_ir.translate.parsing import LinearTimeLexer, LocatingParser
     total = 0
 
     class CountingLexer(LinearTimeLexer):
@@ -431,8 +431,8 @@ def test_shape_parsing_keeps_xdsl_results():
     """The linear dimension-list rule reads what xDSL's reads (the same type,
     or the same error): dynamic sizes, a hexadecimal-looking `0x..`, spaces
     around `x`, zero sizes, a trailing `x`."""
-    from optimus_ir.context import make_context
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.context import make_context
+    from optimus_ir.translate.parsing import parse_module
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
@@ -459,7 +459,7 @@ def test_string_rule_accepts_what_xdsl_accepts():
     (on inputs short enough for xDSL's rule to finish)."""
     import itertools
 
-    from optimus_ir.parsing import LinearTimeLexer
+    from optimus_ir.translate.parsing import LinearTimeLexer
     from xdsl.utils.mlir_lexer import MLIRLexer
 
     ours, theirs = LinearTimeLexer._unescaped_characters_regex, MLIRLexer._unescaped_characters_regex
@@ -555,8 +555,8 @@ def test_bad_pipeline_in_the_api(pipeline, message):
     """optimize() and run_pipeline() refuse a bad pipeline with one
     PipelineError (an OptimusError) that says where, before any pass runs."""
     from optimus_ir import optimize
-    from optimus_ir.diagnostics import OptimusError
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.foundation.diagnostics import OptimusError
+    from optimus_ir.translate.parsing import parse_module
     from optimus_ir.pipeline import PipelineError, run_pipeline
 
     with pytest.raises(PipelineError, match=re.escape(message)):
@@ -569,7 +569,7 @@ def test_bad_pipeline_in_the_api(pipeline, message):
 
 def test_api_entry_points_refuse_wrong_objects():
     from optimus_ir import GraphExportError, GraphImportError, export_graph, import_graph
-    from optimus_ir.diagnostics import OptimusError
+    from optimus_ir.foundation.diagnostics import OptimusError
     from optimus_ir.pipeline import run_pipeline
 
     with pytest.raises(GraphImportError, match="import_graph needs a torch.fx.GraphModule, not a Linear"):

@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import optimus_ir
-from optimus_ir.guards import OptimusGuardWarning
+from optimus_ir.api.guards import OptimusGuardWarning
 
 
 def _same(got, want) -> None:
@@ -310,7 +310,7 @@ def test_a_miss_says_which_leaf_differs(dict_model, caplog: pytest.LogCaptureFix
     model, opt = dict_model
     features = _features(32)
     features["C0"] = features["C0"].int()
-    with caplog.at_level("INFO", logger="optimus_ir.guards"), torch.no_grad():
+    with caplog.at_level("INFO", logger="optimus_ir.api.guards"), torch.no_grad():
         _same(opt(features), model(features))
     assert any("features['C0']: tensor [32] int32" in r.getMessage() for r in caplog.records), caplog.text
 

@@ -13,12 +13,12 @@ from xdsl.ir import Operation
 
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.canonicalize import Canonicalize, collect_canonicalization_patterns
 from optimus_ir.passes.registry import get_pass_class
 from optimus_ir.pipeline import run_pipeline
-from optimus_ir.types import tensor_type
+from optimus_ir.foundation.types import tensor_type
 
 F32 = Float32Type()
 

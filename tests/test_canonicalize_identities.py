@@ -14,14 +14,14 @@ from torch import nn
 from xdsl.dialects.builtin import Float32Type, ModuleOp
 
 import optimus_ir
-from optimus_ir import traits as tr
+from optimus_ir.foundation import traits as tr
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.registry import DEFAULT_PIPELINE_STAGES
 from optimus_ir.pipeline import run_pipeline
-from optimus_ir.types import tensor_type
+from optimus_ir.foundation.types import tensor_type
 
 
 def _ops(module: ModuleOp) -> Counter[str]:

@@ -1,5 +1,5 @@
 """Checkpoints move freely between a model and the module `optimize()` made
-of it (issue 34, required 5; `optimus_ir.model_names`).
+of it (issue 34, required 5; `optimus_ir.api.model_names`).
 
 The optimized module's `state_dict`, `load_state_dict`, `named_parameters`,
 `named_buffers` and `parameters` use the model's own names and hold the
@@ -23,9 +23,9 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.exporter import OWN_STATE_ATTRIBUTE
-from optimus_ir.model_names import NAMED_ATTRIBUTE
-from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE, frozen_values
+from optimus_ir.translate.exporter import OWN_STATE_ATTRIBUTE
+from optimus_ir.api.model_names import NAMED_ATTRIBUTE
+from optimus_ir.api.param_cache import FROZEN_GUARD_ATTRIBUTE, frozen_values
 
 FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
 WIDTH = 8

@@ -1,4 +1,4 @@
-"""The batch-fusion cost model (`optimus_ir.cost_model`): estimate arithmetic
+"""The batch-fusion cost model (`optimus_ir.analysis.cost_model`): estimate arithmetic
 and remark text, the calibration cache (round trip, corruption, staleness,
 keys, unwritable directories), the overrides, and one real calibration.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from optimus_ir import cost_model as cm
-from optimus_ir.cost_model import (
+from optimus_ir.analysis import cost_model as cm
+from optimus_ir.analysis.cost_model import (
     CostModel,
     FusionEstimate,
     calibrated_cost_model,

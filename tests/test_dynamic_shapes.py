@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from optimus_ir.backend import optimus_backend
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.importer import import_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -194,6 +194,6 @@ def test_import_records_symbols_and_hints() -> None:
     imported = import_graph(compiled.captured[-1])
     text = str(imported.module)
     assert 'symbols ["s' in text and f"hints [5, {x.shape[1]}]" in text
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.parsing import parse_module
 
     assert str(parse_module(text)) == text  # the custom syntax round-trips

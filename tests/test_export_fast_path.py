@@ -18,8 +18,8 @@ from torch import nn
 
 import optimus_ir
 from models import CASES_BY_NAME, capture, clone_inputs
-from optimus_ir.exporter import _FastAttributes, ATTR_PATH_META, FastCodeGen, FastPyTreeCodeGen, export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import _FastAttributes, ATTR_PATH_META, FastCodeGen, FastPyTreeCodeGen, export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.examples.recsys import make_recsys_model
 
 
@@ -314,7 +314,7 @@ def test_deferred_export_is_pending_until_finish_code() -> None:
     """`export_graph(defer_code=True)`: no code until `finish_code` (a call
     raises, `exporter.recompile` leaves it pending), then the same code as
     the export that generates it at once."""
-    from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, finish_code, recompile
+    from optimus_ir.translate.exporter import CODE_PENDING_ATTRIBUTE, finish_code, recompile
 
     model, (x,) = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=5)
     gm = optimus_ir.capture(model, (x,))

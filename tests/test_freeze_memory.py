@@ -31,7 +31,7 @@ from torch import nn
 
 import optimus_ir
 from benchmark_scripts import load_benchmark
-from optimus_ir.param_cache import (
+from optimus_ir.api.param_cache import (
     FROZEN_GUARD_ATTRIBUTE,
     MODEL_ATTRIBUTE,
     freeze_parameter_expressions,

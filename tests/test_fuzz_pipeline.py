@@ -16,7 +16,7 @@ and the optimized module must behave like the GraphModule on clones of the
 same inputs (`assert_optimized_matches`): equal outputs -- bit-identical,
 NaN positions and signs of zeros included, where no op may round
 differently when fused (`FxProgram.exact`), the dtype tolerances of
-`optimus_ir.validation.TOLERANCES` where matmuls, normalizations,
+`optimus_ir.pipeline.validation.TOLERANCES` where matmuls, normalizations,
 transcendental functions or divisions are (the kernels' own tolerance under
 Triton) -- the same output structure, dtypes, strides and aliasing, the
 same in-place writes to inputs and buffers, and the original left unchanged.

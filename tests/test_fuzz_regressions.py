@@ -97,7 +97,7 @@ def test_fused_bf16_linears_compare_at_the_scale_of_their_terms() -> None:
     # (7% of that element, a few bf16 units at the terms' scale), beyond
     # a fixed rtol/atol. Not a wrong result: half-precision sums round at
     # the scale of their terms. Fixed in the comparison
-    # (optimus_ir.validation.tolerance_for: fp16/bf16 atol scales with the
+    # (optimus_ir.pipeline.validation.tolerance_for: fp16/bf16 atol scales with the
     # output's magnitude), which validation and this harness share.
     owner = nn.Module()
     g = torch.fx.Graph()

@@ -17,10 +17,10 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir import guards
+from optimus_ir.api import guards
 from optimus_ir.api import CaptureError
 from optimus_ir.backend import OptimusFallbackWarning
-from optimus_ir.guards import OptimusGuardWarning
+from optimus_ir.api.guards import OptimusGuardWarning
 from pipelines import FUSE_ALL
 from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model

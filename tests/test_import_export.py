@@ -1,5 +1,5 @@
-"""Edge cases of the FX importer and exporter (optimus_ir/importer.py,
-optimus_ir/exporter.py, optimus_ir/objects.py and the fx dialect's syntax)."""
+"""Edge cases of the FX importer and exporter (optimus_ir/translate/importer.py,
+optimus_ir/translate/exporter.py, optimus_ir/foundation/objects.py and the fx dialect's syntax)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import torch.fx
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import GraphExportError, export_graph
-from optimus_ir.importer import GraphImportError, ImportedGraph, import_graph
-from optimus_ir.objects import ObjectTable, UnresolvedNameError
+from optimus_ir.translate.exporter import GraphExportError, export_graph
+from optimus_ir.translate.importer import GraphImportError, ImportedGraph, import_graph
+from optimus_ir.foundation.objects import ObjectTable, UnresolvedNameError
 
 # ---------------------------------------------------------------------------
 # helpers

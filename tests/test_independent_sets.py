@@ -23,7 +23,7 @@ from optimus_ir.analysis.independent_sets import (
     find_independent_groups,
 )
 from optimus_ir.dialects import fx
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 
 # ---------------------------------------------------------------------------
 # The oracle: transitive closure by DFS, first-fit by brute force.

@@ -18,7 +18,7 @@ import torch
 import optimus_ir
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 from optimus_ir.backend import optimize_dynamo_graph, pipeline_for_target
-from optimus_ir.cost_model import INDUCTOR_COSTS, default_cost_model
+from optimus_ir.analysis.cost_model import INDUCTOR_COSTS, default_cost_model
 from optimus_ir.options import OptimizeOptions
 from optimus_ir.passes.registry import DEFAULT_PIPELINE
 from optimus_ir.pipeline import parse_pipeline

@@ -170,14 +170,14 @@ def test_exported_code_calls_the_ops_and_a_fresh_process_resolves_them() -> None
         "assert 'triton' not in sys.modules\n"
         "for name in ('grouped_linear', 'batched_layer_norm', 'multi_pointwise'):\n"
         "    getattr(torch.ops.optimus, name).default\n"
-        "from optimus_ir.objects import resolve_qualified_name\n"
+        "from optimus_ir.foundation.objects import resolve_qualified_name\n"
         "resolve_qualified_name('torch.ops.optimus.grouped_linear.default')\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)
 
 
 def test_kernel_calls_are_pure_for_dce_and_cse() -> None:
-    from optimus_ir.effects import _target_kind
+    from optimus_ir.foundation.effects import _target_kind
 
     for target in K.CUSTOM_OP_TARGETS:
         assert _target_kind(target) == "pure"

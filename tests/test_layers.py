@@ -57,6 +57,42 @@ def test_the_tree_keeps_the_layer_contract() -> None:
     assert "no upward import, no cycle" in result.stdout
 
 
+def test_the_package_root_holds_at_most_ten_modules_each_named_in_the_api_layer() -> None:
+    """The root of `optimus_ir/` is the entry points; everything else lives in
+    the folder of its layer."""
+    at_root = sorted(p.stem for p in (REPO / "optimus_ir").glob("*.py") if p.name != "__init__.py")
+    assert len(at_root) <= 10, at_root
+    assert at_root == sorted(check_layers.ROOT_MODULES)
+
+
+def test_each_layer_folder_opens_with_a_docstring_naming_its_layer() -> None:
+    """A newcomer opening a folder reads which layer it is."""
+    import ast
+
+    for layer in check_layers.LAYERS:
+        for folder in layer.folders:
+            init = REPO / folder / "__init__.py"
+            if layer.name == check_layers.REGISTRY or folder == "optimus_ir":
+                continue  # the registry is one module; the root is the package's own page
+            docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+            assert f"The {layer.name} layer" in docstring, f"{init.relative_to(REPO)}: {docstring[:80]!r}"
+
+
+def test_a_module_outside_its_layers_folder_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Layers are folders: a package mapped to another folder
+    (pyproject's package-dir) puts its modules outside their layer's."""
+    root = _write(tmp_path, {"elsewhere/cse.py": "X = 1\n", "elsewhere/__init__.py": ""})
+    (root / "pyproject.toml").write_text(
+        '[tool.setuptools.package-dir]\n"optimus_ir" = "optimus_ir"\n"optimus_ir.passes" = "elsewhere"\n'
+    )
+    result = _run(root, capsys)
+    assert result.returncode == 1
+    assert (
+        "elsewhere/cse.py:1: optimus_ir.passes.cse is in the passes layer but its file is in elsewhere/ "
+        "(the passes layer lives in passes)"
+    ) in result.stdout
+
+
 def test_every_module_of_the_tree_has_a_layer() -> None:
     modules = check_layers.discover_modules(REPO)
     assert "optimus_ir.dialects.torch.pointwise" in modules
@@ -68,8 +104,8 @@ def test_a_clean_fake_tree_passes(tmp_path: Path, capsys: pytest.CaptureFixture[
     root = _write(
         tmp_path,
         {
-            "optimus_ir/types.py": "X = 1\n",
-            "dialects/fx.py": "from optimus_ir.types import X\n",
+            "optimus_ir/foundation/types.py": "X = 1\n",
+            "dialects/fx.py": "from optimus_ir.foundation.types import X\n",
             "passes/dce.py": "from optimus_ir.dialects import fx\n",
         },
     )
@@ -103,7 +139,7 @@ def test_lazy_and_dynamic_upward_imports_fail(tmp_path: Path, capsys: pytest.Cap
         {
             "lowering/lower_batch.py": "X = 1\n",
             "passes/batch_fusion.py": "X = 1\n",
-            "optimus_ir/effects.py": """\
+            "optimus_ir/foundation/effects.py": """\
                 import importlib
 
 
@@ -126,8 +162,8 @@ def test_lazy_and_dynamic_upward_imports_fail(tmp_path: Path, capsys: pytest.Cap
     result = _run(root, capsys)
     assert result.returncode == 1
     out = result.stdout
-    assert "optimus_ir/effects.py:5: optimus_ir.effects imports optimus_ir.dialects.fx (foundation may not import dialects (lazy import))" in out
-    assert "optimus_ir/effects.py:10: optimus_ir.effects imports optimus_ir.lowering.lower_batch (foundation may not import lowering (import_module))" in out
+    assert "optimus_ir/foundation/effects.py:5: optimus_ir.foundation.effects imports optimus_ir.dialects.fx (foundation may not import dialects (lazy import))" in out
+    assert "optimus_ir/foundation/effects.py:10: optimus_ir.foundation.effects imports optimus_ir.lowering.lower_batch (foundation may not import lowering (import_module))" in out
     assert "passes/cse.py:2: optimus_ir.passes.cse imports optimus_ir.lowering.lower_batch (passes may not import lowering (lazy import))" in out
 
 
@@ -137,14 +173,14 @@ def test_module_strings_are_the_registry_s_alone(tmp_path: Path, capsys: pytest.
         {
             "passes/dce.py": "X = 1\n",
             "passes/registry.py": 'PASSES = {"dce": "optimus_ir.passes.dce"}\n',
-            "optimus_ir/pipeline.py": 'DEFAULT = "optimus_ir.passes.dce"\n',
+            "optimus_ir/pipeline/__init__.py": 'DEFAULT = "optimus_ir.passes.dce"\n',
         },
     )
     result = _run(root, capsys)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines == [
-        "optimus_ir/pipeline.py:1: optimus_ir.pipeline imports optimus_ir.passes.dce "
+        "optimus_ir/pipeline/__init__.py:1: optimus_ir.pipeline imports optimus_ir.passes.dce "
         "(passes modules are named by string only in the pass registry)"
     ]
 
@@ -174,13 +210,13 @@ def test_an_import_cycle_fails_even_within_one_layer(tmp_path: Path, capsys: pyt
 @pytest.mark.parametrize(
     ("source", "target", "allowed"),
     [
-        ("optimus_ir.dialects.fx", "optimus_ir.traits", True),
-        ("optimus_ir.traits", "optimus_ir.dialects.fx", False),
-        ("optimus_ir.traits", "optimus_ir.passes.registry", True),
+        ("optimus_ir.dialects.fx", "optimus_ir.foundation.traits", True),
+        ("optimus_ir.foundation.traits", "optimus_ir.dialects.fx", False),
+        ("optimus_ir.foundation.traits", "optimus_ir.passes.registry", True),
         ("optimus_ir.passes.batch_fusion", "optimus_ir.lowering.lower_batch", False),
         ("optimus_ir.lowering.lower_batch", "optimus_ir.passes.batch_fusion", False),
         ("optimus_ir.lowering.lower_batch", "optimus_ir.passes.canonicalization_patterns.batch", True),
-        ("optimus_ir.passes.raise_fx", "optimus_ir.importer", False),
+        ("optimus_ir.passes.raise_fx", "optimus_ir.translate.importer", False),
         ("optimus_ir.kernels.ops", "optimus_ir.api", False),
         ("optimus_ir.api", "optimus_ir.pipeline", True),
         ("optimus_ir.pipeline", "optimus_ir.api", False),

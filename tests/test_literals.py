@@ -1,4 +1,4 @@
-"""optimus_ir.literals: the one translation between Python values and fx literals."""
+"""optimus_ir.dialects.literals: the one translation between Python values and fx literals."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from optimus_ir.dialects import fx
-from optimus_ir.literals import NOT_SCALAR, LiteralError, decode_literal, decode_scalar, encode_literal
-from optimus_ir.objects import ObjectTable
+from optimus_ir.dialects.literals import NOT_SCALAR, LiteralError, decode_literal, decode_scalar, encode_literal
+from optimus_ir.foundation.objects import ObjectTable
 
 
 def _decode(attr, table: ObjectTable):

@@ -1,5 +1,5 @@
 """optimus_ir.analysis.live_bytes on hand-built graphs (exact byte counts),
-and the memory budget's text (`optimus_ir.cost_model.parse_memory_budget`)
+and the memory budget's text (`optimus_ir.analysis.cost_model.parse_memory_budget`)
 as the pass, the pipeline parser and `OptimizeOptions` take it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from xdsl.ir import SSAValue
 
 from optimus_ir.analysis import live_bytes, tensor_bytes
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
+from optimus_ir.analysis.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
 from optimus_ir.dialects import fx
 from optimus_ir.options import OptimizeOptions
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.pipeline import PipelineError, parse_pipeline, pipeline_text
 
 

@@ -1,6 +1,6 @@
 """Lowering forms per target (issue 23): `lower-batch{target=inductor}`
 lowers a small layer norm whose parameters are graph inputs per member and
-keeps the rest batched (`optimus_ir.cost_model.layer_norm_lowering`,
+keeps the rest batched (`optimus_ir.analysis.cost_model.layer_norm_lowering`,
 `linear_lowering`), with a remark per lowered op.
 
 The graphs are the ones Dynamo hands the torch.compile backend (parameters
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from optimus_ir.backend import optimize_dynamo_graph, pipeline_for_target
-from optimus_ir.cost_model import (
+from optimus_ir.analysis.cost_model import (
     INDUCTOR_PER_MEMBER_LAYER_NORM_MAX,
     LoweringForm,
     layer_norm_lowering,

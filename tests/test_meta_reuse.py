@@ -10,7 +10,7 @@ import torch.fx
 from torch import nn
 
 import optimus_ir
-from optimus_ir import importer
+from optimus_ir.translate import importer
 
 
 class Towers(nn.Module):

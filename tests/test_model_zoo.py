@@ -30,7 +30,7 @@ import torch
 
 from benchmark_scripts import load_benchmark
 import optimus_ir
-from optimus_ir.guards import OptimusGuardWarning
+from optimus_ir.api.guards import OptimusGuardWarning
 
 zoo = load_benchmark("zoo_models")
 

@@ -7,7 +7,7 @@ pipeline, with and without differential validation) and through
 compared with the captured graph and with eager on
 
 * the values of the outputs, bit for bit;
-* the alias structure (`optimus_ir.validation.alias_structure`): what each
+* the alias structure (`optimus_ir.pipeline.validation.alias_structure`): what each
   output is or shares memory with (an input, a parameter or buffer, an
   earlier output) and which inputs, parameters and buffers were written;
 * the values the writes left in the inputs, parameters and buffers.
@@ -39,7 +39,7 @@ from torch import nn
 
 import optimus_ir
 from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
-from optimus_ir.validation import (
+from optimus_ir.pipeline.validation import (
     IS,
     SHARES,
     TOLERANCES,
@@ -1060,9 +1060,9 @@ def test_validation_catches_a_pass_that_breaks_aliasing(mode: str, fn, message: 
 
 
 def test_validation_of_run_pipeline_checks_alias_structure() -> None:
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.parsing import parse_module
     from optimus_ir.pipeline import run_pipeline
-    from optimus_ir.validation import DifferentialValidator
+    from optimus_ir.pipeline.validation import DifferentialValidator
 
     text = """
 fx.graph @g {

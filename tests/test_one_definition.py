@@ -105,7 +105,7 @@ def test_effects_and_aliasing_agree_with_the_aten_schema(op: type) -> None:
     (`ViewLike`) exactly when the result aliases an input."""
     from xdsl.traits import Pure
 
-    from optimus_ir.traits import ViewLike
+    from optimus_ir.foundation.traits import ViewLike
 
     for spelling in facts_of(op).spellings.aten:
         schema = _aten_overload(spelling)._schema

@@ -17,8 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from optimus_ir.diagnostics import Diagnostic, Severity, SourceLocation, emit_remark, emit_warning
-from optimus_ir.parsing import parse_module
+from optimus_ir.foundation.diagnostics import Diagnostic, Severity, SourceLocation, emit_remark, emit_warning
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects.fx import CallFunctionOp
 from optimus_ir.passes import registry
 from optimus_ir.pipeline import run_pipeline

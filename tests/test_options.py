@@ -1,6 +1,6 @@
 """`OptimizeOptions`: one set of knobs for `optimize()`, the torch.compile
 backend and the Inductor hook; the environment read in one place
-(`optimus_ir.environment.environment`); pass options typed `Literal[...]`."""
+(`optimus_ir.foundation.environment.environment`); pass options typed `Literal[...]`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import optimus_ir
-from optimus_ir.diagnostics import OptimusError
+from optimus_ir.foundation.diagnostics import OptimusError
 from optimus_ir.options import (
     ENVIRONMENT_VARIABLES,
     Environment,
@@ -20,7 +20,7 @@ from optimus_ir.options import (
     environment,
     literal_option_problems,
 )
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.pipeline import PipelineError, parse_pipeline, run_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -322,18 +322,18 @@ def test_optimize_takes_strict_from_the_environment(monkeypatch: pytest.MonkeyPa
 
 
 def test_no_library_module_reads_the_environment() -> None:
-    """`optimus_ir/environment.py` is the one place that reads environment
+    """`optimus_ir/foundation/environment.py` is the one place that reads environment
     variables: every other source of the package takes its values from it."""
     pattern = re.compile(r"\bos\.environ\b|\bgetenv\b|\benviron\.get\b")
     offenders = []
     for package in ("optimus_ir", "dialects", "passes", "lowering", "tools"):
         for path in sorted((REPO / package).rglob("*.py")):
-            if path == REPO / "optimus_ir" / "environment.py":
+            if path == REPO / "optimus_ir" / "foundation" / "environment.py":
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
-    assert not offenders, "environment read outside optimus_ir/environment.py:\n" + "\n".join(offenders)
+    assert not offenders, "environment read outside optimus_ir/foundation/environment.py:\n" + "\n".join(offenders)
 
 
 # --- typed pass options --------------------------------------------------------------------

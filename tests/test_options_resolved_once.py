@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir import cost_model
-from optimus_ir.cost_model import MemoryBudget
+from optimus_ir.analysis import cost_model
+from optimus_ir.analysis.cost_model import MemoryBudget
 from optimus_ir.options import OptimizeOptions
 from optimus_ir.passes.registry import get_pass_class
 

@@ -1,4 +1,4 @@
-"""Values computed from parameters alone (`optimus_ir.param_cache`): by
+"""Values computed from parameters alone (`optimus_ir.api.param_cache`): by
 default computed on every call from the model's current tensors, so in-place
 updates, `load_state_dict`, `.data` and reassigned parameters are followed
 and gradients reach the parameters; `freeze=True` computes them once (the
@@ -18,7 +18,7 @@ from torch import nn
 
 import optimus_ir
 from optimus_ir.api import _optimize, capture
-from optimus_ir.param_cache import (
+from optimus_ir.api.param_cache import (
     FROZEN_GUARD_ATTRIBUTE,
     MODEL_ATTRIBUTE,
     FrozenValuesGuard,
@@ -274,7 +274,7 @@ def test_written_buffer_is_not_hoisted_across() -> None:
 
 class BatchNormTraining(nn.Module):
     """Training-mode batch_norm writes its running statistics (a function
-    `optimus_ir.effects` counts as pure by its name)."""
+    `optimus_ir.foundation.effects` counts as pure by its name)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE
+from optimus_ir.api.param_cache import FROZEN_GUARD_ATTRIBUTE
 
 TOWERS = 8
 FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"

@@ -17,15 +17,15 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.utils.exceptions import DiagnosticException
 
-from optimus_ir.diagnostics import (
+from optimus_ir.foundation.diagnostics import (
     OptimusError,
     VerificationError,
     collect_diagnostics,
     emit_warning,
 )
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects.fx import CallFunctionOp, GraphOp, OutputOp, PlaceholderOp, RefAttr
-from optimus_ir.effects import effect_kind
+from optimus_ir.foundation.effects import effect_kind
 from optimus_ir.passes.registry import (
     DEFAULT_PIPELINE,
     PASSES,
@@ -40,7 +40,7 @@ from optimus_ir.pipeline import (
     pipeline_text,
     run_pipeline,
 )
-from optimus_ir.rewriting import (
+from optimus_ir.foundation.rewriting import (
     GreedyRewriteDriver,
     PatternError,
     PatternPass,
@@ -48,7 +48,7 @@ from optimus_ir.rewriting import (
     RewriteLimitExceeded,
     apply_patterns,
 )
-from optimus_ir.types import tensor_type
+from optimus_ir.foundation.types import tensor_type
 
 T = tensor_type((4,), Float32Type())
 
@@ -346,7 +346,7 @@ def test_new_ops_inherit_the_location_of_the_rewritten_op():
     module = sample()
     apply_patterns(module, [Rename("torch.sigmoid", "torch.relu")])
     (relu,) = [op for op in module.walk() if isinstance(op, CallFunctionOp) and op.target.data == "torch.relu"]
-    from optimus_ir.diagnostics import location_of
+    from optimus_ir.foundation.diagnostics import location_of
 
     assert location_of(relu).line == 5
 

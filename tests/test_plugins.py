@@ -26,7 +26,7 @@ from optimus_ir.passes.registry import PassPluginError
 from optimus_ir.pipeline import parse_pipeline
 from optimus_ir.plugins import OptimusPluginWarning, load_plugins, plugin_outcomes
 from optimus_ir.tools.optimus_opt import main as optimus_opt_main
-from optimus_ir.validation import ValidationError
+from optimus_ir.pipeline.validation import ValidationError
 from plugins import user_passes
 
 REPO = Path(__file__).resolve().parent.parent

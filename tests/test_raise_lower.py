@@ -19,11 +19,11 @@ import torch.nn.functional as F
 from models import CASES, ModelCase, capture, clone_inputs
 from torch import nn
 
-from optimus_ir.context import make_context
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.context import make_context
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.lowering.lower_to_fx import LowerToFxPass
 from optimus_ir.passes.raise_fx import RaiseFxPass, annotate_modules
 

@@ -22,9 +22,9 @@ import pytest
 import torch
 from models import CASES, ModelCase, capture, clone_inputs
 
-from optimus_ir.parsing import parse_module
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import ImportedGraph, import_graph
+from optimus_ir.translate.parsing import parse_module
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import ImportedGraph, import_graph
 
 
 def assert_identical(actual: Any, expected: Any) -> None:

@@ -23,7 +23,7 @@ from torch import nn
 from optimus_ir.api import capture, optimize
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.raise_fx import annotate_modules
 from optimus_ir.pipeline import run_pipeline
 from test_raise_lower import _capture, roundtrip
@@ -122,7 +122,7 @@ def test_spellings_left_alone_stay_fx() -> None:
      (torch.float32, torch.float64), (torch.bfloat16, None)],
 )
 def test_softmax_dtype_follows_torch(dtype, op_dtype) -> None:
-    from optimus_ir.types import dtype_of, element_type_of, tensor_type
+    from optimus_ir.foundation.types import dtype_of, element_type_of, tensor_type
 
     x = torch.zeros(3, 5, dtype=dtype)
     element = None if op_dtype is None else element_type_of(op_dtype)
@@ -132,7 +132,7 @@ def test_softmax_dtype_follows_torch(dtype, op_dtype) -> None:
 
 
 def test_where_and_masked_fill_dtypes_follow_torch() -> None:
-    from optimus_ir.types import dtype_of, element_type_of, tensor_type
+    from optimus_ir.foundation.types import dtype_of, element_type_of, tensor_type
 
     def ty(t: torch.Tensor):
         return tensor_type(tuple(t.shape), element_type_of(t.dtype), "cpu")
@@ -343,7 +343,7 @@ def test_batch_pointwise_softmax_verifies_member_types() -> None:
     from xdsl.dialects.test import TestOp
     from xdsl.utils.exceptions import VerifyException
 
-    from optimus_ir.types import tensor_type
+    from optimus_ir.foundation.types import tensor_type
 
     stack = TestOp(result_types=[tensor_type((3, 4, 8), f32, "cpu")])
     op = B.PointwiseOp("torch.softmax", [stack], [True], {"dim": T.number_attr(1)})

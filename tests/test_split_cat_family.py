@@ -15,8 +15,8 @@ from torch import nn
 
 import optimus_ir
 from optimus_ir.api import count_fx_ops
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.registry import DEFAULT_PIPELINE
 from optimus_ir.pipeline import run_pipeline
 
@@ -207,7 +207,7 @@ def test_default_pipeline_never_grows_the_op_count(case) -> None:
     exported = export_graph(program)
     got = count_fx_ops(exported)
     # Ops computed from parameters alone (batch fusion's weight stacks) run
-    # once, not per call (optimus_ir.param_cache): not counted.
+    # once, not per call (optimus_ir.api.param_cache): not counted.
     assert sum(got.values()) - parameter_only_ops(exported) <= sum(want.values()), (want, got)
     # The plumbing family never grows under split/cat simplification; batch
     # fusion may add stacks (weights, computed once by the exported module,

@@ -18,8 +18,8 @@ from models import CASES, capture, clone_inputs
 from torch import nn
 
 import optimus_ir
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
 
 PLUMBING = ("torch.split", "torch.cat", "torch.stack", "torch.unbind")
@@ -570,8 +570,8 @@ def _chains():
 def test_strides_of_matches_torch(name: str) -> None:
     from optimus_ir.dialects import fx
     from optimus_ir.analysis import strides_of
-    from optimus_ir.types import tensor_type
-    from optimus_ir.types import element_type_of
+    from optimus_ir.foundation.types import tensor_type
+    from optimus_ir.foundation.types import element_type_of
 
     build, reference = next((b, r) for n, b, r in _chains() if n == name)
     ty = tensor_type((3, 2, 12), element_type_of(torch.float32), "cpu")

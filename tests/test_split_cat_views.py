@@ -18,10 +18,10 @@ from torch import nn
 
 import optimus_ir
 from optimus_ir.api import capture, count_fx_ops
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.passes.split_cat_views import VIEW_PATTERNS
-from optimus_ir.passes.view_programs import simplify
+from optimus_ir.passes.canonicalization_patterns.view_programs import simplify
 from optimus_ir.pipeline import run_pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

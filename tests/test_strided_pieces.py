@@ -9,7 +9,7 @@ import torch.fx
 from optimus_ir.analysis import strided_pieces
 from optimus_ir.analysis.strided_pieces import piece_of, regular_pieces, section_starts
 from optimus_ir.dialects import torch as T
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
 
 

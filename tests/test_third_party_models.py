@@ -18,7 +18,7 @@ from benchmark_scripts import load_benchmark  # noqa: E402
 import optimus_ir  # noqa: E402
 from optimus_ir import optimize  # noqa: E402
 from optimus_ir.api import AttributeAssignmentError, capture, count_fx_ops  # noqa: E402
-from optimus_ir.diagnostics import OptimusFallbackWarning  # noqa: E402
+from optimus_ir.foundation.diagnostics import OptimusFallbackWarning  # noqa: E402
 
 bench = load_benchmark("bench_third_party")
 

@@ -35,10 +35,10 @@ from xdsl.ir import Attribute, Block, Region
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.fx import GraphOp, OutputOp, PlaceholderOp, RefAttr, float_literal
-from optimus_ir.types import DYNAMIC, element_type_of, tensor_type
+from optimus_ir.foundation.types import DYNAMIC, element_type_of, tensor_type
 
 F32, F16, BF16, F64 = Float32Type(), Float16Type(), BFloat16Type(), Float64Type()
 I64, I32, I1 = IntegerType(64), IntegerType(32), IntegerType(1)

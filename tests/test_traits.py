@@ -1,4 +1,4 @@
-"""Op traits (optimus_ir/traits.py): the trait sets, and the facts they claim.
+"""Op traits (optimus_ir/foundation/traits.py): the trait sets, and the facts they claim.
 
 * op class by op class, the trait sets equal the tuples the passes use today
   (`TORCH_VIEW_OPS`, `_CONTIGUOUS_RESULT_OPS`, the pointwise bases, the
@@ -9,7 +9,7 @@
   tensor for strided operands, an op marked layout-exact gives bit-identical
   values on strided and contiguous operands (and the ops marked inexact do
   differ, where the CPU kernels are vectorized);
-* memory effects: fx calls expose `optimus_ir.effects` through the
+* memory effects: fx calls expose `optimus_ir.foundation.effects` through the
   memory-effect trait; `is_removable` / `is_mergeable` answer from it.
 """
 
@@ -23,12 +23,12 @@ from xdsl.dialects.builtin import Float32Type, IntegerType
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
 
-from optimus_ir import traits as tr
+from optimus_ir.foundation import traits as tr
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir import analysis as common
-from optimus_ir.passes import view_programs as views
-from optimus_ir.types import tensor_type
+from optimus_ir.passes.canonicalization_patterns import view_programs as views
+from optimus_ir.foundation.types import tensor_type
 
 F32 = Float32Type()
 TORCH_OPS: list[type[Operation]] = list(T.TORCH.operations)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.tools.optimus_translate import main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,14 +22,14 @@ from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir import optimize
-from optimus_ir.context import make_context
+from optimus_ir.translate.context import make_context
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import INPLACE, facts_of, resolve_target
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.lowering.lower_to_fx import LowerToFxPass
-from optimus_ir.parsing import parse_module
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.passes.raise_fx import RaiseFxPass
 
 EXACT = dict(rtol=0.0, atol=0.0, equal_nan=True)

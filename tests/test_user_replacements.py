@@ -18,9 +18,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import optimus_ir
-from optimus_ir.diagnostics import collect_diagnostics
-from optimus_ir.importer import import_graph
-from optimus_ir.parsing import parse_module
+from optimus_ir.foundation.diagnostics import collect_diagnostics
+from optimus_ir.translate.importer import import_graph
+from optimus_ir.translate.parsing import parse_module
 from optimus_ir.passes.registry import DEFAULT_PIPELINE, DEFAULT_PIPELINE_STAGES, PASSES, get_pass_class
 from optimus_ir.passes.user_replacements import ANY_LAYOUT, CONTIGUOUS, REPLACEMENTS, ReplacementMatch
 from optimus_ir.pipeline import PipelineError, run_pipeline

@@ -7,11 +7,11 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.parsing import parse_module
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.parsing import parse_module
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
 from plugins import miscompile_passes  # noqa: F401 - registers the test-only passes (test-miscompile, test-fail, ...)
-from optimus_ir.validation import (
+from optimus_ir.pipeline.validation import (
     DifferentialValidator,
     ValidationError,
     bisect_rewrites,

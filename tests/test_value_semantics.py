@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.diagnostics import OptimusFallbackWarning
+from optimus_ir.foundation.diagnostics import OptimusFallbackWarning
 
 
 class InPlaceTowers(nn.Module):

@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent(
         result = optimus_ir.optimize(model, [batch], freeze=freeze)
         for task, value in expected.items():
             torch.testing.assert_close(result(batch)[task], value)
-    from optimus_ir.exporter import copy_graph
+    from optimus_ir.translate.exporter import copy_graph
     copied = copy_graph(result.graph)  # shares the specs, copies the nodes
     assert copied._codegen.pytree_info.in_spec is result.graph._codegen.pytree_info.in_spec
     assert len(copied.nodes) == len(result.graph.nodes)

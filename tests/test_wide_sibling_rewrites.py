@@ -18,8 +18,8 @@ from torch import nn
 from xdsl.ir.core import OpOperands
 
 from optimus_ir.analysis import aliasing, forwarding
-from optimus_ir.exporter import export_graph
-from optimus_ir.importer import import_graph
+from optimus_ir.translate.exporter import export_graph
+from optimus_ir.translate.importer import import_graph
 from optimus_ir.pipeline import run_pipeline
 
 K = 48

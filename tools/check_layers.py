@@ -1,39 +1,39 @@
 """The layer contract of optimus-ir, checked: `python -m optimus_ir.tools.check_layers`.
 
-Layers import downward only (docs/architecture.md, "Layers"), lowest first:
+Layers import downward only (docs/architecture.md, "Layers"), lowest first,
+and each layer is a folder (`Layer.folders`, relative to the repository
+root): a module's file lies in a folder of its own layer, so the tree shows
+where a change belongs.
 
-=====  ==========  ======================================================
-rank   layer       modules
-=====  ==========  ======================================================
-0      foundation  optimus_ir.{types, diagnostics, statistics, rewriting,
-                   effects, traits, objects}: facts and machinery every
-                   layer shares; they name no dialect
-1      dialects    optimus_ir.dialects.*, optimus_ir.literals (the fx
-                   dialect's literal encoding of Python values)
-2      runtime     optimus_ir.kernels.*: what an exported graph calls at
-                   run time
-3      analysis    optimus_ir.analysis.*, optimus_ir.{cost_model,
-                   fusion_pricing}
-3.5    patterns    optimus_ir.passes.canonicalization_patterns.*, and the
-                   pattern helpers passes share: passes.split_cat_common,
-                   passes.view_programs
-4      passes      optimus_ir.passes.* (but the registry)
-4      lowering    optimus_ir.lowering.* (a sibling of `passes`: neither
-                   imports the other; what both need is in a lower layer)
-5      translate   optimus_ir.{importer, exporter, context, parsing,
-                   model_state}: FX <-> IR, the dialect context, textual
-                   IR, capture state (no pass depends on them)
-6      pipeline    optimus_ir.{pipeline, validation}
-7      api         optimus_ir (the package), optimus_ir.{api, api.*, backend,
-                   guards, inductor_hook, inductor_handoff, memory,
-                   model_names, param_cache, plugins, replacements}
-8      tools       optimus_ir.tools.*
-9      examples    optimus_ir.examples.*: the example models and the
-                   demo (users of the API; nothing imports them)
--      registry    optimus_ir.passes.registry: the one place that names
-                   passes and pattern modules by string; any layer may
-                   import it, it imports only the foundation
-=====  ==========  ======================================================
+=====  ==========  ===============================  ========================
+rank   layer       folder                           what
+=====  ==========  ===============================  ========================
+0      foundation  optimus_ir/foundation            facts and machinery
+                                                    every layer shares; no
+                                                    dialect named
+1      dialects    dialects                         the IR's dialects and
+                                                    the literal encoding
+2      kernels     optimus_ir/kernels               the runtime: what an
+                                                    exported graph calls
+3      analysis    optimus_ir/analysis              analyses, cost model,
+                                                    fusion pricing
+3.5    patterns    passes/canonicalization_patterns rewrite patterns and
+                                                    the helpers passes share
+4      passes      passes                           one module per pass
+4      lowering    lowering                         the batch dialect to
+                                                    torch and Triton (a
+                                                    sibling of passes)
+5      translate   optimus_ir/translate             FX <-> IR, the context,
+                                                    textual IR
+6      pipeline    optimus_ir/pipeline              pipelines, validation
+7      api         optimus_ir (root), optimus_ir/api  the entry points
+8      tools       tools                            optimus-opt, the checks
+9      examples    optimus_ir/examples              example models, demo
+-      registry    passes/registry.py               names passes by string;
+                                                    any layer may import
+                                                    it, it imports only the
+                                                    foundation
+=====  ==========  ===============================  ========================
 
 A module may import its own layer, any layer of a lower rank, and the
 registry. Every import counts: module-level, inside functions, under
@@ -78,70 +78,63 @@ DEFAULT_PACKAGE_DIRS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Layer:
-    """A layer: its name, its rank (imports go to lower ranks) and the
-    module-name patterns (fnmatch) of its modules."""
+    """A layer: its name, its rank (imports go to lower ranks), the
+    module-name patterns (fnmatch) of its modules and the folders (relative
+    to the repository root) its modules' files lie in."""
 
     name: str
     rank: float
     modules: tuple[str, ...]
+    folders: tuple[str, ...] = ()
 
 
 REGISTRY = "registry"
 CHECKER = "optimus_ir.tools.check_layers"
 
+
+ROOT_MODULES = ("backend", "options", "inductor_hook", "inductor_handoff", "memory", "plugins", "replacements")
+"""The modules directly in `optimus_ir/`: the entry points users import by
+module (`optimus_ir.backend(...)`, `optimus_ir.options.OptimizeOptions`) and
+what importing the package must register (`inductor_handoff`)."""
+
+
+def _package(dotted: str) -> tuple[str, str]:
+    """The patterns of a package and everything in it."""
+    return (dotted, f"{dotted}.*")
+
+
 LAYERS: tuple[Layer, ...] = (
     # The first layer with a matching pattern wins: most specific first.
-    Layer(REGISTRY, 0.5, ("optimus_ir.passes.registry",)),
-    Layer(
-        "foundation",
-        0,
-        tuple(
-            f"optimus_ir.{name}"
-            for name in (
-                "environment", "types", "diagnostics", "statistics", "rewriting", "effects", "traits",
-                "objects",
-            )
-        ),
-    ),
-    Layer("dialects", 1, ("optimus_ir.dialects", "optimus_ir.dialects.*", "optimus_ir.literals")),
-    Layer("runtime", 2, ("optimus_ir.kernels", "optimus_ir.kernels.*")),
-    Layer(
-        "analysis", 3, ("optimus_ir.analysis", "optimus_ir.analysis.*", "optimus_ir.cost_model", "optimus_ir.fusion_pricing")
-    ),
+    Layer(REGISTRY, 0.5, ("optimus_ir.passes.registry",), ("passes",)),
+    Layer("foundation", 0, _package("optimus_ir.foundation"), ("optimus_ir/foundation",)),
+    Layer("dialects", 1, _package("optimus_ir.dialects"), ("dialects",)),
+    Layer("kernels", 2, _package("optimus_ir.kernels"), ("optimus_ir/kernels",)),
+    Layer("analysis", 3, _package("optimus_ir.analysis"), ("optimus_ir/analysis",)),
     Layer(
         "patterns",
         3.5,
-        (
-            "optimus_ir.passes.canonicalization_patterns",
-            "optimus_ir.passes.canonicalization_patterns.*",
-            "optimus_ir.passes.split_cat_common",
-            "optimus_ir.passes.view_programs",
-        ),
+        _package("optimus_ir.passes.canonicalization_patterns"),
+        ("passes/canonicalization_patterns",),
     ),
-    Layer("passes", 4, ("optimus_ir.passes", "optimus_ir.passes.*")),
-    Layer("lowering", 4, ("optimus_ir.lowering", "optimus_ir.lowering.*")),
-    Layer(
-        "translate",
-        5,
-        tuple(
-            f"optimus_ir.{name}" for name in ("importer", "exporter", "calling", "context", "parsing", "model_state")
-        ),
-    ),
-    Layer("pipeline", 6, ("optimus_ir.pipeline", "optimus_ir.validation")),
+    Layer("passes", 4, _package("optimus_ir.passes"), ("passes",)),
+    Layer("lowering", 4, _package("optimus_ir.lowering"), ("lowering",)),
+    Layer("translate", 5, _package("optimus_ir.translate"), ("optimus_ir/translate",)),
+    Layer("pipeline", 6, _package("optimus_ir.pipeline"), ("optimus_ir/pipeline",)),
+    # The package root holds the entry-point modules users import by name;
+    # `api/` the rest. Named one by one: a new module at the root is a
+    # decision (at most ten live there), not an accident.
     Layer(
         "api",
         7,
-        ("optimus_ir", "optimus_ir.api.*")
-        + tuple(
-            f"optimus_ir.{name}"
-            for name in (
-                "api", "options", "backend", "guards", "inductor_hook", "inductor_handoff", "memory", "model_names",
-                "param_cache", "plugins", "replacements", "dynamo_capture",
-            )
+        (
+            "optimus_ir",
+            *(f"optimus_ir.{name}" for name in ROOT_MODULES),
+            *_package("optimus_ir.api"),
         ),
+        ("optimus_ir", "optimus_ir/api"),
     ),
-    Layer("tools", 8, ("optimus_ir.tools", "optimus_ir.tools.*")),
-    Layer("examples", 9, ("optimus_ir.examples", "optimus_ir.examples.*")),
+    Layer("tools", 8, _package("optimus_ir.tools"), ("tools",)),
+    Layer("examples", 9, _package("optimus_ir.examples"), ("optimus_ir/examples",)),
 )
 
 
@@ -392,6 +385,25 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
+def _misplaced(module: str, path: Path, root: Path) -> str | None:
+    """Why `module`'s file is not in a folder of its layer (None when it is).
+
+    The folder a file is in is the deepest layer folder holding it
+    (`passes/canonicalization_patterns` before `passes`)."""
+    layer = layer_of(module)
+    if layer is None or not layer.folders:
+        return None
+    try:
+        folder = path.resolve().parent.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+    holders = [f for other in LAYERS for f in other.folders if folder == f or folder.startswith(f + "/")]
+    deepest = max(holders, key=len, default=None)
+    if deepest in layer.folders:
+        return None
+    return f"{module} is in the {layer.name} layer but its file is in {folder}/ (the {layer.name} layer lives in {', '.join(layer.folders)})"
+
+
 def check(root: Path) -> list[str]:
     """Every violation of the layer contract under `root`, as
     `file:line: <module> imports <module> (<why>)` lines, in file order."""
@@ -406,6 +418,12 @@ def check(root: Path) -> list[str]:
         if layer_of(module) is None:
             where = _display(path, root)
             violations.append((where, 1, f"{where}:1: {module} is in no layer (give it one in {__name__}.LAYERS)"))
+
+    for module, path in graph.files.items():
+        misplaced = _misplaced(module, path, root)
+        if misplaced:
+            where = _display(path, root)
+            violations.append((where, 1, f"{where}:1: {misplaced}"))
 
     edges: dict[str, set[str]] = {}
     for found in graph.imports:

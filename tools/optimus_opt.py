@@ -51,14 +51,14 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimus_ir.validation import DifferentialValidator, bisect_rewrites
+from optimus_ir.pipeline.validation import DifferentialValidator, bisect_rewrites
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from optimus_ir.diagnostics import (
+from optimus_ir.foundation.diagnostics import (
     Diagnostic,
     OptimusError,
     Severity,
@@ -67,10 +67,10 @@ from optimus_ir.diagnostics import (
     diagnostic_handler,
     verify_module,
 )
-from optimus_ir.environment import environment
-from optimus_ir.parsing import LocatingParser, parse_error_diagnostic, read_source
+from optimus_ir.foundation.environment import environment
+from optimus_ir.translate.parsing import LocatingParser, parse_error_diagnostic, read_source
 from optimus_ir.pipeline import PassManager, PipelineError, parse_pipeline
-from optimus_ir.statistics import PassStatistics
+from optimus_ir.foundation.statistics import PassStatistics
 
 PROG = "optimus-opt"
 
@@ -125,7 +125,7 @@ class OptimusOptMain(xDSLOptMain):
     # -- registration -------------------------------------------------------
 
     def register_all_dialects(self) -> None:
-        from optimus_ir.context import project_dialects
+        from optimus_ir.translate.context import project_dialects
 
         for name, factory in project_dialects().items():
             self.ctx.register_dialect(name, factory)  # type: ignore[arg-type]

@@ -52,7 +52,7 @@ def _load_factory(spec: str) -> Any:
 def import_program(source: str):
     """An ImportedGraph from a .pt2 file or a `file.py:factory` spec."""
     from optimus_ir.api import capture
-    from optimus_ir.importer import import_graph
+    from optimus_ir.translate.importer import import_graph
 
     if source.endswith(".pt2") and ":" not in source:
         import torch
@@ -75,10 +75,10 @@ def export_python(text: str, name: str) -> str:
     """The FX Python source of the GraphModule that IR text exports to.
     Bad text raises `ParseError`, IR that does not verify
     `VerificationError` (located, like optimus-opt's)."""
-    from optimus_ir.diagnostics import verify_module
-    from optimus_ir.parsing import parse_module
-    from optimus_ir.exporter import export_graph
-    from optimus_ir.importer import graph_of
+    from optimus_ir.foundation.diagnostics import verify_module
+    from optimus_ir.translate.parsing import parse_module
+    from optimus_ir.translate.exporter import export_graph
+    from optimus_ir.translate.importer import graph_of
     from optimus_ir.passes.raise_fx import verify_declared_types
     from optimus_ir.pipeline import run_pipeline
 
@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-    from optimus_ir.diagnostics import OptimusError, VerificationError
-    from optimus_ir.parsing import parse_error_diagnostic, read_source
+    from optimus_ir.foundation.diagnostics import OptimusError, VerificationError
+    from optimus_ir.translate.parsing import parse_error_diagnostic, read_source
 
     try:
         if args.import_source is not None:

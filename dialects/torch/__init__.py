@@ -6,7 +6,7 @@ them, and `lower-to-fx` turns them back into `fx.call_function` ops.
 
 Types
     Operands and results are builtin `tensor<...>` types whose encoding is the
-    device (see `optimus_ir.types`). Scalars are properties: `IntAttr`,
+    device (see `optimus_ir.foundation.types`). Scalars are properties: `IntAttr`,
     `FloatAttr(f64)` or a `BoolAttr` (`i1`). Lists of ints are
     `ArrayAttr[IntAttr]`, dims are `IntAttr` and are canonical (non-negative).
 
@@ -59,7 +59,7 @@ Effects
     Every op is `Pure` except `torch.dropout`, whose effects depend on `train`
     (see `is_pure`).
 
-Traits (`optimus_ir.traits`)
+Traits (`optimus_ir.foundation.traits`)
     The plumbing ops are `ViewLike` (with how the result relates to the
     input), the pointwise ops `Elementwise` (with whether their values are
     exact under a layout change), the linear-algebra, layer_norm and

@@ -27,7 +27,7 @@ from optimus_ir.dialects.fx import (
     int_literal,
     is_bool_literal,
 )
-from optimus_ir.types import (
+from optimus_ir.foundation.types import (
     DYNAMIC,
     device_of,
     dims_compatible,

@@ -62,7 +62,7 @@ CostClass = Literal[
     "softmax",         # a row-wise softmax kernel
     "copy",            # a kernel that copies (cat, stack, a copying reshape)
 ]
-"""The kernel a cost model measures for an op (see `optimus_ir.cost_model`)."""
+"""The kernel a cost model measures for an op (see `optimus_ir.analysis.cost_model`)."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from optimus_ir.types import (
+from optimus_ir.foundation.types import (
     DYNAMIC,
     UnsupportedDTypeError,
     device_of,

@@ -23,7 +23,7 @@ from xdsl.traits import (
     Pure,
 )
 
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     ContiguousResult,
 )
 from optimus_ir.dialects.torch.facts import OpFacts

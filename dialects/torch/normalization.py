@@ -29,7 +29,7 @@ from xdsl.traits import (
 from optimus_ir.dialects.fx import (
     float_literal,
 )
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     ContiguousResult,
 )
 from optimus_ir.dialects.torch.facts import OpFacts, Spellings

@@ -37,7 +37,7 @@ from optimus_ir.dialects.fx import (
     bool_literal,
     float_literal,
 )
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     Elementwise,
     LazyCanonicalizationPatterns,
     ReturnsInput,

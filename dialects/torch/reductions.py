@@ -28,7 +28,7 @@ from optimus_ir.dialects.fx import (
     FALSE,
     bool_literal,
 )
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     ContiguousResult,
 )
 from optimus_ir.dialects.torch.facts import OpFacts

@@ -1,5 +1,5 @@
 """The view relations and canonicalization hooks the plumbing ops carry
-(see `optimus_ir.traits`)."""
+(see `optimus_ir.foundation.traits`)."""
 
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     Identity,
     LazyCanonicalizationPatterns,
     Permutation,
@@ -27,7 +27,7 @@ from optimus_ir.dialects.torch.inference import (
 
 
 # ---------------------------------------------------------------------------
-# Op traits (see optimus_ir.traits): view relations, elementwise exactness,
+# Op traits (see optimus_ir.foundation.traits): view relations, elementwise exactness,
 # canonicalization patterns
 # ---------------------------------------------------------------------------
 

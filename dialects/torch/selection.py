@@ -32,7 +32,7 @@ from optimus_ir.dialects.torch.base import (
 )
 from optimus_ir.dialects.torch.facts import OpFacts, Spellings
 from optimus_ir.dialects.torch.inference import infer_masked_fill_type, infer_where_type
-from optimus_ir.traits import ContiguousResult, Elementwise
+from optimus_ir.foundation.traits import ContiguousResult, Elementwise
 
 _SELECTION_ELEMENTWISE = Elementwise(layout_exact=True)
 """A choice between values computes nothing: exact under any layout."""

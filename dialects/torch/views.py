@@ -25,7 +25,7 @@ from xdsl.traits import (
     Pure,
 )
 
-from optimus_ir.traits import (
+from optimus_ir.foundation.traits import (
     ContiguousResult,
     ReturnsInput,
     ViewLike,

@@ -1,4 +1,4 @@
-"""Analyses shared by the passes: aliasing and mutation, memory layout.
+"""The analysis layer (rank 3; the cost model and fusion pricing too). Analyses shared by the passes: aliasing and mutation, memory layout.
 
 * `alias_facts` -- what torch says an fx call does to storage: run on
   fake tensors (cached per target, literals and operand types) and the

@@ -56,10 +56,10 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType, TupleType, 
 from xdsl.ir import Attribute, Operation
 
 from optimus_ir.dialects import fx
-from optimus_ir.effects import has_global_effects, set_effect_probe
-from optimus_ir.literals import LiteralError, decode_literal
-from optimus_ir.objects import UnresolvedNameError, resolve_qualified_name
-from optimus_ir.types import DYNAMIC, UnsupportedDTypeError, device_of, dtype_of
+from optimus_ir.foundation.effects import has_global_effects, set_effect_probe
+from optimus_ir.dialects.literals import LiteralError, decode_literal
+from optimus_ir.foundation.objects import UnresolvedNameError, resolve_qualified_name
+from optimus_ir.foundation.types import DYNAMIC, UnsupportedDTypeError, device_of, dtype_of
 
 _INPLACE_VIEW = getattr(torch.Tag, "inplace_view", None)
 _RANDOM = getattr(torch.Tag, "nondeterministic_seeded", None)

@@ -28,8 +28,8 @@ from optimus_ir.analysis.op_classes import (
 )
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
-from optimus_ir.traits import returns_input
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.traits import returns_input
+from optimus_ir.foundation.types import DYNAMIC
 
 
 def shape(value: SSAValue) -> tuple[int, ...] | None:

@@ -41,7 +41,7 @@ from optimus_ir.analysis.aliasing import AliasAnalysis
 from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
 from optimus_ir.dialects import fx
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.types import DYNAMIC
 
 DEFAULT_SYMBOLIC_SIZE = 64
 """The size assumed for a symbolic dim without an example size (hand-written

@@ -3,10 +3,10 @@
 Each question an analysis asks about an op ("may its result be a view of an
 operand?", "is its result always contiguous?", "is it elementwise, and exact
 under a layout change?") is one small function here. Operator-dialect ops
-answer through their traits (`optimus_ir.traits`: `ViewLike`,
+answer through their traits (`optimus_ir.foundation.traits`: `ViewLike`,
 `ReturnsInput`, `ContiguousResult`, `Elementwise`); fx calls through
 `alias_facts` (what torch does when the call runs on fake tensors, and the
-aten schemas) and `optimus_ir.effects`. The analyses and the passes call these functions and
+aten schemas) and `optimus_ir.foundation.effects`. The analyses and the passes call these functions and
 never test op classes themselves.
 
 `TORCH_VIEW_OPS` and `CONTIGUOUS_RESULT_OPS` remain as the op classes that
@@ -21,8 +21,8 @@ from xdsl.ir import Operation, SSAValue
 from optimus_ir.analysis import alias_facts
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
-from optimus_ir import traits
-from optimus_ir.effects import effect_kind
+from optimus_ir.foundation import traits
+from optimus_ir.foundation.effects import effect_kind
 
 TORCH_VIEW_OPS: tuple[type[Operation], ...] = tuple(
     op for op in t.TORCH.operations if op.has_trait(traits.ViewLike)
@@ -105,7 +105,7 @@ def is_elementwise_op(op: Operation) -> bool:
 def is_layout_exact_elementwise(op: Operation) -> bool:
     """An elementwise op whose values do not depend on the operand strides
     (`Elementwise(layout_exact=True)`: measured per op and declared on its
-    class, see `optimus_ir.traits`)."""
+    class, see `optimus_ir.foundation.traits`)."""
     return traits.is_layout_exact(op)
 
 

@@ -38,7 +38,7 @@ from xdsl.ir import Block, Operation, OpResult, SSAValue
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.types import DYNAMIC
 
 
 @dataclass(frozen=True)

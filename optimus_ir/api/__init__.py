@@ -1,4 +1,6 @@
-"""The library API (the `api` layer): capture, import, optimize, export.
+"""The api layer (rank 7, with the entry-point modules at
+the package root): capture, import, optimize, export, the guards, the
+model's names, parameter freshness.
 
 `optimize(model, example_inputs)` is the whole compiler stage in one call:
 
@@ -13,7 +15,7 @@
    keyword inputs) and references the model's own parameters.
 
 `optimize` never changes the model it was given. The returned module is
-specialized for the example inputs and guarded (`optimus_ir.guards`): on
+specialized for the example inputs and guarded (`optimus_ir.api.guards`): on
 every call it checks the shapes, dtypes, devices and types of the tensor
 arguments and the values and types of the others, and for other inputs runs
 a version optimized for them (a bounded cache; a batch-generic graph runs
@@ -50,7 +52,7 @@ What the module `optimize` returns guarantees:
 The model is never changed; the result keeps it by reference. Its state
 is the model's, under the model's names: `state_dict()`,
 `load_state_dict()`, `named_parameters()`, `named_buffers()` and
-`parameters()` hold the model's very tensors (`optimus_ir.model_names`),
+`parameters()` hold the model's very tensors (`optimus_ir.api.model_names`),
 so checkpoints move freely between the two. A wrapper (DDP,
 DataParallel, FSDP, a `torch.compile`d module) is a `CaptureError`
 saying what to do instead (optimize the wrapped module, or use
@@ -63,10 +65,10 @@ every tensor argument and the value *and Python type* of every other
 argument (`2`, `2.0` and `True` differ). Called with other inputs, it
 runs a version optimized for them (optimized again with the same
 options, and kept, for up to `guards.MAX_SPECIALIZATIONS` input
-signatures: logged at INFO on `optimus_ir.guards`), and beyond that the
+signatures: logged at INFO on `optimus_ir.api.guards`), and beyond that the
 original model, with one `OptimusGuardWarning`. A graph that does not
 depend on the batch size (proved once, at the first call with another
-one: see `optimus_ir.guards`) runs at any batch size >= 2 without being
+one: see `optimus_ir.api.guards`) runs at any batch size >= 2 without being
 optimized again. `result.optimus_guard` (`guards.InputGuard`) counts the
 re-optimizations. It is also specialized for the strides of the example
 inputs where its rewrites relied on them, and runs the captured graph
@@ -99,7 +101,7 @@ those values and keeps no second copy of the weights in them: it reads
 views of them instead, through a stand-in of `model` (which is not
 changed), so once the caller drops `model` each stacked weight is held
 once (`report.frozen_bytes`, `report.parameter_copy_bytes`). See
-`optimus_ir.param_cache`.
+`optimus_ir.api.param_cache`.
 
 The result is never slower than the captured graph it started from by
 a clear margin: with `check_speed` (default: on; `check_speed=False` or
@@ -147,11 +149,11 @@ from optimus_ir.api.op_counts import (
 from optimus_ir.api.optimizing import FAILED_PHASE_ATTRIBUTE, _optimize, _run_passes, failed_phase
 from optimus_ir.api.report import MEMORY_METHOD, SPEED_MARGIN, MemoryCheck, OptimizeReport, SpeedCheck, memory_check
 from optimus_ir.api.speed_check import SPEED_CHECK_FALLBACK, SPEED_ROUNDS, _per_call_rounds, speed_veto
-from optimus_ir.diagnostics import OptimusFallbackWarning
+from optimus_ir.foundation.diagnostics import OptimusFallbackWarning
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import FALLBACK_ATTRIBUTE, export_graph, finish_code
-from optimus_ir.importer import ImportedGraph, import_graph
-from optimus_ir.model_state import AttributeAssignmentError, CaptureError
+from optimus_ir.translate.exporter import FALLBACK_ATTRIBUTE, export_graph, finish_code
+from optimus_ir.translate.importer import ImportedGraph, import_graph
+from optimus_ir.translate.model_state import AttributeAssignmentError, CaptureError
 from optimus_ir.options import (
     CHECK_SPEED_ENV,
     CostModelChoice,

@@ -13,7 +13,7 @@ import torch
 import torch.fx
 from torch.fx.graph import _PyTreeCodeGen
 
-from optimus_ir.model_state import AttributeAssignmentError, CaptureError
+from optimus_ir.translate.model_state import AttributeAssignmentError, CaptureError
 
 def capture(
     model: Callable[..., Any],
@@ -48,7 +48,7 @@ def capture(
         ) from None
     except ValueError:  # no signature (a builtin): Dynamo will say
         pass
-    from optimus_ir.dynamo_capture import capture_graph
+    from optimus_ir.api.dynamo_capture import capture_graph
 
     try:
         captured = capture_graph(model, example_inputs, kwargs)
@@ -68,7 +68,7 @@ def _check_assignments(model: torch.nn.Module, captured: Any) -> None:
     not perform. `self.buf += 1` on a tensor is fine: it writes the buffer in
     place (an op of the graph) and assigns the very same tensor back, which
     Dynamo replays with the graph's output for it (`Captured.output_markers`)."""
-    from optimus_ir.dynamo_capture import written_attribute
+    from optimus_ir.api.dynamo_capture import written_attribute
 
     assigned: list[str] = []
     for name, old, new in captured.changes:
@@ -100,7 +100,7 @@ def _flat_inputs(
     gm: torch.fx.GraphModule, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> list[Any]:
     """The values of `gm`'s placeholders, in order, for a call `gm(*args, **kwargs)`."""
-    from optimus_ir.calling import MODEL_ATTRIBUTE, ModelCallCodeGen
+    from optimus_ir.translate.calling import MODEL_ATTRIBUTE, ModelCallCodeGen
 
     codegen = gm.graph._codegen  # noqa: SLF001
     if isinstance(codegen, ModelCallCodeGen):
@@ -121,15 +121,15 @@ def _flat_inputs(
 
 def _dynamo_guarded(gm: torch.fx.GraphModule) -> bool:
     """Whether `gm` was captured by `dynamo_capture` (and has Dynamo's guard)."""
-    from optimus_ir.dynamo_capture import CAPTURE_GUARD_META
+    from optimus_ir.api.dynamo_capture import CAPTURE_GUARD_META
 
     return gm.meta.get(CAPTURE_GUARD_META) is not None
 
 def _keep_capture_guard(captured: torch.fx.GraphModule, result: torch.fx.GraphModule) -> None:
     """Hand Dynamo's guard of the capture (`dynamo_capture`) on to the module
     made from it, where `install_guard` (or a re-optimizing guard) takes it."""
-    from optimus_ir.dynamo_capture import CAPTURE_GUARD_META
-    from optimus_ir.guards import CAPTURE_GUARD_ATTRIBUTE
+    from optimus_ir.api.dynamo_capture import CAPTURE_GUARD_META
+    from optimus_ir.api.guards import CAPTURE_GUARD_ATTRIBUTE
 
     guard = captured.meta.get(CAPTURE_GUARD_META)
     if guard is not None:

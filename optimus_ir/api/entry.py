@@ -15,7 +15,7 @@ import torch
 import torch.fx
 
 from optimus_ir.api.module import _OptimizeFor, install_guarded
-from optimus_ir.cost_model import DEFAULT_MEMORY_BUDGET
+from optimus_ir.analysis.cost_model import DEFAULT_MEMORY_BUDGET
 from optimus_ir.options import CostModelChoice, InnerCompiler, KernelChoice, OptimizeOptions
 from optimus_ir.plugins import load_plugins
 
@@ -65,7 +65,7 @@ def optimize(
     the captured graph, never more ops) is in the package's docs,
     `optimus_ir.api`.
     """
-    from optimus_ir.model_names import refuse_wrapped_model
+    from optimus_ir.api.model_names import refuse_wrapped_model
 
     refuse_wrapped_model(model)  # DDP, FSDP, torch.compile: what to do instead
     keywords = dict(

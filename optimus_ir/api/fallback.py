@@ -70,7 +70,7 @@ def _running_the_model(
         else:
             args.append(node)
     graph.output(graph.call_module("model", tuple(args), kwargs))
-    from optimus_ir.model_names import share_model_state
+    from optimus_ir.api.model_names import share_model_state
 
     root = torch.nn.Module()
     root.model = model  # by reference: the writes go to the caller's model
@@ -90,7 +90,7 @@ def _unoptimized(
     the parameters and buffers of `model` (when a module) on every call;
     its code pending (`exporter.finish_code`: whoever returns it generates
     it once)."""
-    from optimus_ir.exporter import fast_codegen, graph_module, mode_guard
+    from optimus_ir.translate.exporter import fast_codegen, graph_module, mode_guard
 
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
@@ -99,8 +99,8 @@ def _unoptimized(
     if training is not None:
         result.training = training  # this module only: its submodules are the model's
     if isinstance(model, torch.nn.Module) and model is not gm:
-        from optimus_ir.model_names import adopt_model_names
-        from optimus_ir.param_cache import read_tensors_from_model
+        from optimus_ir.api.model_names import adopt_model_names
+        from optimus_ir.api.param_cache import read_tensors_from_model
 
         read_tensors_from_model(result, model)
         adopt_model_names(result, model)

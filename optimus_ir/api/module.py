@@ -23,10 +23,10 @@ from optimus_ir.api.fallback import _running_the_model, _unoptimized, describe_f
 from optimus_ir.api.optimizing import _optimize
 from optimus_ir.api.report import OptimizeReport
 from optimus_ir.api.speed_check import _guard_op_count, check_speed_of, measure_memory_with_speed
-from optimus_ir.diagnostics import OptimusFallbackWarning
-from optimus_ir.exporter import CODE_PENDING_ATTRIBUTE, finish_code
-from optimus_ir.guards import UNCACHED_GRAPH_ATTRIBUTE
-from optimus_ir.model_state import AttributeAssignmentError
+from optimus_ir.foundation.diagnostics import OptimusFallbackWarning
+from optimus_ir.translate.exporter import CODE_PENDING_ATTRIBUTE, finish_code
+from optimus_ir.api.guards import UNCACHED_GRAPH_ATTRIBUTE
+from optimus_ir.translate.model_state import AttributeAssignmentError
 from optimus_ir.options import ResolvedOptions, ResolvedPipeline
 
 
@@ -59,11 +59,11 @@ class _OptimizeFor:
         options = self.options
         result = _optimize_or_fall_back(self.model, inputs, kwargs, options, self.statistics, defer_code=defer_code)
         if self.frozen_originals:
-            from optimus_ir.param_cache import inherit_frozen_originals
+            from optimus_ir.api.param_cache import inherit_frozen_originals
 
             inherit_frozen_originals(result, self.frozen_originals)
         if not defer_code:
-            from optimus_ir.model_names import watch_own_state
+            from optimus_ir.api.model_names import watch_own_state
 
             finish_code(result)
             watch_own_state(result)  # a specialization of the guard is complete here
@@ -114,7 +114,7 @@ def _optimize_or_fall_back(
             gm, model, example_inputs, example_kwargs, options, training, statistics, defer_code=defer_code
         )
     except Exception as error:
-        from optimus_ir.validation import ValidationError
+        from optimus_ir.pipeline.validation import ValidationError
 
         if options.strict or (options.validate and isinstance(error, ValidationError)):
             raise
@@ -182,8 +182,8 @@ def install_guarded(
     With `freeze`, the stacks become the only copy of the weights they
     hold: the module (and its guard, which re-optimizes and falls back)
     reads a stand-in of the model whose stacked weights are views of them."""
-    from optimus_ir.guards import install_guard
-    from optimus_ir.model_names import watch_own_state
+    from optimus_ir.api.guards import install_guard
+    from optimus_ir.api.model_names import watch_own_state
 
     report: OptimizeReport = result.optimus_report  # type: ignore[attr-defined]
     # The guard's check goes into the code, which is generated then, once
@@ -192,7 +192,7 @@ def install_guarded(
     start = time.perf_counter()
     owner = model
     if optimize_for.options.freeze:
-        from optimus_ir.param_cache import frozen_bytes, frozen_originals, hand_over_to_frozen_values
+        from optimus_ir.api.param_cache import frozen_bytes, frozen_originals, hand_over_to_frozen_values
 
         owner = hand_over_to_frozen_values(result, model)
         if owner is not model:

@@ -21,7 +21,7 @@ PLUMBING_KINDS = frozenset(
 """Call kinds (`op_kind`, methods without the dot) that compute nothing:
 tuple indexing, views (reshape and flatten are views wherever the layout
 allows), metadata, and the lookup of the values `freeze=True` computed
-once (`optimus_ir.param_cache`). Every other call reads and writes data:
+once (`optimus_ir.api.param_cache`). Every other call reads and writes data:
 the *compute* ops of the op-count guarantee and of the benchmarks."""
 
 def is_plumbing(kind: str) -> bool:
@@ -61,7 +61,7 @@ def count_fx_ops(gm: torch.fx.GraphModule) -> Counter[str]:
 
 def _is_frozen_values(node: Any) -> bool:
     """The frozen guard's `values` call (`param_cache.freeze_parameter_expressions`)."""
-    from optimus_ir.param_cache import FROZEN_GUARD_ATTRIBUTE
+    from optimus_ir.api.param_cache import FROZEN_GUARD_ATTRIBUTE
 
     return (
         isinstance(node, torch.fx.Node)

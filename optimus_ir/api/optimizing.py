@@ -20,12 +20,12 @@ from xdsl.dialects.builtin import ModuleOp
 from optimus_ir.api.capturing import _dynamo_guarded, _flat_inputs, _keep_capture_guard, capture
 from optimus_ir.api.op_counts import count_compute_ops, count_fx_ops, count_parameter_only_ops, count_per_call_ops
 from optimus_ir.api.report import OptimizeReport
-from optimus_ir.diagnostics import Diagnostic, Severity, collect_diagnostics
+from optimus_ir.foundation.diagnostics import Diagnostic, Severity, collect_diagnostics
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import FALLBACK_ATTRIBUTE, copy_graph, export_graph, finish_code
-from optimus_ir.guards import UNCACHED_GRAPH_ATTRIBUTE
-from optimus_ir.importer import ImportedGraph, gc_paused, graph_of, import_graph
-from optimus_ir.model_state import ABSENT as _ABSENT  # "not given" sentinel
+from optimus_ir.translate.exporter import FALLBACK_ATTRIBUTE, copy_graph, export_graph, finish_code
+from optimus_ir.api.guards import UNCACHED_GRAPH_ATTRIBUTE
+from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of, import_graph
+from optimus_ir.translate.model_state import ABSENT as _ABSENT  # "not given" sentinel
 from optimus_ir.options import ResolvedPipeline
 
 
@@ -55,7 +55,7 @@ def _optimize(
     `training`: the mode of the model `model` was captured from (default:
     `model`'s own); `keep_uncached_graph` leaves the graph before the
     parameters are frozen in `UNCACHED_GRAPH_ATTRIBUTE` (for
-    `optimus_ir.guards`: a copy where values were frozen, else
+    `optimus_ir.api.guards`: a copy where values were frozen, else
     `guards.OWN_GRAPH`); `defer_code` returns the module with its code
     pending (`exporter.finish_code` generates it: the guard's installation
     does, once); `cache_parameters=False` leaves parameter-only values where
@@ -159,7 +159,7 @@ def _pass_hook(
     then `after_pass`; None when neither."""
     hook = None
     if validate:
-        from optimus_ir.validation import DifferentialValidator
+        from optimus_ir.pipeline.validation import DifferentialValidator
 
         with _phase("validation setup", phases):
             # The validator calls the graph with its flat inputs.
@@ -197,8 +197,8 @@ def _read_model_tensors(
     with gc_paused():  # tens of thousands of long-lived objects made: nothing is garbage
         ops_after = count_fx_ops(result)
         if isinstance(owner, torch.nn.Module):
-            from optimus_ir.model_names import adopt_model_names
-            from optimus_ir.param_cache import read_tensors_from_model
+            from optimus_ir.api.model_names import adopt_model_names
+            from optimus_ir.api.param_cache import read_tensors_from_model
 
             read_tensors_from_model(result, owner)
             adopt_model_names(result, owner)  # its state dict is the model's
@@ -209,7 +209,7 @@ def _read_model_tensors(
             # The guard's batch proof runs this graph on fake tensors, before
             # freezing: frozen values would have been computed from the real
             # parameters. Unfrozen, the module's own graph is that graph.
-            from optimus_ir.guards import OWN_GRAPH
+            from optimus_ir.api.guards import OWN_GRAPH
 
             result.__dict__[UNCACHED_GRAPH_ATTRIBUTE] = copy_graph(result.graph) if freezing else OWN_GRAPH
     return ops_after
@@ -218,7 +218,7 @@ def _read_model_tensors(
 def _freeze(result: torch.fx.GraphModule, phases: dict[str, float]) -> tuple[int, tuple[int, int]]:
     """Compute the values on parameters alone once (`freeze`); how many, and
     the bytes they take and hold of the weights twice (`param_cache.frozen_bytes`)."""
-    from optimus_ir.param_cache import freeze_parameter_expressions, frozen_bytes
+    from optimus_ir.api.param_cache import freeze_parameter_expressions, frozen_bytes
 
     with _phase("freeze parameters", phases):
         cached = freeze_parameter_expressions(result)
@@ -228,7 +228,7 @@ def _freeze(result: torch.fx.GraphModule, phases: dict[str, float]) -> tuple[int
 def _side_effect_free(module: ModuleOp) -> bool:
     """No op of the graph has side effects (writes, random numbers, calls of
     unknown code): running it changes nothing but its outputs."""
-    from optimus_ir.traits import is_removable
+    from optimus_ir.foundation.traits import is_removable
 
     return all(
         is_removable(op)
@@ -315,7 +315,7 @@ def _run_passes(
         if not lower_last:
             text = f"{text},lower-to-fx" if text else "lower-to-fx"
     if not verify_each:
-        from optimus_ir.diagnostics import verify_module
+        from optimus_ir.foundation.diagnostics import verify_module
 
         verify_module(program.module, "after the pipeline")
     return stats, text, layout_specialized

@@ -141,7 +141,7 @@ class OptimizeReport:
     phase_seconds: dict[str, float] = attrs.field(factory=dict)
     statistics: Any = None
     remarks: list[Any] = attrs.field(factory=list)
-    """The passes' remarks (`optimus_ir.diagnostics.Diagnostic`), e.g. why each
+    """The passes' remarks (`optimus_ir.foundation.diagnostics.Diagnostic`), e.g. why each
     batch-fusion candidate group was or was not fused."""
     side_effect_free: bool = False
     """The graph has no op with side effects (so it may be run to time it)."""
@@ -150,7 +150,7 @@ class OptimizeReport:
     `optimize(check_speed=True)` measured it."""
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
-    once, at optimize time (`optimus_ir.param_cache`); 0 without freeze."""
+    once, at optimize time (`optimus_ir.api.param_cache`); 0 without freeze."""
     frozen_bytes: int = 0
     """Bytes of storage those values take (the stacked weights), held by
     the module; 0 without freeze (the default keeps nothing computed from

@@ -19,8 +19,8 @@ from optimus_ir.api.fallback import _unoptimized
 from optimus_ir.api.op_counts import count_compute_ops
 from optimus_ir.api.optimizing import _optimize, _phase
 from optimus_ir.api.report import SPEED_MARGIN, OptimizeReport, SpeedCheck, memory_check
-from optimus_ir.diagnostics import Severity
-from optimus_ir.exporter import finish_code
+from optimus_ir.foundation.diagnostics import Severity
+from optimus_ir.translate.exporter import finish_code
 
 SPEED_CHECK_FALLBACK = "unfused"
 """The named pipeline (`passes/registry.py` PIPELINES) `optimize` runs
@@ -159,7 +159,7 @@ def _per_call_total(report: OptimizeReport) -> int:
 
 def _remark(message: str) -> Any:
     """A remark of `optimize` itself (not of a pass), for `OptimizeReport.remarks`."""
-    from optimus_ir.diagnostics import Diagnostic
+    from optimus_ir.foundation.diagnostics import Diagnostic
 
     return Diagnostic(Severity.REMARK, f"optimize: {message}")
 

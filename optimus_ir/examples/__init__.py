@@ -1,4 +1,4 @@
-"""The example models, installed with optimus-ir so that they run anywhere.
+"""The examples layer (rank 9): the example models, installed with optimus-ir so that they run anywhere.
 
 * `recsys`: the synthetic recommendation model (parallel towers over the
   split pieces of one feature vector; variants in `recsys.VARIANTS`),

@@ -166,7 +166,7 @@ def _reason(text: str) -> str:
 
 
 def summarize_remarks(remarks: Sequence[Any]) -> RemarkSummary:
-    """Sort the remarks (`optimus_ir.diagnostics.Diagnostic`) into fused
+    """Sort the remarks (`optimus_ir.foundation.diagnostics.Diagnostic`) into fused
     groups and not-fused reasons.
 
     The remark's text says how many ops and what they became; its `op` (the

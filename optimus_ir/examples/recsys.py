@@ -46,8 +46,8 @@ must be captured with Dynamo (``torch._dynamo.export`` or ``torch.export``)::
 
     import torch
     from optimus_ir.examples.recsys import make_recsys_model
-    from optimus_ir.importer import import_graph
-    from optimus_ir.exporter import export_graph
+    from optimus_ir.translate.importer import import_graph
+    from optimus_ir.translate.exporter import export_graph
 
     model, inputs = make_recsys_model(num_towers=4)
     gm, _guards = torch._dynamo.export(model, assume_static_by_default=True)(*inputs)
@@ -274,8 +274,8 @@ def make_recsys_model(
 
 
 def main() -> None:
-    from optimus_ir.exporter import export_graph
-    from optimus_ir.importer import import_graph
+    from optimus_ir.translate.exporter import export_graph
+    from optimus_ir.translate.importer import import_graph
 
     model, inputs = make_recsys_model(num_towers=4, tower_width=8, hidden=16, batch=4)
     gm, _guards = torch._dynamo.export(model, assume_static_by_default=True)(*inputs)

@@ -62,7 +62,7 @@ import triton
 import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
-from optimus_ir.environment import environment
+from optimus_ir.foundation.environment import environment
 from optimus_ir.kernels.layout import aligned_parts
 from optimus_ir.kernels.metadata import stream_capturing, tables
 

@@ -61,7 +61,7 @@ from optimus_ir.kernels.programs import (
     torch_activation,
     unary_reference,
 )
-from optimus_ir.environment import environment
+from optimus_ir.foundation.environment import environment
 
 NAMESPACE = "optimus"
 
@@ -581,7 +581,7 @@ CUSTOM_OP_TARGETS: tuple[str, ...] = tuple(
     f"torch.ops.{NAMESPACE}.{name}.default"
     for name in ("grouped_linear", "batched_layer_norm", "multi_pointwise")
 )
-"""The fx call targets of the three ops (pure: `optimus_ir.effects`)."""
+"""The fx call targets of the three ops (pure: `optimus_ir.foundation.effects`)."""
 
 __all__ = [
     "KernelFallbackWarning",

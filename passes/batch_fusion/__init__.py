@@ -12,7 +12,7 @@ dtype, and the barrier-free segment of the block it lies in. The search
 (`optimus_ir.analysis.independent_sets`) picks, per key, sets of members no
 two of which depend on each other, over the whole graph, such that fusing
 all the sets at once leaves the graph acyclic. A cost model
-(`optimus_ir.cost_model`) then decides per group whether fusing pays on
+(`optimus_ir.analysis.cost_model`) then decides per group whether fusing pays on
 the device: the ops and launches saved against the bytes any remaining
 copy moves. Every group is fused or left alone with a remark saying why
 (`optimus-opt --remarks`, `OptimizeReport.remarks`).
@@ -51,7 +51,7 @@ The package, module by module:
 * `grouping`: candidate keys and what keeps an op out of every group;
 * `plan`: the search, the pricing of each group producers first, the
   choice between alternatives, and the cut to the memory budget;
-* `optimus_ir.fusion_pricing`: the estimate of one group (beside the cost
+* `optimus_ir.analysis.fusion_pricing`: the estimate of one group (beside the cost
   model, in the analysis layer);
 * `memory`: what a fused part allocates and the fused schedule's live bytes;
 * `records`: the plan's records (decisions, parts' memory);
@@ -61,7 +61,7 @@ The package, module by module:
 
 from __future__ import annotations
 
-from optimus_ir.fusion_pricing import Provenance, estimate_group, estimate_group_inductor, member_kernel, part_of_a_stack
+from optimus_ir.analysis.fusion_pricing import Provenance, estimate_group, estimate_group_inductor, member_kernel, part_of_a_stack
 from optimus_ir.passes.batch_fusion.fusion_pass import GROUPS_CHUNKED, BatchFusion, fuse_block
 from optimus_ir.passes.batch_fusion.grouping import GroupKey, ScalarKey, candidate_key, fusion_kind, is_barrier, scalar_key
 from optimus_ir.passes.batch_fusion.memory import part_memory, simulate_plan

@@ -16,7 +16,7 @@ from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.analysis.independent_sets import block_dag
 from optimus_ir.analysis.live_bytes import live_bytes
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.cost_model import (
+from optimus_ir.analysis.cost_model import (
     DEFAULT_MEMORY_BUDGET,
     TARGETS,
     CostModel,
@@ -26,18 +26,18 @@ from optimus_ir.cost_model import (
     default_cost_model,
     parse_memory_budget,
 )
-from optimus_ir.diagnostics import OptimusError, emit_remark
+from optimus_ir.foundation.diagnostics import OptimusError, emit_remark
 from optimus_ir.dialects import fx
-from optimus_ir.environment import CostModelChoice
+from optimus_ir.foundation.environment import CostModelChoice
 from optimus_ir.passes.batch_fusion.grouping import KINDS, candidate_keys, explain_rejections
 from optimus_ir.passes.batch_fusion.plan import choose_plan
 from optimus_ir.passes.batch_fusion.records import BlockMemory
 from optimus_ir.passes.batch_fusion.rewrite import apply_plan, batch_symbol
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
-from optimus_ir.rewriting import GreedyRewriteDriver, RewriteConfig
-from optimus_ir.statistics import current_pass_context
-from optimus_ir.types import device_of
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, RewriteConfig
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import device_of
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class BatchFusion(ModulePass):
         target: what runs the result, "eager" (the exported module) or
             "inductor" (`torch.compile(backend="optimus")` sets it): under
             Inductor pointwise ops fuse vertically anyway, views are free and
-            linears are extern calls (`optimus_ir.cost_model.InductorCosts`),
+            linears are extern calls (`optimus_ir.analysis.cost_model.InductorCosts`),
             so groups are priced for that and a group that does not pay there
             is declined with a remark naming the target.
         memory_budget: how many tensor bytes one call of the fused graph may

@@ -23,13 +23,13 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from optimus_ir.analysis import AliasAnalysis, all_static, shape
 from optimus_ir.analysis.independent_sets import SearchResult
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
-from optimus_ir.cost_model import FusionTarget
-from optimus_ir.diagnostics import emit_remark, location_of
+from optimus_ir.analysis.cost_model import FusionTarget
+from optimus_ir.foundation.diagnostics import emit_remark, location_of
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
-from optimus_ir.traits import is_removable
-from optimus_ir.types import DYNAMIC, device_of
+from optimus_ir.foundation.traits import is_removable
+from optimus_ir.foundation.types import DYNAMIC, device_of
 
 
 class FusionSettings(Protocol):

@@ -16,7 +16,7 @@ from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.live_bytes import tensor_elements as _elements
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
 from optimus_ir.dialects import torch as T
-from optimus_ir.fusion_pricing import Provenance, is_parameter, operand_slots, part_of_a_stack, slot_source
+from optimus_ir.analysis.fusion_pricing import Provenance, is_parameter, operand_slots, part_of_a_stack, slot_source
 from optimus_ir.passes.batch_fusion.records import Decision, PartMemory, Simulated
 
 

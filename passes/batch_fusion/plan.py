@@ -4,7 +4,7 @@ groups fuse, chosen over the whole block before anything is rewritten.
 The search (`optimus_ir.analysis.independent_sets`) picks, per key, sets of
 members no two of which depend on each other, such that fusing all the sets
 at once leaves the graph acyclic; each group is then priced producers first
-(`optimus_ir.fusion_pricing`), split or cut into chunks where that prices
+(`optimus_ir.analysis.fusion_pricing`), split or cut into chunks where that prices
 better, and the plans of the shared-input linears' alternatives compared
 (`choose_plan`). Last the plan is cut down to the memory budget
 (`fit_memory`, on `memory.simulate_plan`).
@@ -20,8 +20,8 @@ from xdsl.ir import Operation
 
 from optimus_ir.analysis.independent_sets import find_independent_groups
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.cost_model import CostModel, GroupEstimate
-from optimus_ir.fusion_pricing import Provenance, estimate_group, operand_slots, slot_source
+from optimus_ir.analysis.cost_model import CostModel, GroupEstimate
+from optimus_ir.analysis.fusion_pricing import Provenance, estimate_group, operand_slots, slot_source
 from optimus_ir.passes.batch_fusion.grouping import (
     Candidates,
     FusionSettings,

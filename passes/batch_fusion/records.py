@@ -13,7 +13,7 @@ from optimus_ir.analysis.independent_sets import SearchResult
 from optimus_ir.analysis.live_bytes import LiveBytes
 from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.cost_model import GroupEstimate, MemoryBudget
+from optimus_ir.analysis.cost_model import GroupEstimate, MemoryBudget
 from optimus_ir.passes.batch_fusion.grouping import GroupKey
 
 

@@ -16,11 +16,11 @@ from optimus_ir.analysis.live_bytes import DEFAULT_SYMBOLIC_SIZE
 from optimus_ir.analysis.symbolic_dims import Symbol, SymbolicDims
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
-from optimus_ir.diagnostics import emit_remark
+from optimus_ir.foundation.diagnostics import emit_remark
 from optimus_ir.passes.batch_fusion.grouping import is_barrier, member_names
 from optimus_ir.passes.batch_fusion.records import Decision, Plan
-from optimus_ir.statistics import current_pass_context
-from optimus_ir.rewriting import patch_operands
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.rewriting import patch_operands
 
 
 BATCH_OP = {

@@ -1,4 +1,7 @@
-"""Canonicalization patterns, one module per dialect (`torch`, `batch`),
+"""The patterns layer (rank 3.5): rewrite patterns and the helpers passes
+share (`split_cat_common`, `view_programs`).
+
+Canonicalization patterns, one module per dialect (`torch`, `batch`),
 registered by name in the pass registry (`CANONICALIZATION_PATTERNS`),
 named by the ops' `LazyCanonicalizationPatterns` traits and run by the
 `canonicalize` pass (and by `split-cat-simplify`, `batch-fusion` and

@@ -41,9 +41,9 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from optimus_ir.analysis import AliasAnalysis, can_forward_as_alias, strides_of
 from optimus_ir.analysis.alias_facts import returned_operand
-from optimus_ir.effects import effect_kind
+from optimus_ir.foundation.effects import effect_kind
 from optimus_ir.dialects import fx
-from optimus_ir.traits import is_view_like, returns_input
+from optimus_ir.foundation.traits import is_view_like, returns_input
 
 # ---------------------------------------------------------------------------
 # helpers

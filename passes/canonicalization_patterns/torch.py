@@ -43,7 +43,7 @@ from optimus_ir.analysis import (
     shape,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.split_cat_common import (
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import (
     is_full_range,
     offsets,
     results_unused,
@@ -52,7 +52,7 @@ from optimus_ir.passes.split_cat_common import (
     slice_like,
     tensor_type,
 )
-from optimus_ir.passes.view_programs import (
+from optimus_ir.passes.canonicalization_patterns.view_programs import (
     ALWAYS_VIEW_OPS,
     VIEW_LIKE_OPS,
     emit,
@@ -61,7 +61,7 @@ from optimus_ir.passes.view_programs import (
     simplify,
     view_step,
 )
-from optimus_ir.traits import is_view_like
+from optimus_ir.foundation.traits import is_view_like
 
 # ---------------------------------------------------------------------------
 # helpers

@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from optimus_ir.dialects import fx
 from optimus_ir.dialects.torch import SigmoidOp, TanhOp
 from optimus_ir import register_pass
-from optimus_ir.rewriting import PatternPass, RewriteConfig
+from optimus_ir.foundation.rewriting import PatternPass, RewriteConfig
 
 _REWRITTEN = "test_miscompile_done"
 
@@ -112,7 +112,7 @@ class TestMiscompilePass(PatternPass):
         patterns = self.patterns()
         for pattern in patterns:
             pattern.seen = order  # type: ignore[attr-defined]
-        from optimus_ir.rewriting import GreedyRewriteDriver
+        from optimus_ir.foundation.rewriting import GreedyRewriteDriver
 
         GreedyRewriteDriver(patterns, RewriteConfig(), name=self.name).rewrite(op)
 
@@ -128,7 +128,7 @@ ALIAS_MISCOMPILE_MODES: tuple[str, ...] = get_args(AliasMiscompileMode)
 class TestAliasMiscompilePass(ModulePass):
     """Deliberately change aliasing while keeping the returned values
     (testing only: differential validation must catch it by the alias
-    structure, `optimus_ir.validation.alias_structure`):
+    structure, `optimus_ir.pipeline.validation.alias_structure`):
 
     * `copy-output`: output #0 is returned as a copy (`.clone()`), so a
       returned view of an input no longer writes through to it;

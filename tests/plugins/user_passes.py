@@ -22,9 +22,9 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 import optimus_ir
-from optimus_ir.diagnostics import emit_remark
+from optimus_ir.foundation.diagnostics import emit_remark
 from optimus_ir.dialects.torch import NegOp
-from optimus_ir.rewriting import PatternPass
+from optimus_ir.foundation.rewriting import PatternPass
 
 
 class FoldDoubleNeg(RewritePattern):

@@ -20,9 +20,9 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 import optimus_ir
-from optimus_ir.diagnostics import emit_remark
+from optimus_ir.foundation.diagnostics import emit_remark
 from optimus_ir.dialects.torch import AbsOp, ReluOp
-from optimus_ir.rewriting import PatternPass
+from optimus_ir.foundation.rewriting import PatternPass
 
 IDEMPOTENT_OPS: tuple[type[Operation], ...] = (ReluOp, AbsOp)
 """Unary ops with `f(f(x)) == f(x)` for every input, NaN and inf included."""

@@ -4,7 +4,7 @@
 // RUN: optimus-opt %s -p lower-batch --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=EAGER-REMARK --allow-empty
 
 // lower-batch{target=inductor}: the cost model picks each batch op's form
-// for Inductor (optimus_ir.cost_model.layer_norm_lowering / linear_lowering,
+// for Inductor (optimus_ir.analysis.cost_model.layer_norm_lowering / linear_lowering,
 // measured with benchmarks/bench_inductor_forms.py) and remarks it; the
 // eager target (the default) lowers every op batched, without remarks.
 // EAGER-REMARK-NOT: target inductor

@@ -9,7 +9,7 @@ backend of ours the whole graph. From that hand-over we keep:
   by their qualified names in the model (`towers.0.weight`), so the module
   made from it reads (and its state dict lists) the model's own tensors;
 * the source of every other placeholder (`L['feats']['f0']`,
-  `L['kjt']._values`): `optimus_ir.calling.ModelCall` reads them from the
+  `L['kjt']._values`): `optimus_ir.translate.calling.ModelCall` reads them from the
   arguments of a call, so every input structure torch's pytree and Dynamo
   know (dicts, lists, dataclasses, jagged tensors) is taken as it is;
 * the value the model returned on the example, to rebuild its structure;
@@ -39,8 +39,8 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from optimus_ir.calling import MODEL_ATTRIBUTE, ModelCall, ModelCallCodeGen, OutputLeaf
-from optimus_ir.model_state import CaptureError, ModuleState
+from optimus_ir.translate.calling import MODEL_ATTRIBUTE, ModelCall, ModelCallCodeGen, OutputLeaf
+from optimus_ir.translate.model_state import CaptureError, ModuleState
 
 log = logging.getLogger("optimus_ir.capture")
 

@@ -52,7 +52,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from optimus_ir.exporter import (
+from optimus_ir.translate.exporter import (
     ATTR_OWN_META,
     ATTR_PATH_META,
     MADE_WITH_ATTRIBUTE,
@@ -60,9 +60,9 @@ from optimus_ir.exporter import (
     OwnState,
     WatchedDict,
 )
-from optimus_ir.model_state import CaptureError
+from optimus_ir.translate.model_state import CaptureError
 
-log = logging.getLogger("optimus_ir.model_names")
+log = logging.getLogger("optimus_ir.api.model_names")
 
 STATE_DICTS = ("_parameters", "_buffers", "_modules")
 """The module dicts that make up a module's state tree."""
@@ -223,7 +223,7 @@ def adopt_model_names(gm: torch.fx.GraphModule, model: torch.nn.Module) -> bool:
     Left as it is (False, logged at DEBUG) where a root-level name of the
     model is an attribute of `gm` that is no state (`graph`, `code`, ...).
     `gm`'s code is regenerated unless pending."""
-    from optimus_ir.exporter import recompile
+    from optimus_ir.translate.exporter import recompile
 
     clashes = _clashes(gm, model)
     if clashes:

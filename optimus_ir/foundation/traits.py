@@ -43,8 +43,8 @@ the op definitions in `dialects/torch.py` and `dialects/fx.py`:
 Memory effects
     xDSL's `MemoryEffect` traits: every torch op is `Pure` except a dropout
     in training (a write: it draws random numbers); `fx.get_attr` is `Pure`;
-    the fx call ops carry `optimus_ir.effects.FxCallEffects`, which asks the
-    classifier of `optimus_ir.effects`: no effect (pure), `ALLOC` only (a
+    the fx call ops carry `optimus_ir.foundation.effects.FxCallEffects`, which asks the
+    classifier of `optimus_ir.foundation.effects`: no effect (pure), `ALLOC` only (a
     fresh tensor: removable when unused, never merged), or `WRITE`
     (in-place, random, unknown). `fx.placeholder`, `fx.output` and ops with
     regions have unknown effects and are never removed or merged.
@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Operation
 from xdsl.traits import HasCanonicalizationPatternsTrait, OpTrait
 
-from optimus_ir.effects import FxCallEffects, effect_kind
+from optimus_ir.foundation.effects import FxCallEffects, effect_kind
 from optimus_ir.passes.registry import load_canonicalization_patterns
 
 if TYPE_CHECKING:

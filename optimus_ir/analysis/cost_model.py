@@ -39,7 +39,7 @@ determinism. `cost_model_from_options` builds a model from explicit numbers
 and rewritten, never an error; an unwritable cache directory makes the
 measurement happen in memory once per process, with one warning.
 
-Run `python -m optimus_ir.cost_model [--recalibrate] [--device cpu]` to see the
+Run `python -m optimus_ir.analysis.cost_model [--recalibrate] [--device cpu]` to see the
 constants and the cache file.
 """
 
@@ -73,7 +73,7 @@ from attrs.validators import ge, in_
 # `default_cost_model` (no measurement, no cache; unset or `calibrated`:
 # measure once and cache); OPTIMUS_CACHE_DIR is the directory of the
 # calibration cache (`~/.cache/optimus-ir` when unset).
-from optimus_ir.environment import CACHE_DIR_ENV, COST_MODEL_ENV, environment
+from optimus_ir.foundation.environment import CACHE_DIR_ENV, COST_MODEL_ENV, environment
 
 CACHE_SCHEMA = 5  # 5: the fastest of repeats (load-robust), 7 repeats
 """Version of the cache file's content; a file of another version is stale."""
@@ -546,7 +546,7 @@ def format_flops(count: int) -> str:
 
 # --- defaults and options ----------------------------------------------------------------
 
-# CPU: the medians of 16 `python -m optimus_ir.cost_model --recalibrate
+# CPU: the medians of 16 `python -m optimus_ir.analysis.cost_model --recalibrate
 # --threads 1` runs on the project's reference machine (a 2-core Intel Xeon VM
 # with AVX-512 shared with other work, torch 2.13 CPU build), rounded; single
 # runs ranged over 1.4-6.3 us per op, 0.9-4.7 GB/s, 63-139 GFLOP/s. CUDA: not measured (no GPU
@@ -1040,9 +1040,9 @@ def calibrated_cost_model(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m optimus_ir.cost_model [--recalibrate] [--device cpu]
+    """`python -m optimus_ir.analysis.cost_model [--recalibrate] [--device cpu]
     [--threads N] [--cache-dir DIR]`: print the constants and the cache file."""
-    parser = argparse.ArgumentParser(prog="python -m optimus_ir.cost_model", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m optimus_ir.analysis.cost_model", description=main.__doc__)
     parser.add_argument("--device", default="cpu", help="device to calibrate (cpu, cuda, cuda:1)")
     parser.add_argument("--recalibrate", action="store_true", help="measure again and rewrite the cache")
     parser.add_argument(

@@ -15,7 +15,7 @@ element type, a stray `}`, an invisible character).
 ("unexpected end of input" for a truncated file): optimus-opt and
 optimus-translate report bad text the same way.
 
-This module sits above `optimus_ir.context` and `optimus_ir.diagnostics`,
+This module sits above `optimus_ir.translate.context` and `optimus_ir.foundation.diagnostics`,
 which do not import it.
 """
 
@@ -33,8 +33,8 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
-from optimus_ir.context import make_context
-from optimus_ir.diagnostics import Diagnostic, OptimusError, Severity, SourceLocation
+from optimus_ir.translate.context import make_context
+from optimus_ir.foundation.diagnostics import Diagnostic, OptimusError, Severity, SourceLocation
 
 MAX_NESTING = 100
 """The deepest bracket nesting (`[`, `(`, `{`, `<`) the parser accepts; far

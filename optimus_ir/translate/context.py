@@ -1,6 +1,6 @@
 """The xDSL context with exactly this project's dialects registered.
 
-Parsing text into that context lives in `optimus_ir.parsing`."""
+Parsing text into that context lives in `optimus_ir.translate.parsing`."""
 
 from __future__ import annotations
 

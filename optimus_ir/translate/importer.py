@@ -27,9 +27,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from optimus_ir.analysis.alias_facts import call_result_strides, record_module_facts
 from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.dialects import fx
-from optimus_ir.literals import describe_module, encode_literal
-from optimus_ir.objects import ObjectTable
-from optimus_ir.types import (
+from optimus_ir.dialects.literals import describe_module, encode_literal
+from optimus_ir.foundation.objects import ObjectTable
+from optimus_ir.foundation.types import (
     DYNAMIC,
     UnsupportedDTypeError,
     element_type_of,
@@ -113,7 +113,7 @@ def _type_of_value(value: Any) -> Attribute:
         except UnsupportedDTypeError:
             return fx.VALUE
     if type(value).__name__ == "TensorMetadata":
-        from optimus_ir.types import tensor_type
+        from optimus_ir.foundation.types import tensor_type
 
         try:
             return tensor_type(

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntAttr,
 from xdsl.ir import Attribute
 
 from optimus_ir.dialects import fx
-from optimus_ir.types import UnsupportedDTypeError, dtype_of, element_type_of, tensor_type_of
+from optimus_ir.foundation.types import UnsupportedDTypeError, dtype_of, element_type_of, tensor_type_of
 
 
 class LiteralError(ValueError):

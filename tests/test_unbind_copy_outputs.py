@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from optimus_ir.api import count_fx_ops, optimize
-from test_issue21_plan import F32, Highway
+from test_fusion_plan_choice import F32, Highway
 
 
 def _highway() -> tuple[Highway, list[torch.Tensor]]:

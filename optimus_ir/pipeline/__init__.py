@@ -1,4 +1,5 @@
-"""Pass pipelines: parsing the `-p` text form and running it with statistics.
+"""The pipeline layer (rank 6). Pass pipelines: parsing the `-p` text form
+and running it with statistics; `validation` runs a graph before and after.
 
 The text form is xDSL's (`dce,cse{opt=1 other=2}`, parsed by
 `xdsl.utils.arg_spec.parse_pipeline`, options mapped onto the pass
@@ -32,9 +33,9 @@ from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec, PipelineLexer, SpecTokenKind, parse_pipeline as _xdsl_parse
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from optimus_ir.diagnostics import OptimusError, SourceLocation, verify_module
-from optimus_ir.environment import VERIFY_EACH_ENV, environment, literal_choices, literal_option_problems
-from optimus_ir.statistics import (
+from optimus_ir.foundation.diagnostics import OptimusError, SourceLocation, verify_module
+from optimus_ir.foundation.environment import VERIFY_EACH_ENV, environment, literal_choices, literal_option_problems
+from optimus_ir.foundation.statistics import (
     PassContext,
     PassRecord,
     PassStatistics,
@@ -315,11 +316,11 @@ class PassManager:
             budget.max_rewrites = budget.used + max_rewrites
         ctx = self.ctx
         if ctx is None:
-            from optimus_ir.context import make_context
+            from optimus_ir.translate.context import make_context
 
             ctx = make_context()
 
-        from optimus_ir.importer import gc_paused
+        from optimus_ir.translate.importer import gc_paused
 
         stack = contextlib.ExitStack()
         started = [0.0]

@@ -43,13 +43,13 @@ import torch
 from torch.fx.graph import CodeGen, _PyTreeCodeGen, _PyTreeInfo
 from torch.utils import _pytree as pytree
 
-from optimus_ir.exporter import _FastAttributes, _output_literal, _plain_name, _plain_output
+from optimus_ir.translate.exporter import _FastAttributes, _output_literal, _plain_name, _plain_output
 
 MODEL_ATTRIBUTE = "_optimus_model"
 """The key in a module's `__dict__` (not a registered submodule: the
 module's parameters and state dict stay its own) of the model it was
 captured from: what sources under the model's `self` are read from, and
-where `optimus_ir.param_cache.read_tensors_from_model` reads parameters."""
+where `optimus_ir.api.param_cache.read_tensors_from_model` reads parameters."""
 
 _ARGUMENT = re.compile(r"^L\[(?P<q>['\"])(?P<name>[A-Za-z_][A-Za-z_0-9]*)(?P=q)\]")
 """The head of a source rooted in one argument of the frame: `L['feats']`."""

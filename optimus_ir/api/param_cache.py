@@ -36,7 +36,7 @@ drops the model each weight is held once (`frozen_bytes` reports what is
 still held twice).
 
 What is frozen is conservative: only ops that are pure by
-`optimus_ir.effects` *and* on a short list of data-movement and exact
+`optimus_ir.foundation.effects` *and* on a short list of data-movement and exact
 elementwise ops (stack, cat, transpose, reshape, conversions, add, mul...;
 no reductions or matmuls, whose results may depend on thread counts,
 autocast or TF32 settings), only values that no output and no in-place
@@ -60,8 +60,8 @@ from torch.fx.graph_module import _USER_PRESERVED_ATTRIBUTES_KEY
 
 from optimus_ir.analysis.alias_facts import fx_node_may_alias
 from optimus_ir.analysis.op_classes import NON_MUTATING_TARGETS
-from optimus_ir.effects import _method_name_kind, _target_kind
-from optimus_ir.exporter import (
+from optimus_ir.foundation.effects import _method_name_kind, _target_kind
+from optimus_ir.translate.exporter import (
     ATTR_OWN_META,
     ATTR_PATH_META,
     RESULT_MAY_ALIAS_META,
@@ -73,7 +73,7 @@ from optimus_ir.exporter import (
     fast_codegen,
     recompile,
 )
-from optimus_ir.objects import ObjectTable
+from optimus_ir.foundation.objects import ObjectTable
 
 HOISTABLE_NAMES: frozenset[str] = frozenset(
     """
@@ -116,7 +116,7 @@ WRITING_NAMES: dict[str, tuple[int, ...]] = {
     "instance_norm": (1, 2),
     "batch_norm_update_stats": (1, 2),
 }
-"""Ops that `optimus_ir.effects` counts as pure (no trailing `_`) but that
+"""Ops that `optimus_ir.foundation.effects` counts as pure (no trailing `_`) but that
 write their running-statistics arguments (by position) in training mode."""
 
 IN_PLACE_OPERATOR_NAMES: frozenset[str] = frozenset(
@@ -272,7 +272,7 @@ class _Classifier:
         return None
 
     def is_pure(self, node: torch.fx.Node) -> bool:
-        """Pure by `optimus_ir.effects` (its name-level rules, plus the
+        """Pure by `optimus_ir.foundation.effects` (its name-level rules, plus the
         `out=`/`inplace=True` arguments they look at on the IR op)."""
         if node.op == "call_function":
             kind = _target_kind(self.qualified(node.target)[0])
@@ -785,7 +785,7 @@ def refresh_after_load(module: torch.nn.Module, incompatible_keys: Any) -> None:
     """A load_state_dict post-hook of a frozen module: its frozen values, and
     those of the modules its guard made for other inputs (they read the same
     tensors), are computed again from the loaded parameters."""
-    from optimus_ir.guards import GUARD_ATTRIBUTE
+    from optimus_ir.api.guards import GUARD_ATTRIBUTE
 
     refresh_frozen_values(module)
     guard = module.__dict__.get(GUARD_ATTRIBUTE)

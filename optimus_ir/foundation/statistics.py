@@ -3,7 +3,7 @@
 The pipeline runner (`optimus_ir.pipeline`) makes one `PassRecord` per pass it
 runs and installs it, with the pipeline's `RewriteBudget`, as the *active pass*
 (`active_pass()`) while the pass runs. The rewrite driver
-(`optimus_ir.rewriting`) and passes that rewrite without it (cse) report into
+(`optimus_ir.foundation.rewriting`) and passes that rewrite without it (cse) report into
 it: per-pattern attempts / rewrites / time, and one `RewriteRecord` per applied
 rewrite in the budget's log.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
-from optimus_ir.diagnostics import SourceLocation, location_of
+from optimus_ir.foundation.diagnostics import SourceLocation, location_of
 
 
 @dataclass

@@ -27,9 +27,9 @@ from optimus_ir.analysis import (
     class_is_mutated,
     shape,
 )
-from optimus_ir.diagnostics import emit_remark
+from optimus_ir.foundation.diagnostics import emit_remark
 from optimus_ir.dialects import torch as t
-from optimus_ir.types import DYNAMIC
+from optimus_ir.foundation.types import DYNAMIC
 
 # ---------------------------------------------------------------------------
 # Shapes

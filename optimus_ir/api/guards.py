@@ -39,7 +39,7 @@ On a miss (`InputGuard.miss`), in this order:
    model needs them equal). About one capture and a symbolic run, once;
 3. **re-optimize**: the model is optimized again for the call (captured
    anew, so with its own guards), kept, up to `MAX_SPECIALIZATIONS` (as
-   Dynamo's recompile limit); logged at INFO on `optimus_ir.guards`. A
+   Dynamo's recompile limit); logged at INFO on `optimus_ir.api.guards`. A
    graph with side effects (a batch norm's running statistics in
    training) is no exception: capturing does not run the graph
    (`dynamo_capture`), so its writes happen once, in the call;
@@ -80,10 +80,10 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from optimus_ir.calling import ModelCall, ModelCallCodeGen
-from optimus_ir.model_state import CaptureError
+from optimus_ir.translate.calling import ModelCall, ModelCallCodeGen
+from optimus_ir.translate.model_state import CaptureError
 
-log = logging.getLogger("optimus_ir.guards")
+log = logging.getLogger("optimus_ir.api.guards")
 
 GUARD_ATTRIBUTE = "optimus_guard"
 """Where the guarded GraphModule keeps its `InputGuard` (in `__dict__`)."""
@@ -651,7 +651,7 @@ def _spec_text(spec: Any) -> str:
 
 def _leaf_names(frame: Mapping[str, Any]) -> list[str]:
     """Readable names of the pytree leaves of a call (`feats['f0']`)."""
-    from optimus_ir.dynamo_capture import leaf_source_names
+    from optimus_ir.api.dynamo_capture import leaf_source_names
 
     return leaf_source_names(frame)
 
@@ -744,7 +744,7 @@ def _prove_sizes(
     from torch._dispatch.python import enable_python_dispatcher
     from torch.nn.utils.stateless import _reparametrize_module
 
-    from optimus_ir.dynamo_capture import capture_graph
+    from optimus_ir.api.dynamo_capture import capture_graph
 
     if isinstance(graph, str):  # OWN_GRAPH
         graph = module.graph if isinstance(module, torch.fx.GraphModule) else None
@@ -886,7 +886,7 @@ def install_guard(
     arguments on every call (the module docstring); the guard, also kept as
     `gm.optimus_guard`, or None where the signature of `gm.forward` cannot
     be guarded (then `gm` is left as it is)."""
-    from optimus_ir.exporter import fast_codegen, finish_code, recompile
+    from optimus_ir.translate.exporter import fast_codegen, finish_code, recompile
 
     names = forward_parameters(gm)
     if names is None:

@@ -1,6 +1,6 @@
 """The pricing of one `batch-fusion` group: what fusing its members is
 expected to save, on the kernel curves of the cost model
-(`optimus_ir.cost_model`), for the eager target and for Inductor.
+(`optimus_ir.analysis.cost_model`), for the eager target and for Inductor.
 
 An estimate depends on where the members' operands come from: a parameter,
 one shared value, an earlier fused group's stack (`Provenance`), a strided
@@ -19,7 +19,7 @@ from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.live_bytes import tensor_elements as _elements
 from optimus_ir.analysis.strided_pieces import regular_pieces
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.cost_model import (
+from optimus_ir.analysis.cost_model import (
     INDUCTOR_EXTERN_STACK_MIN_INPUTS,
     CostModel,
     FusionTarget,
@@ -55,7 +55,7 @@ class Provenance:
 
 def is_parameter(value: SSAValue) -> bool:
     """A parameter or buffer (an `fx.get_attr`): with constant parameters,
-    stacked once at optimize time (`optimus_ir.param_cache`)."""
+    stacked once at optimize time (`optimus_ir.api.param_cache`)."""
     owner = value.owner
     return isinstance(owner, fx.GetAttrOp)
 
@@ -204,7 +204,7 @@ def estimate_group_inductor(
     dims: SymbolicDims | None = None,
 ) -> GroupEstimate:
     """What fusing `members` saves when Inductor compiles the result
-    (`optimus_ir.cost_model.InductorCosts`): linears are extern calls at
+    (`optimus_ir.analysis.cost_model.InductorCosts`): linears are extern calls at
     their eager price, a layer norm is a generated kernel (priced by the
     eager curve, its affine epilogue fused in), a pointwise op costs its
     data only (fused into a

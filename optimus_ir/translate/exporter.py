@@ -33,10 +33,10 @@ from xdsl.ir import Attribute, Operation
 
 from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.dialects import fx
-from optimus_ir.importer import ImportedGraph, gc_paused, graph_of
-from optimus_ir.literals import LiteralError, decode_literal
-from optimus_ir.objects import ObjectTable, UnresolvedNameError
-from optimus_ir.types import DYNAMIC, device_of, dtype_of
+from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of
+from optimus_ir.dialects.literals import LiteralError, decode_literal
+from optimus_ir.foundation.objects import ObjectTable, UnresolvedNameError
+from optimus_ir.foundation.types import DYNAMIC, device_of, dtype_of
 
 
 _DOT_NUMBER_SUFFIX = re.compile(r"\.(\d+)$")
@@ -722,7 +722,7 @@ def mode_guard(training: bool) -> str:
     mode = "training" if training else "eval"
     return (
         f"\n    if self.training is not {training}:  # specialized for {mode} mode"
-        f"\n        __import__('optimus_ir.exporter', fromlist=['_']).raise_wrong_mode({training})"
+        f"\n        __import__('optimus_ir.translate.exporter', fromlist=['_']).raise_wrong_mode({training})"
     )
 
 

@@ -39,11 +39,11 @@ import torch.utils._pytree as pytree
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 
-from optimus_ir.diagnostics import OptimusError
+from optimus_ir.foundation.diagnostics import OptimusError
 from optimus_ir.dialects import fx
-from optimus_ir.exporter import export_graph, random_tensor
-from optimus_ir.importer import ImportedGraph, graph_of
-from optimus_ir.types import DYNAMIC, tensor_type
+from optimus_ir.translate.exporter import export_graph, random_tensor
+from optimus_ir.translate.importer import ImportedGraph, graph_of
+from optimus_ir.foundation.types import DYNAMIC, tensor_type
 
 SYMBOLIC_SIZE = 4
 """The size given to every `?` dimension of a made-up input."""
@@ -494,7 +494,7 @@ class DifferentialValidator:
 
 
 def _empty_table():
-    from optimus_ir.objects import ObjectTable
+    from optimus_ir.foundation.objects import ObjectTable
 
     return ObjectTable()
 

@@ -24,7 +24,7 @@ from torch import nn
 import optimus_ir
 from optimus_ir.api import CaptureError
 from optimus_ir.dialects import fx
-from optimus_ir.importer import graph_of, import_graph
+from optimus_ir.translate.importer import graph_of, import_graph
 from optimus_ir.pipeline import run_pipeline
 
 VERIFY_EACH_ENV = "OPTIMUS_VERIFY_EACH"  # optimus_ir.pipeline.VERIFY_EACH_ENV
@@ -103,7 +103,7 @@ def test_cse_barrier_through_torch_compile(inner: str) -> None:
 
 
 def _cse(text: str):
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.parsing import parse_module
 
     module = parse_module(text)
     run_pipeline(module, "cse")
@@ -233,7 +233,7 @@ def test_validation_leaves_a_buffer_writing_model_untouched() -> None:
 
 
 def test_validation_catches_a_pass_that_drops_an_in_place_write() -> None:
-    from optimus_ir.validation import DifferentialValidator, ValidationError
+    from optimus_ir.pipeline.validation import DifferentialValidator, ValidationError
 
     model = Counter()
     program = optimus_ir.import_graph(optimus_ir.capture(model, [torch.randn(2, 4)]), [torch.randn(2, 4)])
@@ -370,13 +370,13 @@ def test_import_records_non_contiguous_strides() -> None:
     text = str(program.module)
     assert 'fx.placeholder "x" strides [1, 5]' in text
     assert 'fx.get_attr "w" strides [1, 5]' in text
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.parsing import parse_module
 
     assert str(parse_module(text)) == text
 
 
 def test_strides_of_uses_the_recorded_strides() -> None:
-    from optimus_ir.parsing import parse_module
+    from optimus_ir.translate.parsing import parse_module
     from optimus_ir.analysis import known_contiguous, strides_of
 
     module = parse_module(
@@ -434,18 +434,18 @@ def test_example_kwargs_with_positional_inputs_and_validation() -> None:
 
 @pytest.fixture
 def verify_calls(monkeypatch):
-    import optimus_ir.diagnostics
+    import optimus_ir.foundation.diagnostics
     import optimus_ir.pipeline
 
     calls: list[str] = []
-    original = optimus_ir.diagnostics.verify_module
+    original = optimus_ir.foundation.diagnostics.verify_module
 
     def counting(module, context=""):
         calls.append(context)
         return original(module, context)
 
     monkeypatch.setattr(optimus_ir.pipeline, "verify_module", counting)
-    monkeypatch.setattr(optimus_ir.diagnostics, "verify_module", counting)
+    monkeypatch.setattr(optimus_ir.foundation.diagnostics, "verify_module", counting)
     monkeypatch.delenv(VERIFY_EACH_ENV, raising=False)
     return calls
 

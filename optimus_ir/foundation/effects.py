@@ -3,7 +3,7 @@
 Effects are xDSL memory-effect traits on the ops (`xdsl.traits.MemoryEffect`);
 this module classifies the fx call ops for their trait (`FxCallEffects`) and
 reads any op's effects back (`effect_kind`). Passes ask through
-`optimus_ir.traits.is_removable` / `is_mergeable` (or the aliases here).
+`optimus_ir.foundation.traits.is_removable` / `is_mergeable` (or the aliases here).
 
 The rule is conservative. An op is *pure* (no observable effect: removable
 when unused, and mergeable with an identical op) when
@@ -367,7 +367,7 @@ def _parameter_names(target: str) -> tuple[str, ...] | None:
     its signature (None: not one, or no signature)."""
     if not target.startswith("torch.nn.functional."):
         return None
-    from optimus_ir.objects import UnresolvedNameError, resolve_qualified_name
+    from optimus_ir.foundation.objects import UnresolvedNameError, resolve_qualified_name
 
     try:
         function = resolve_qualified_name(target)

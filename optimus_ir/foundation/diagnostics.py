@@ -9,8 +9,8 @@
   gives one to Python callers); without a handler warnings become Python
   `warnings` and remarks are dropped.
 * Ops parsed from text carry their source position as their `location` (see
-  `optimus_ir.parsing`), so that verifier and pass diagnostics can name the
-  op's line. Rewrites done through `optimus_ir.rewriting` give new ops the
+  `optimus_ir.translate.parsing`), so that verifier and pass diagnostics can name the
+  op's line. Rewrites done through `optimus_ir.foundation.rewriting` give new ops the
   location of the op they replace.
 * `verify_module` is `ModuleOp.verify` that reports *which* op failed (xDSL's
   own verifier raises an exception that does not name the op).
@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from optimus_ir.environment import STRICT_ENV, environment  # noqa: F401 - STRICT_ENV re-exported
+from optimus_ir.foundation.environment import STRICT_ENV, environment  # noqa: F401 - STRICT_ENV re-exported
 
 
 class Severity(enum.Enum):

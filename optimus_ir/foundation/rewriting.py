@@ -76,8 +76,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.worklist import Worklist
 
-from optimus_ir.diagnostics import OptimusError
-from optimus_ir.statistics import PatternStatistics, current_pass_context
+from optimus_ir.foundation.diagnostics import OptimusError
+from optimus_ir.foundation.statistics import PatternStatistics, current_pass_context
 
 
 class RewriteLimitExceeded(OptimusError):

@@ -12,8 +12,8 @@ from xdsl.irdl import irdl_op_definition, traits_def
 from xdsl.parser import Parser
 from xdsl.traits import Pure
 
-from optimus_ir.context import make_context
-from optimus_ir.cost_model import KERNEL_KINDS, default_cost_model, measured_kind
+from optimus_ir.translate.context import make_context
+from optimus_ir.analysis.cost_model import KERNEL_KINDS, default_cost_model, measured_kind
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import OpFacts, facts_of, unary_facts
@@ -21,7 +21,7 @@ from optimus_ir.kernels.programs import ACTIVATIONS, STEPS, parse_program
 from optimus_ir.lowering.lower_batch import LowerBatch
 from optimus_ir.lowering.lower_batch_kernels import MULTI_POINTWISE, activation_of
 from optimus_ir.passes.batch_fusion import BatchFusion, _member_kernel, fusion_kind
-from optimus_ir.traits import Elementwise
+from optimus_ir.foundation.traits import Elementwise
 
 
 @irdl_op_definition

@@ -60,6 +60,7 @@ from optimus_ir.analysis.live_bytes import (
     tensor_bytes,
     tensor_elements,
 )
+from optimus_ir.analysis.live_bytes import __all__ as _LIVE_BYTES_NAMES
 from optimus_ir.analysis.op_classes import (
     CONTIGUOUS_RESULT_OPS,
     NON_MUTATING_MODULE_TYPES,
@@ -82,12 +83,7 @@ from optimus_ir.analysis.op_classes import (
 )
 
 __all__ = [
-    "DEFAULT_SYMBOLIC_SIZE",
-    "LiveBytes",
-    "allocated_bytes",
-    "live_bytes",
-    "tensor_bytes",
-    "tensor_elements",
+    *_LIVE_BYTES_NAMES,
     "CONTIGUOUS_RESULT_OPS",
     "NON_MUTATING_MODULE_TYPES",
     "NON_MUTATING_TARGETS",

@@ -221,25 +221,26 @@ def _chunk(r: Raiser, input, chunks, dim=0):
     return _split_op(r, x, _sections(size, -(-size // n)), d)
 
 
-@function("torch.unbind", *aten("unbind.int"))
-@method("unbind")
-def _unbind(r: Raiser, input, dim=0):
+def _unbind_like(r: Raiser, cls: type, input, dim):
+    """An unbind-like op (unbind, unbind_copy) over `dim`, one result per
+    piece the call's declared type lists."""
     x = tensor(input)
     d = canon_dim(dim, rank(x))
     pieces = r.out_pieces()
     skip_unless(shape(x)[d] == len(pieces))
-    op = T.UnbindOp(x, d, result_types=pieces)
+    op = cls(x, d, result_types=pieces)
     return op, list(op.results)
+
+
+@function("torch.unbind", *aten("unbind.int"))
+@method("unbind")
+def _unbind(r: Raiser, input, dim=0):
+    return _unbind_like(r, T.UnbindOp, input, dim)
 
 
 @function("torch.unbind_copy", *aten("unbind_copy.int"))
 def _unbind_copy(r: Raiser, input, dim=0):
-    x = tensor(input)
-    d = canon_dim(dim, rank(x))
-    pieces = r.out_pieces()
-    skip_unless(shape(x)[d] == len(pieces))
-    op = T.UnbindCopyOp(x, d, result_types=pieces)
-    return op, list(op.results)
+    return _unbind_like(r, T.UnbindCopyOp, input, dim)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,8 @@
   preconditions of turning a copy into a view (or a cheaper copy);
 * `live_bytes` -- the tensor bytes a call holds at each op and their peak
   (`live_bytes`), statically: batch fusion's memory budget.
+* `graph_walk` -- `reachable`, the one depth-first walk the queries above
+  (alias class, view closure, alias roots) are phrased in.
 """
 
 from optimus_ir.analysis.aliasing import (

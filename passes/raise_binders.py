@@ -221,25 +221,26 @@ def _chunk(r: Raiser, input, chunks, dim=0):
     return _split_op(r, x, _sections(size, -(-size // n)), d)
 
 
-@function("torch.unbind", *aten("unbind.int"))
-@method("unbind")
-def _unbind(r: Raiser, input, dim=0):
+def _unbind_like(r: Raiser, cls: type, input, dim):
+    """An unbind-like op (unbind, unbind_copy) over `dim`, one result per
+    piece the call's declared type lists."""
     x = tensor(input)
     d = canon_dim(dim, rank(x))
     pieces = r.out_pieces()
     skip_unless(shape(x)[d] == len(pieces))
-    op = T.UnbindOp(x, d, result_types=pieces)
+    op = cls(x, d, result_types=pieces)
     return op, list(op.results)
+
+
+@function("torch.unbind", *aten("unbind.int"))
+@method("unbind")
+def _unbind(r: Raiser, input, dim=0):
+    return _unbind_like(r, T.UnbindOp, input, dim)
 
 
 @function("torch.unbind_copy", *aten("unbind_copy.int"))
 def _unbind_copy(r: Raiser, input, dim=0):
-    x = tensor(input)
-    d = canon_dim(dim, rank(x))
-    pieces = r.out_pieces()
-    skip_unless(shape(x)[d] == len(pieces))
-    op = T.UnbindCopyOp(x, d, result_types=pieces)
-    return op, list(op.results)
+    return _unbind_like(r, T.UnbindCopyOp, input, dim)
 
 
 # ---------------------------------------------------------------------------
@@ -791,28 +792,32 @@ def _binary(r: Raiser, cls: type, lhs, rhs, *, alpha=None, rounding_mode=None,
     return cls(tensor(rhs), lhs, reverse=True, result_type=out, **extra)
 
 
-@function("operator.add")
-def _op_add(r: Raiser, a, b):
-    return _binary(r, T.AddOp, a, b)
+def _bind_arithmetic(cls: type, name: str, *aliases: str, alpha: bool) -> None:
+    """The binders of `name` (add, sub, mul): `operator.<name>`, either side
+    a tensor or a number, and `torch.<name>`, its `aliases`, the tensor
+    methods and aten's Tensor/Scalar overloads, the first operand a tensor
+    (with torch's `alpha` where the op takes one)."""
+
+    @function(f"operator.{name}")
+    def _operator(r: Raiser, a, b):
+        return _binary(r, cls, a, b)
+
+    def _scaled(r: Raiser, input, other, *, alpha=1):
+        tensor(input)
+        return _binary(r, cls, input, other, alpha=alpha)
+
+    def _plain(r: Raiser, input, other):
+        tensor(input)
+        return _binary(r, cls, input, other)
+
+    functions = (f"torch.{name}", *(f"torch.{alias}" for alias in aliases))
+    bind = function(*functions, *aten(f"{name}.Tensor", f"{name}.Scalar"))
+    bind(method(name, *aliases)(_scaled if alpha else _plain))
 
 
-@function("torch.add", *aten("add.Tensor", "add.Scalar"))
-@method("add")
-def _add(r: Raiser, input, other, *, alpha=1):
-    tensor(input)
-    return _binary(r, T.AddOp, input, other, alpha=alpha)
-
-
-@function("operator.sub")
-def _op_sub(r: Raiser, a, b):
-    return _binary(r, T.SubOp, a, b)
-
-
-@function("torch.sub", "torch.subtract", *aten("sub.Tensor", "sub.Scalar"))
-@method("sub", "subtract")
-def _sub(r: Raiser, input, other, *, alpha=1):
-    tensor(input)
-    return _binary(r, T.SubOp, input, other, alpha=alpha)
+_bind_arithmetic(T.AddOp, "add", alpha=True)
+_bind_arithmetic(T.SubOp, "sub", "subtract", alpha=True)
+_bind_arithmetic(T.MulOp, "mul", "multiply", alpha=False)
 
 
 @function("torch.rsub", *aten("rsub.Tensor", "rsub.Scalar"))
@@ -820,18 +825,6 @@ def _rsub(r: Raiser, input, other, *, alpha=1):
     # rsub(x, y, alpha) == y - alpha * x
     tensor(input)
     return _binary(r, T.SubOp, other, input, alpha=alpha)
-
-
-@function("operator.mul")
-def _op_mul(r: Raiser, a, b):
-    return _binary(r, T.MulOp, a, b)
-
-
-@function("torch.mul", "torch.multiply", *aten("mul.Tensor", "mul.Scalar"))
-@method("mul", "multiply")
-def _mul(r: Raiser, input, other):
-    tensor(input)
-    return _binary(r, T.MulOp, input, other)
 
 
 def pointwise_einsum(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[int], ...] | str:

@@ -231,10 +231,14 @@ class Raiser:
         if ty is None:
             return None
         skip_unless(isinstance(ty, Opaque) and isinstance(ty.attr, TensorType))
-        target = f"{path}.{name}"
+        return self.read_param(f"{path}.{name}", ty.attr)
+
+    def read_param(self, target: str, type: TensorType) -> SSAValue:
+        """The parameter `target` (of `type`) read by one `fx.get_attr`,
+        inserted before the op being raised and shared by its later reads."""
         value = self._params.get(target)
         if value is None:
-            get = fx.GetAttrOp(target, ty.attr)
+            get = fx.GetAttrOp(target, type)
             self.block.insert_op_before(get, self.op)
             value = self._params[target] = get.result
             hint = target.replace(".", "_")

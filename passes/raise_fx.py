@@ -74,13 +74,10 @@ from optimus_ir.passes.raise_binding import (
     FUNCTIONS,
     METHODS,
     MODULES,
-    Opaque,
     Raiser,
     Skip,
-    _MISSING,
     _convert,
     decode,
-    skip_unless,
 )
 from optimus_ir.passes import raise_binders  # noqa: F401 - importing it registers the binders
 
@@ -298,13 +295,9 @@ class _DetachedRaiser(Raiser):
     def remark(self, message: str) -> None:
         """Nothing: this raiser only checks types; raise-fx itself reports."""
 
-    def param(self, path: str, name: str, module: dict[str, Any]) -> SSAValue | None:
-        ty = module.get(name, _MISSING)
-        skip_unless(ty is not _MISSING)
-        if ty is None:
-            return None
-        skip_unless(isinstance(ty, Opaque) and isinstance(ty.attr, TensorType))
-        get = fx.GetAttrOp(f"{path}.{name}", ty.attr)
+    def read_param(self, target: str, type: TensorType) -> SSAValue:
+        """A detached `fx.get_attr` of `target`, kept for erasing."""
+        get = fx.GetAttrOp(target, type)
         self.detached.append(get)
         return get.result
 

@@ -74,6 +74,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import alias_class, known_contiguous, may_write_operands, target_name
+from optimus_ir.analysis.graph_walk import reachable
 from optimus_ir.foundation.diagnostics import OptimusError, emit_remark
 from optimus_ir.foundation.effects import effect_kind
 from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass, RewriteConfig, patch_operands
@@ -252,17 +253,9 @@ class PatternTemplate:
         position = {op: i for i, op in enumerate(body)}
         root = max(owners, key=lambda op: position.get(op, -1))
         # the ops the root depends on, in block order (dead ops left out)
-        needed: set[Operation] = set()
-        stack = [root]
-        while stack:
-            op = stack.pop()
-            if op in needed:
-                continue
-            needed.add(op)
-            for operand in op.operands:
-                owner = operand.owner
-                if isinstance(owner, Operation) and owner in position:
-                    stack.append(owner)
+        needed = reachable(
+            root, lambda op: (v.owner for v in op.operands if v.owner in position)  # type: ignore[misc]
+        )
         return PatternTemplate(inputs, tuple(op for op in body if op in needed), outputs, root, block)
 
 

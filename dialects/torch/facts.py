@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 if TYPE_CHECKING:
     from xdsl.ir import Attribute, Operation
 
-KernelChoice = Callable[["Mapping[str, Attribute]"], "str | None"]
+ProgramChoice = Callable[["Mapping[str, Attribute]"], "str | None"]
 """A function of an op's properties choosing its program (None: no program
 computes that form)."""
 
@@ -128,7 +128,7 @@ class OpFacts:
     as a keyword argument (the torch name of `spellings.arguments`). None:
     the op has a lowering of its own in `lower-to-fx`."""
     fusion: FusionKind | None = None
-    kernel: str | KernelChoice | None = None
+    kernel: str | ProgramChoice | None = None
     """What `multi_pointwise` computes one member with
     (`optimus_ir.kernels.programs`): for a unary op its program (a step
     name, or steps joined by `;`), for a binary op the binary step applied to
@@ -167,7 +167,7 @@ def unary_facts(
     arguments: Iterable[Argument] = (),
     lowers_to: str | None = None,
     cost: CostClass = "pointwise",
-    kernel: str | KernelChoice | None = None,
+    kernel: str | ProgramChoice | None = None,
     reference: Callable[..., Any] | None = None,
     fusion: FusionKind | None = "unary-pointwise",
     custom: Iterable[str] = (),
@@ -193,7 +193,7 @@ def unary_facts(
     )
 
 
-def at_defaults(step: str, **defaults: float) -> KernelChoice:
+def at_defaults(step: str, **defaults: float) -> ProgramChoice:
     """A `kernel` choice for a program step that computes the op only with
     the given properties at these values (the values a program step
     assumes): `step` for such an op, None for any other. An absent

@@ -303,44 +303,49 @@ def _infer_scaled_product(
     return _make(shape, element, check.device(labelled))
 
 
-def infer_mm_type(lhs: TensorType, rhs: TensorType) -> TensorType:
-    """`mm([n, k], [k, m]) -> [n, m]`."""
-    return _infer_product("torch.mm", _mm_shape, lhs, rhs)
+def _product_inference(name: str, op: str, product_shape: _ProductShape, doc: str) -> Callable[[TensorType, TensorType], TensorType]:
+    """The type inference `name` of the matrix product `op(lhs, rhs)`."""
+
+    def infer(lhs: TensorType, rhs: TensorType) -> TensorType:
+        return _infer_product(op, product_shape, lhs, rhs)
+
+    infer.__name__ = infer.__qualname__ = name
+    infer.__doc__ = doc
+    return infer
 
 
-def infer_addmm_type(
-    input: TensorType,
-    mat1: TensorType,
-    mat2: TensorType,
-    beta: NumberLike = 1,
-    alpha: NumberLike = 1,
-) -> TensorType:
-    """`addmm(input, mat1 [n, k], mat2 [k, m]) -> [n, m]`; input broadcasts to [n, m]."""
-    return _infer_scaled_product("torch.addmm", _mm_shape, ("mat1", "mat2"), input, mat1, mat2, beta, alpha)
+def _scaled_product_inference(
+    name: str, op: str, product_shape: _ProductShape, names: tuple[str, str], doc: str
+) -> Callable[..., TensorType]:
+    """The type inference `name` of `op(input, a, b, beta=1, alpha=1)`, its
+    product operands named `names`."""
+
+    def infer(
+        input: TensorType, a: TensorType, b: TensorType, beta: NumberLike = 1, alpha: NumberLike = 1
+    ) -> TensorType:
+        return _infer_scaled_product(op, product_shape, names, input, a, b, beta, alpha)
+
+    infer.__name__ = infer.__qualname__ = name
+    infer.__doc__ = doc
+    return infer
 
 
-def infer_bmm_type(lhs: TensorType, rhs: TensorType) -> TensorType:
-    """`bmm([b, n, k], [b, k, m]) -> [b, n, m]`."""
-    return _infer_product("torch.bmm", _bmm_shape, lhs, rhs)
-
-
-def infer_baddbmm_type(
-    input: TensorType,
-    batch1: TensorType,
-    batch2: TensorType,
-    beta: NumberLike = 1,
-    alpha: NumberLike = 1,
-) -> TensorType:
-    """`baddbmm(input, batch1 [b, n, k], batch2 [b, k, m]) -> [b, n, m]`."""
-    return _infer_scaled_product(
-        "torch.baddbmm", _bmm_shape, ("batch1", "batch2"), input, batch1, batch2, beta, alpha
-    )
-
-
-def infer_matmul_type(lhs: TensorType, rhs: TensorType) -> TensorType:
-    """`matmul` with torch's rules: 1-D operands are promoted and squeezed back,
-    batch dims broadcast."""
-    return _infer_product("torch.matmul", _matmul_shape, lhs, rhs)
+infer_mm_type = _product_inference("infer_mm_type", "torch.mm", _mm_shape, "`mm([n, k], [k, m]) -> [n, m]`.")
+infer_bmm_type = _product_inference(
+    "infer_bmm_type", "torch.bmm", _bmm_shape, "`bmm([b, n, k], [b, k, m]) -> [b, n, m]`."
+)
+infer_matmul_type = _product_inference(
+    "infer_matmul_type", "torch.matmul", _matmul_shape,
+    "`matmul` with torch's rules: 1-D operands are promoted and squeezed back, batch dims broadcast.",
+)
+infer_addmm_type = _scaled_product_inference(
+    "infer_addmm_type", "torch.addmm", _mm_shape, ("mat1", "mat2"),
+    "`addmm(input, mat1 [n, k], mat2 [k, m]) -> [n, m]`; input broadcasts to [n, m].",
+)
+infer_baddbmm_type = _scaled_product_inference(
+    "infer_baddbmm_type", "torch.baddbmm", _bmm_shape, ("batch1", "batch2"),
+    "`baddbmm(input, batch1 [b, n, k], batch2 [b, k, m]) -> [b, n, m]`.",
+)
 
 
 def infer_layer_norm_type(

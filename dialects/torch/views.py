@@ -85,13 +85,35 @@ from optimus_ir.dialects.torch.inference import (
 
 
 class _ViewLikeOp(TorchOp):
-    """Shared shape of the single-input, single-result plumbing ops."""
+    """Shared shape of the single-input, single-result plumbing ops: the
+    result type is `INFER(input type, *properties)`, the properties' values
+    in `FORMAT` order (ints, or tuples of ints for a list property)."""
 
     FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+    INFER: ClassVar[Callable[..., TensorType]]
+
+    def _property_values(self, properties: Callable[[str], Attribute]) -> list[int | tuple[int, ...]]:
+        """The values `INFER` takes after the input type, each property read by `properties`."""
+        values: list[int | tuple[int, ...]] = []
+        for name, _ in self.FORMAT:
+            attr = properties(name)
+            values.append(attr.data if isinstance(attr, IntAttr) else ints(attr))  # type: ignore[arg-type]
+        return values
+
+    def _build(self, input: Value, result_type: Attribute | None, properties: dict[str, Attribute]) -> None:
+        """Build the op with `properties`, its result type inferred unless given."""
+        if result_type is None:
+            values = self._property_values(properties.__getitem__)
+            result_type = type(self).INFER(_tensor_of(self.name, input), *values)
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
+
+    def expected_types(self) -> Sequence[TensorType]:
+        values = self._property_values(lambda name: getattr(self, name))
+        return [type(self).INFER(self.input.type, *values)]
 
 
 @irdl_op_definition
@@ -235,19 +257,13 @@ class SqueezeOp(_ViewLikeOp):
     traits = traits_def(ViewLike(_squeeze_relation), _VIEW_CHAIN_CANONICALIZATION)
     dims = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dims", "value"),)
+    INFER = staticmethod(infer_squeeze_type)
 
     def __init__(
         self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
     ) -> None:
         dims_attr = ints_attr(sorted(dims) if not isinstance(dims, ArrayAttr) else dims)
-        if result_type is None:
-            result_type = infer_squeeze_type(_tensor_of(self.name, input), ints(dims_attr))
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"dims": dims_attr}
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_squeeze_type(self.input.type, ints(self.dims))]
+        self._build(input, result_type, {"dims": dims_attr})
 
 
 @irdl_op_definition
@@ -258,16 +274,10 @@ class UnsqueezeOp(_ViewLikeOp):
     traits = traits_def(ViewLike(_unsqueeze_relation), _VIEW_CHAIN_CANONICALIZATION)
     dim = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim", "value"),)
+    INFER = staticmethod(infer_unsqueeze_type)
 
     def __init__(self, input: Value, dim: int, *, result_type: Attribute | None = None) -> None:
-        if result_type is None:
-            result_type = infer_unsqueeze_type(_tensor_of(self.name, input), int(dim))
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"dim": _int_attr(dim)}
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_unsqueeze_type(self.input.type, self.dim.data)]
+        self._build(input, result_type, {"dim": _int_attr(dim)})
 
 
 class _ReshapeLikeOp(_ViewLikeOp):
@@ -327,6 +337,7 @@ class FlattenOp(_ViewLikeOp):
     start_dim = prop_def(IntAttr)
     end_dim = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("start_dim", "value"), ("end_dim", "value"))
+    INFER = staticmethod(infer_flatten_type)
 
     def __init__(
         self,
@@ -338,17 +349,9 @@ class FlattenOp(_ViewLikeOp):
     ) -> None:
         if end_dim is None:
             end_dim = max(len(_shape(_tensor_of(self.name, input))) - 1, 0)
-        if result_type is None:
-            input_type = _tensor_of(self.name, input)
-            result_type = infer_flatten_type(input_type, int(start_dim), int(end_dim))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"start_dim": _int_attr(start_dim), "end_dim": _int_attr(end_dim)},
+        self._build(
+            input, result_type, {"start_dim": _int_attr(start_dim), "end_dim": _int_attr(end_dim)}
         )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_flatten_type(self.input.type, self.start_dim.data, self.end_dim.data)]
 
 
 @irdl_op_definition
@@ -360,22 +363,12 @@ class UnflattenOp(_ViewLikeOp):
     dim = prop_def(IntAttr)
     sizes = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dim", "value"), ("sizes", "value"))
+    INFER = staticmethod(infer_unflatten_type)
 
     def __init__(
         self, input: Value, dim: int, sizes: Sequence[int], *, result_type: Attribute | None = None
     ) -> None:
-        sizes_attr = ints_attr(sizes)
-        if result_type is None:
-            input_type = _tensor_of(self.name, input)
-            result_type = infer_unflatten_type(input_type, int(dim), ints(sizes_attr))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"dim": _int_attr(dim), "sizes": sizes_attr},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_unflatten_type(self.input.type, self.dim.data, ints(self.sizes))]
+        self._build(input, result_type, {"dim": _int_attr(dim), "sizes": ints_attr(sizes)})
 
 
 @irdl_op_definition
@@ -386,19 +379,12 @@ class PermuteOp(_ViewLikeOp):
     traits = traits_def(ViewLike(_permute_relation), _VIEW_CHAIN_CANONICALIZATION)
     dims = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("dims", "value"),)
+    INFER = staticmethod(infer_permute_type)
 
     def __init__(
         self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
     ) -> None:
-        dims_attr = ints_attr(dims)
-        if result_type is None:
-            result_type = infer_permute_type(_tensor_of(self.name, input), ints(dims_attr))
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"dims": dims_attr}
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_permute_type(self.input.type, ints(self.dims))]
+        self._build(input, result_type, {"dims": ints_attr(dims)})
 
 
 @irdl_op_definition
@@ -410,20 +396,12 @@ class TransposeOp(_ViewLikeOp):
     dim0 = prop_def(IntAttr)
     dim1 = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim0", "value"), ("dim1", "value"))
+    INFER = staticmethod(infer_transpose_type)
 
     def __init__(
         self, input: Value, dim0: int, dim1: int, *, result_type: Attribute | None = None
     ) -> None:
-        if result_type is None:
-            result_type = infer_transpose_type(_tensor_of(self.name, input), int(dim0), int(dim1))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"dim0": _int_attr(dim0), "dim1": _int_attr(dim1)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_transpose_type(self.input.type, self.dim0.data, self.dim1.data)]
+        self._build(input, result_type, {"dim0": _int_attr(dim0), "dim1": _int_attr(dim1)})
 
 
 @irdl_op_definition
@@ -435,6 +413,7 @@ class MovedimOp(_ViewLikeOp):
     source = prop_def(_INTS)
     destination = prop_def(_INTS)
     FORMAT: ClassVar[Format] = (("source", "value"), ("destination", "value"))
+    INFER = staticmethod(infer_movedim_type)
 
     def __init__(
         self,
@@ -444,18 +423,9 @@ class MovedimOp(_ViewLikeOp):
         *,
         result_type: Attribute | None = None,
     ) -> None:
-        source_attr, destination_attr = ints_attr(source), ints_attr(destination)
-        if result_type is None:
-            input_type = _tensor_of(self.name, input)
-            result_type = infer_movedim_type(input_type, ints(source_attr), ints(destination_attr))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"source": source_attr, "destination": destination_attr},
+        self._build(
+            input, result_type, {"source": ints_attr(source), "destination": ints_attr(destination)}
         )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_movedim_type(self.input.type, ints(self.source), ints(self.destination))]
 
 
 @irdl_op_definition
@@ -475,6 +445,7 @@ class SliceOp(_ViewLikeOp):
         ("end", "value"),
         ("step", "value"),
     )
+    INFER = staticmethod(infer_slice_type)
 
     def __init__(
         self,
@@ -486,26 +457,8 @@ class SliceOp(_ViewLikeOp):
         *,
         result_type: Attribute | None = None,
     ) -> None:
-        if result_type is None:
-            input_type = _tensor_of(self.name, input)
-            result_type = infer_slice_type(input_type, int(dim), int(start), int(end), int(step))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={
-                "dim": _int_attr(dim),
-                "start": _int_attr(start),
-                "end": _int_attr(end),
-                "step": _int_attr(step),
-            },
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [
-            infer_slice_type(
-                self.input.type, self.dim.data, self.start.data, self.end.data, self.step.data
-            )
-        ]
+        bounds = {"dim": dim, "start": start, "end": end, "step": step}
+        self._build(input, result_type, {key: _int_attr(v) for key, v in bounds.items()})
 
 
 @irdl_op_definition
@@ -520,20 +473,13 @@ class UnfoldOp(_ViewLikeOp):
     size = prop_def(IntAttr)
     step = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim", "value"), ("size", "value"), ("step", "value"))
+    INFER = staticmethod(infer_unfold_type)
 
     def __init__(
         self, input: Value, dim: int, size: int, step: int, *, result_type: Attribute | None = None
     ) -> None:
-        if result_type is None:
-            result_type = infer_unfold_type(_tensor_of(self.name, input), int(dim), int(size), int(step))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"dim": _int_attr(dim), "size": _int_attr(size), "step": _int_attr(step)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_unfold_type(self.input.type, self.dim.data, self.size.data, self.step.data)]
+        windows = {"dim": dim, "size": size, "step": step}
+        self._build(input, result_type, {key: _int_attr(v) for key, v in windows.items()})
 
 
 @irdl_op_definition
@@ -546,20 +492,12 @@ class SelectOp(_ViewLikeOp):
     dim = prop_def(IntAttr)
     index = prop_def(IntAttr)
     FORMAT: ClassVar[Format] = (("dim", "value"), ("index", "value"))
+    INFER = staticmethod(infer_select_type)
 
     def __init__(
         self, input: Value, dim: int, index: int, *, result_type: Attribute | None = None
     ) -> None:
-        if result_type is None:
-            result_type = infer_select_type(_tensor_of(self.name, input), int(dim), int(index))
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={"dim": _int_attr(dim), "index": _int_attr(index)},
-        )
-
-    def expected_types(self) -> Sequence[TensorType]:
-        return [infer_select_type(self.input.type, self.dim.data, self.index.data)]
+        self._build(input, result_type, {"dim": _int_attr(dim), "index": _int_attr(index)})
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,8 @@
   preconditions of turning a copy into a view (or a cheaper copy);
 * `live_bytes` -- the tensor bytes a call holds at each op and their peak
   (`live_bytes`), statically: batch fusion's memory budget.
+* `graph_walk` -- `reachable`, the one depth-first walk the queries above
+  (alias class, view closure, alias roots) are phrased in.
 """
 
 from optimus_ir.analysis.aliasing import (
@@ -60,6 +62,7 @@ from optimus_ir.analysis.live_bytes import (
     tensor_bytes,
     tensor_elements,
 )
+from optimus_ir.analysis.live_bytes import __all__ as _LIVE_BYTES_NAMES
 from optimus_ir.analysis.op_classes import (
     CONTIGUOUS_RESULT_OPS,
     NON_MUTATING_MODULE_TYPES,
@@ -80,19 +83,11 @@ from optimus_ir.analysis.op_classes import (
     target_name,
     written_operands,
 )
+from optimus_ir.analysis.op_classes import __all__ as _OP_CLASSES_NAMES
 
 __all__ = [
-    "DEFAULT_SYMBOLIC_SIZE",
-    "LiveBytes",
-    "allocated_bytes",
-    "live_bytes",
-    "tensor_bytes",
-    "tensor_elements",
-    "CONTIGUOUS_RESULT_OPS",
-    "NON_MUTATING_MODULE_TYPES",
-    "NON_MUTATING_TARGETS",
-    "STRIDE_SENSITIVE_NAMES",
-    "TORCH_VIEW_OPS",
+    *_LIVE_BYTES_NAMES,
+    *_OP_CLASSES_NAMES,
     "AliasAnalysis",
     "alias_class",
     "alias_roots",
@@ -105,34 +100,21 @@ __all__ = [
     "direct_views",
     "forwarding_returns_another_object",
     "fresh_reaches_output",
-    "has_contiguous_result",
-    "is_elementwise_op",
-    "is_fx_node",
     "is_graph_input",
     "is_graph_input_view",
-    "is_join_op",
-    "is_layout_exact_elementwise",
-    "is_stride_sensitive_op",
-    "is_view_op",
     "is_view_result",
     "is_row_major",
     "known_contiguous",
     "provably_row_major",
     "layout_insensitive",
     "leading_ones",
-    "may_alias_operands",
     "may_be_mutated",
-    "may_return_operand",
-    "may_write_operands",
-    "result_is_fresh",
-    "written_operands",
     "is_returned",
     "reaches_output",
     "same_layout",
     "shape",
     "stride_sensitive",
     "strides_of",
-    "target_name",
     "view_closure",
     "view_strides",
 ]

@@ -36,6 +36,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriterListener
 
 from optimus_ir.analysis import alias_facts
+from optimus_ir.analysis.graph_walk import reachable
 from optimus_ir.analysis.op_classes import (
     is_fx_node,
     is_stride_sensitive_op,
@@ -63,39 +64,28 @@ def direct_views(value: SSAValue) -> Iterator[SSAValue]:
             yield from user.results
 
 
+def _viewed_operands(value: SSAValue) -> tuple[SSAValue, ...]:
+    """The operands `value` may be a view of (one step up its view chain)."""
+    owner = value.owner
+    if isinstance(owner, Operation) and may_alias_operands(owner):
+        return owner.operands
+    return ()
+
+
 def alias_class(value: SSAValue, limit: int = 100_000) -> set[SSAValue]:
     """Every value that may share storage with `value` (see the module
     docstring): the views it is made from, their views, and so on."""
-    seen: set[SSAValue] = {value}
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        owner = v.owner
-        if isinstance(owner, Operation) and may_alias_operands(owner):
-            for operand in owner.operands:
-                if operand not in seen and _aliasable(operand):
-                    seen.add(operand)
-                    stack.append(operand)
-        for r in direct_views(v):
-            if r not in seen:
-                seen.add(r)
-                stack.append(r)
-        if len(seen) > limit:
-            break
-    return seen
+
+    def aliases(v: SSAValue) -> Iterator[SSAValue]:
+        yield from (operand for operand in _viewed_operands(v) if _aliasable(operand))
+        yield from direct_views(v)
+
+    return reachable(value, aliases, limit)
 
 
 def view_closure(value: SSAValue) -> set[SSAValue]:
     """`value` and every value that may be a view of it (downward only)."""
-    seen: set[SSAValue] = {value}
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        for r in direct_views(v):
-            if r not in seen:
-                seen.add(r)
-                stack.append(r)
-    return seen
+    return reachable(value, direct_views)
 
 
 def class_is_mutated(values: Iterable[SSAValue]) -> bool:
@@ -125,20 +115,8 @@ def alias_roots(value: SSAValue) -> set[SSAValue]:
     """The values at the top of `value`'s view chains: values not produced
     by an op that may alias its operands (graph inputs, parameters, fresh
     results of compute ops)."""
-    roots: set[SSAValue] = set()
-    seen: set[SSAValue] = {value}
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        owner = v.owner
-        if isinstance(owner, Operation) and may_alias_operands(owner):
-            for operand in owner.operands:
-                if operand not in seen:
-                    seen.add(operand)
-                    stack.append(operand)
-        else:
-            roots.add(v)
-    return roots
+    up = reachable(value, _viewed_operands)
+    return {v for v in up if not is_view_result(v)}
 
 
 def is_graph_input(value: SSAValue) -> bool:
@@ -189,23 +167,21 @@ def may_be_a_caller_object(value: SSAValue) -> bool:
     operand, `x.float()` of a float `x` returns `x`, an eval-mode dropout
     its input, an unknown call anything) whose operands may be. Every
     other op makes a new tensor object."""
-    seen: set[SSAValue] = set()
-    stack = [value]
-    while stack:
-        value = stack.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if is_graph_input(value):
+
+    def returned_operands(v: SSAValue) -> tuple[SSAValue, ...]:
+        owner = v.owner
+        if isinstance(owner, Operation) and may_return_operand(owner):
+            return owner.operands
+        return ()
+
+    def is_caller_object(v: SSAValue) -> bool:
+        owner = v.owner
+        if is_graph_input(v):
             return True
-        owner = value.owner
-        if not isinstance(owner, Operation):
-            continue
-        if is_fx_node(owner) and not alias_facts.call_is_known(owner):
-            return True  # unknown code may return any tensor it can reach
-        if may_return_operand(owner):
-            stack.extend(owner.operands)
-    return False
+        # unknown code may return any tensor it can reach
+        return isinstance(owner, Operation) and is_fx_node(owner) and not alias_facts.call_is_known(owner)
+
+    return any(is_caller_object(v) for v in reachable(value, returned_operands))
 
 
 def stride_sensitive(values: Iterable[SSAValue]) -> bool:

@@ -10,7 +10,7 @@ THIRDPARTY_STAMP := $(VENV)/.thirdparty
 ZOO_STAMP := $(VENV)/.zoo
 ZOO_REQUIREMENTS := benchmarks/zoo_requirements.txt
 
-.PHONY: demo test test-all bench-third-party bench-zoo check-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test test-all bench-third-party bench-zoo check-layers docs-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ test-all: $(STAMP) $(THIRDPARTY_STAMP) $(ZOO_STAMP) check-layers
 # violation as file:line and fails. Seconds; imports nothing of the project.
 check-layers: $(STAMP)
 	$(PY) tools/check_layers.py
+
+# The layer table of docs/architecture.md, rewritten from tools/check_layers.py's
+# LAYERS (between its layer-table markers); tests/test_docs_structure.py fails
+# while the two differ.
+docs-layers: $(STAMP)
+	$(PY) tools/check_layers.py --write-layer-table docs/architecture.md
 
 # The generated-graph fuzzer at length: FUZZ_EXAMPLES random graphs (not the
 # CI profile's fixed 60), three in four fusion-rich, through optimize() with

@@ -36,7 +36,7 @@ and traces on fp32 CPU tensors.
     python benchmarks/bench_inductor_forms.py --kinds linear --sizes 8,64 --rounds 5
     python benchmarks/bench_inductor_forms.py --smoke              # the runner works (tested)
 
-The figures and the choice they support are in docs/architecture.md
+The figures and the choice they support are in docs/architecture/lowering-and-kernels.md
 ("Lowering forms per target") and `optimus_ir.analysis.cost_model`'s
 `INDUCTOR_PER_MEMBER_LAYER_NORM_MAX`.
 """

@@ -1,4 +1,4 @@
-"""Every code block of README.md and docs/*.md that is meant to run, run.
+"""Every code block of README.md, docs/*.md and docs/architecture/*.md that is meant to run, run.
 
 Issue 25: README snippets had rotted (a `symbolic_trace` call that raises on
 the example models, an operator syntax that no longer parses). This test
@@ -47,7 +47,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "architecture").glob("*.md")))
 BIN = Path(sys.executable).parent
 RUNNABLE = {"python": "python", "bash": "shell", "sh": "shell", "shell": "shell", "console": "console", "mlir": "mlir"}
 """Fence info string -> how the block runs; other fences are not code."""

@@ -1,4 +1,4 @@
-"""Tests of the `torch` operator dialect (dialects/torch.py).
+"""Tests of the `torch` operator dialect (dialects/torch/).
 
 * builders infer the result types torch gives, and verify;
 * every verifier rejection raises a VerifyException naming the op and the

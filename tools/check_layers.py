@@ -5,35 +5,9 @@ and each layer is a folder (`Layer.folders`, relative to the repository
 root): a module's file lies in a folder of its own layer, so the tree shows
 where a change belongs.
 
-=====  ==========  ===============================  ========================
-rank   layer       folder                           what
-=====  ==========  ===============================  ========================
-0      foundation  optimus_ir/foundation            facts and machinery
-                                                    every layer shares; no
-                                                    dialect named
-1      dialects    dialects                         the IR's dialects and
-                                                    the literal encoding
-2      kernels     optimus_ir/kernels               the runtime: what an
-                                                    exported graph calls
-3      analysis    optimus_ir/analysis              analyses, cost model,
-                                                    fusion pricing
-3.5    patterns    passes/canonicalization_patterns rewrite patterns and
-                                                    the helpers passes share
-4      passes      passes                           one module per pass
-4      lowering    lowering                         the batch dialect to
-                                                    torch and Triton (a
-                                                    sibling of passes)
-5      translate   optimus_ir/translate             FX <-> IR, the context,
-                                                    textual IR
-6      pipeline    optimus_ir/pipeline              pipelines, validation
-7      api         optimus_ir (root), optimus_ir/api  the entry points
-8      tools       tools                            optimus-opt, the checks
-9      examples    optimus_ir/examples              example models, demo
--      registry    passes/registry.py               names passes by string;
-                                                    any layer may import
-                                                    it, it imports only the
-                                                    foundation
-=====  ==========  ===============================  ========================
+The table of layers (rank, name, folder, module patterns, what each is) is
+generated from `LAYERS` below: `python tools/check_layers.py --markdown`
+prints it, `make docs-layers` writes it into docs/architecture.md.
 
 A module may import its own layer, any layer of a lower rank, and the
 registry. Every import counts: module-level, inside functions, under
@@ -453,6 +427,67 @@ def check(root: Path) -> list[str]:
     return [text for _, _, text in violations]
 
 
+LAYER_DESCRIPTIONS: dict[str, str] = {
+    REGISTRY: "the one place that names passes, pipelines and pattern modules by string; "
+    "any layer may import it, it imports only the foundation",
+    "foundation": "facts and machinery every layer shares (types, diagnostics, statistics, the rewrite "
+    "driver, effects, traits, the object table, the environment); they name no dialect",
+    "dialects": "the fx, torch and batch dialects, and the fx dialect's literal encoding of Python values",
+    "kernels": "the custom ops and Triton kernels an exported graph calls at run time",
+    "analysis": "what several passes need to know: aliasing, layout, symbolic dims, live bytes, "
+    "the cost model and the pricing of a fused group",
+    "patterns": "the ops' canonicalization patterns and the pattern helpers passes share",
+    "passes": "the passes (but the registry)",
+    "lowering": "batch ops to torch ops, torch ops to fx; a sibling of `passes`: neither imports the other",
+    "translate": "FX <-> IR, the dialect context, textual IR, the call structure and capture state "
+    "(no pass depends on them)",
+    "pipeline": "the pass manager and pipeline text, differential validation",
+    "api": "the entry points: `optimize()`, the torch.compile backend, the Inductor hook, options, "
+    "capture and guards, model state, memory, plugins, replacements",
+    "tools": "the command-line tools (`optimus-opt`, `optimus-translate`) and this check",
+    "examples": "the example models and `make demo`; users of the API, imported by nothing in the package",
+}
+"""One line per layer, for the table in docs/architecture.md
+(`layer_table_markdown`); every layer of `LAYERS` needs one."""
+
+LAYER_TABLE_BEGIN = "<!-- layer-table:begin -->"
+LAYER_TABLE_END = "<!-- layer-table:end -->"
+
+
+def _rank_text(rank: float) -> str:
+    return str(int(rank)) if rank == int(rank) else str(rank)
+
+
+def layer_table_markdown(layers: Sequence[Layer] = LAYERS) -> str:
+    """The layers as a Markdown table (rank, layer, folder, module patterns,
+    what it is), lowest rank first, layers of one rank in `LAYERS`' order: the table of
+    docs/architecture.md, generated so that it cannot drift from the check."""
+    missing = [layer.name for layer in layers if layer.name not in LAYER_DESCRIPTIONS]
+    if missing:
+        raise ValueError(f"no description in LAYER_DESCRIPTIONS for layer(s): {', '.join(missing)}")
+    order = {layer.name: index for index, layer in enumerate(layers)}
+    rows = ["| rank | layer | folder | modules | what it is |", "|---|---|---|---|---|"]
+    for layer in sorted(layers, key=lambda item: (item.rank, order[item.name])):
+        patterns = ", ".join(f"`{pattern}`" for pattern in layer.modules)
+        folders = ", ".join(f"`{folder}/`" for folder in layer.folders)
+        if layer.name == REGISTRY:
+            folders = "`passes/registry.py`"
+        rows.append(
+            f"| {_rank_text(layer.rank)} | {layer.name} | {folders} | {patterns} | {LAYER_DESCRIPTIONS[layer.name]} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def with_layer_table(text: str, table: str) -> str:
+    """`text` with the part between the layer-table markers replaced by
+    `table`; a ValueError when the markers are missing or out of order."""
+    begin, end = text.find(LAYER_TABLE_BEGIN), text.find(LAYER_TABLE_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"no {LAYER_TABLE_BEGIN} ... {LAYER_TABLE_END} block")
+    start = begin + len(LAYER_TABLE_BEGIN)
+    return text[:start] + "\n" + table + text[end:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the tree; print each violation; 1 if there was one, else 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -462,7 +497,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(__file__).resolve().parent.parent,
         help="the repository root (default: the tree this script is in)",
     )
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the layer table (Markdown) instead of checking"
+    )
+    parser.add_argument(
+        "--write-layer-table",
+        type=Path,
+        metavar="FILE",
+        help="rewrite the table between FILE's layer-table markers instead of checking",
+    )
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(layer_table_markdown(), end="")
+        return 0
+    if args.write_layer_table is not None:
+        path = args.write_layer_table
+        path.write_text(with_layer_table(path.read_text(), layer_table_markdown()))
+        print(f"layer table written to {path}")
+        return 0
     root = args.root.resolve()
     violations = check(root)
     for line in violations:

@@ -1101,7 +1101,7 @@ INDUCTOR_PER_MEMBER_LAYER_NORM_MAX = 8
 affine parameters are stacks of graph inputs (Dynamo lifts parameters to
 inputs; not frozen) is lowered per member. Measured with
 `benchmarks/bench_inductor_forms.py` (Inductor, CPU, one thread, fp32, 64
-rows x 64 per member; docs/architecture.md "Lowering forms per target"):
+rows x 64 per member; docs/architecture/lowering-and-kernels.md "Lowering forms per target"):
 per member, `F.layer_norm` ran at 0.89-0.93x of the batched form's time
 at N = 4 and 8 (no stack of the weights on every call: Inductor generates
 a stack of few inputs as a slow concatenation, `InductorCosts.input_cat_s`)

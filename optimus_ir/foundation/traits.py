@@ -3,7 +3,7 @@
 Passes must not keep their own tuples of op classes ("the view ops", "the ops
 with a contiguous result") or target-name lists: they ask the op, as MLIR
 does with interfaces and xDSL with traits. The traits here are attached to
-the op definitions in `dialects/torch.py` and `dialects/fx.py`:
+the op definitions in `dialects/torch/` and `dialects/fx.py`:
 
 `ViewLike(relation)`
     A result may share storage with the (single tensor) input. `relation(op)`

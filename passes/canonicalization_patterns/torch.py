@@ -1,7 +1,7 @@
 """Canonicalization patterns of the torch dialect: local folds of one op.
 
 Each op that has local folds carries a `LazyCanonicalizationPatterns` trait
-naming one of the tuples below (`dialects/torch.py`); the `canonicalize`
+naming one of the tuples below (`dialects/torch/`); the `canonicalize`
 pass runs the patterns of the ops present, and `split-cat-simplify` runs
 them too, among its patterns that look across several ops. Every pattern
 here is rooted at the op it folds:

@@ -35,6 +35,7 @@ def optimize(
     cost_model: CostModelChoice = "calibrated",
     kernels: KernelChoice = "auto",
     memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET,
+    parameter_stacks: ParameterStacks = "copy",
     options: OptimizeOptions | None = None,
     statistics: Any = None,
     example_kwargs: Mapping[str, Any] | None = None,
@@ -80,6 +81,7 @@ def optimize(
         cost_model=cost_model,
         kernels=kernels,
         memory_budget=memory_budget,
+        parameter_stacks=parameter_stacks,
     )
     options = _options_of_call(options, keywords)
     load_plugins(strict=options.strict)  # installed plugins (passes, replacements): once per process

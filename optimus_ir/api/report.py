@@ -151,6 +151,10 @@ class OptimizeReport:
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
     once, at optimize time (`optimus_ir.api.param_cache`); 0 without freeze."""
+    shared_parameter_stacks: int = 0
+    """Stacks of fused groups' parameters that the parameters live in
+    (`parameter_stacks="shared"`: read without a copy per call,
+    `optimus_ir.api.shared_stacks`); 0 otherwise."""
     frozen_bytes: int = 0
     """Bytes of storage those values take (the stacked weights), held by
     the module; 0 without freeze (the default keeps nothing computed from
@@ -300,6 +304,11 @@ class OptimizeReport:
             lines.append(
                 f"frozen parameter values: {self.cached_parameter_values} "
                 f"({self.frozen_bytes} bytes, {self.parameter_copy_bytes} of them copies of weights)"
+            )
+        if self.shared_parameter_stacks:
+            lines.append(
+                f"shared parameter stacks: {self.shared_parameter_stacks} "
+                "(the fused groups' parameters live in them; read without a copy)"
             )
         if self.statistics is not None:
             chunked = f", {self.groups_chunked} of them in several parts" if self.groups_chunked else ""

@@ -128,6 +128,7 @@ def _optimize(
         remarks=remarks,
         cached_parameter_values=cached,
         shared_parameter_stacks=shared,
+        cost_model=_cost_model_used(passes, program.module),
         frozen_bytes=held[0],
         parameter_copy_bytes=held[1],
         side_effect_free=_side_effect_free(program.module),
@@ -229,6 +230,17 @@ def _freeze(result: torch.fx.GraphModule, phases: dict[str, float]) -> tuple[int
     with _phase("freeze parameters", phases):
         cached = freeze_parameter_expressions(result)
         return cached, frozen_bytes(result)
+
+
+def _cost_model_used(passes: Sequence[Any], module: ModuleOp) -> str:
+    """The cost model batch fusion priced with, described (its constants,
+    and for a calibration when it was measured and how steadily); "" where
+    no batch-fusion pass priced anything."""
+    for pass_ in passes:
+        if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "_cost_model"):
+            model = pass_._cost_model(graph_of(module).block)  # noqa: SLF001 - the pass's own choice, asked again
+            return model.describe() if model is not None else "none (every group found is fused)"
+    return ""
 
 
 def _share_stacks(result: torch.fx.GraphModule, phases: dict[str, float]) -> int:

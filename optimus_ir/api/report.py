@@ -151,6 +151,10 @@ class OptimizeReport:
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
     once, at optimize time (`optimus_ir.api.param_cache`); 0 without freeze."""
+    cost_model: str = ""
+    """The cost model batch fusion priced the groups with
+    (`CostModel.describe`: its constants, and for a calibration its time
+    and spread); "" without batch fusion."""
     shared_parameter_stacks: int = 0
     """Stacks of fused groups' parameters that the parameters live in
     (`parameter_stacks="shared"`: read without a copy per call,
@@ -305,6 +309,8 @@ class OptimizeReport:
                 f"frozen parameter values: {self.cached_parameter_values} "
                 f"({self.frozen_bytes} bytes, {self.parameter_copy_bytes} of them copies of weights)"
             )
+        if self.cost_model:
+            lines.append(f"cost model: {self.cost_model}")
         if self.shared_parameter_stacks:
             lines.append(
                 f"shared parameter stacks: {self.shared_parameter_stacks} "

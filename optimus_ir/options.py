@@ -165,7 +165,7 @@ class OptimizeOptions:
         "validate": ("optimize", "backend"),
         "freeze": ("optimize", "backend"),
         "check_speed": ("optimize",),
-        "parameter_stacks": ("optimize",),
+        "parameter_stacks": ("optimize", "backend"),
     }
     """The knobs that apply to some entry points only (the others apply to all)."""
 

@@ -255,7 +255,7 @@ def test_torch_compile_options_take_every_backend_option() -> None:
         compiled = torch.compile(model, backend="optimus", options=accepted)
         torch.testing.assert_close(compiled(x), model(x))
     refused = [name for name, (_, entries) in table.items() if "backend" not in entries]
-    assert refused == ["check_speed", "parameter_stacks"]
+    assert refused == ["check_speed"]
     for name in refused:
         torch._dynamo.reset()
         with pytest.raises(Exception, match=f"'{name}' is not an option of the torch.compile backend"):

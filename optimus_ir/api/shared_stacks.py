@@ -73,14 +73,22 @@ class SharedStack:
 
     __slots__ = ("__weakref__", "label", "members", "rehomed", "retired", "slots", "stack")
 
-    def __init__(self, members: Sequence[torch.nn.Parameter], label: str) -> None:
+    def __init__(self, members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True) -> None:
         self.members: tuple[torch.nn.Parameter, ...] = tuple(members)
         self.label = label
         self.rehomed = 0
         self.retired = False
         self.stack = torch.empty(0)
         self.slots: tuple[torch.Tensor, ...] = ()
-        self._home()
+        for member in self.members:
+            _HOMES[member] = self  # claimed now, homed by `_home` (now, or once a compiler is done)
+        if home:
+            self._home()
+
+    @property
+    def homed(self) -> bool:
+        """The members were moved into the stack (`_home` ran)."""
+        return bool(self.slots)
 
     def _home(self) -> None:
         """Copy the members' current values into a new stack and re-point
@@ -102,20 +110,23 @@ class SharedStack:
         required; the first member's identity is the cheap way out for other
         tensors altogether (the guard's proof on fake tensors)."""
         return (
-            len(members) == len(self.members)
+            bool(self.slots)
+            and len(members) == len(self.members)
             and members[0] is self.members[0]
             and all(map(_is_set_to, members, self.slots))
         )
 
-    def read(self, members: Sequence[torch.Tensor]) -> torch.Tensor:
+    def read(self, members: Sequence[torch.Tensor], *, settle: bool = True) -> torch.Tensor:
         """The stack of `members` along dim 0: the shared storage itself when
-        they still live there (no copy), else a per-call stack."""
-        if not self.retired and self.holds(members):
+        they still live there (no copy), else a per-call stack, after which
+        the group re-homes or gives up (`settle=False`: it does neither,
+        for a compiler's example input)."""
+        if not self.retired and self.homed and self.holds(members):
             if torch.is_grad_enabled() and any(m.requires_grad for m in members):
                 return _StackView.apply(self.stack, *members)
             return self.stack
         stacked = torch.stack(list(members))
-        if not self.retired:
+        if settle and not self.retired:
             self._missed(members)
         return stacked
 
@@ -274,7 +285,7 @@ def _value_of(gm: torch.fx.GraphModule, read: torch.fx.Node) -> Any:
         return None
 
 
-def _stack_for(members: Sequence[torch.nn.Parameter], label: str) -> SharedStack | None:
+def _stack_for(members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True) -> SharedStack | None:
     """The stack homing exactly `members` (in order), a new one where none
     of them is homed yet, or None where some already live elsewhere."""
     existing = _HOMES.get(members[0])
@@ -283,7 +294,7 @@ def _stack_for(members: Sequence[torch.nn.Parameter], label: str) -> SharedStack
         return existing if same and not existing.retired else None
     if any(_HOMES.get(m) is not None for m in members):
         return None
-    return SharedStack(members, label)
+    return SharedStack(members, label, home=home)
 
 
 def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
@@ -347,3 +358,89 @@ def unshare_parameters(model: torch.nn.Module | Iterable[torch.nn.Parameter]) ->
                     member.data = slot.clone()
                     moved += 1
     return moved
+
+
+class StackInputs:
+    """The shared stacks a graph compiled by the torch.compile backend takes
+    as extra inputs (`stacks_as_inputs`): per stack, its `SharedStack` and
+    the positions of its members among the graph's original inputs."""
+
+    def __init__(self, shares: Sequence[tuple[SharedStack, tuple[int, ...]]]) -> None:
+        self.shares = tuple(shares)
+
+    def __len__(self) -> int:
+        return len(self.shares)
+
+    def example_values(self, args: Sequence[Any]) -> list[torch.Tensor]:
+        """What the compiler is given for the stacks: the members stacked
+        (the members are not moved until `home`: Dynamo fakeified them where
+        they were, and the compiler checks its inputs against that)."""
+        return [stack.read([args[i] for i in positions], settle=False) for stack, positions in self.shares]
+
+    def home(self) -> None:
+        """Move the members of the stacks made for this graph into them."""
+        for stack, _ in self.shares:
+            if not stack.homed and not stack.retired:
+                stack._home()  # noqa: SLF001
+
+    def values(self, args: Sequence[Any]) -> list[torch.Tensor]:
+        """Each stack as its graph input: the storage itself (or, under
+        autograd, its differentiable view) where the members still live
+        there, else a per-call stack of them."""
+        return [stack.read([args[i] for i in positions]) for stack, positions in self.shares]
+
+    def wrap(self, compiled: Any) -> Any:
+        """`compiled`, called with the inputs Dynamo passes and handed the
+        stacks after them."""
+        values = self.values
+
+        def run(*args: Any) -> Any:
+            return compiled(*args, *values(args))
+
+        return run
+
+
+def stacks_as_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> StackInputs:
+    """For the torch.compile backend (Dynamo lifts parameters to graph
+    inputs): each stack of parameter inputs in `gm` that can be shared (see
+    the module docstring) becomes one more input of `gm`, after Dynamo's,
+    and its parameters are re-homed; returns what the caller must pass
+    (`StackInputs.wrap`). `gm` is changed in place."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    if len(placeholders) != len(example_inputs):
+        return StackInputs(())
+    position = {node: i for i, node in enumerate(placeholders)}
+    shares: list[tuple[SharedStack, tuple[int, ...]]] = []
+    last = placeholders[-1] if placeholders else None
+    for node in list(gm.graph.find_nodes(op="call_function", target=torch.stack)):
+        members_nodes = _stacked_members(node, position)
+        if members_nodes is None or not _only_read(node):
+            continue
+        positions = tuple(position[m] for m in members_nodes)
+        members = [example_inputs[i] for i in positions]
+        if not _shareable(members):
+            continue
+        stack = _stack_for(members, members_nodes[0].name, home=False)
+        if stack is None:
+            continue
+        with gm.graph.inserting_after(last) if last is not None else gm.graph.inserting_before(None):
+            value = gm.graph.placeholder(f"optimus_shared_stack_{len(shares)}")
+        last = value
+        value.meta.update({k: v for k, v in node.meta.items() if k in ("val", "example_value", "tensor_meta")})
+        node.replace_all_uses_with(value)
+        gm.graph.erase_node(node)
+        shares.append((stack, positions))
+    if shares:
+        recompile(gm)
+    return StackInputs(shares)
+
+
+def _stacked_members(node: torch.fx.Node, position: dict[torch.fx.Node, int]) -> list[torch.fx.Node] | None:
+    """The graph inputs `node` stacks along dim 0, where it is such a stack."""
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    if dim != 0 or not node.args or not isinstance(node.args[0], list | tuple) or set(node.kwargs) - {"dim"}:
+        return None
+    members = list(node.args[0])
+    if not members or not all(isinstance(m, torch.fx.Node) and m in position for m in members):
+        return None
+    return members  # type: ignore[return-value]

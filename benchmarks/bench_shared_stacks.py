@@ -49,8 +49,7 @@ from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E
 
 def _groups(module: Any) -> int:
     report = getattr(module, "optimus_report", None)
-    statistics_ = getattr(report, "statistics", None) or {}
-    return int(statistics_.get("batch-fusion.groups-fused", 0)) if isinstance(statistics_, dict) else 0
+    return int(report.groups_fused) if report is not None else 0
 
 
 def _step(module: Callable[..., torch.Tensor], parameters: Sequence[torch.Tensor], x: torch.Tensor) -> Callable[[], None]:

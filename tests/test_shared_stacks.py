@@ -64,6 +64,15 @@ def test_the_fused_op_reads_the_stack_without_a_copy() -> None:
     assert "read_shared_stack" in code and "torch.stack([towers_0_weight" not in code
     with torch.no_grad():  # the value read is the storage itself
         assert stacks[0].read(stacks[0].members) is stacks[0].stack
+    sites = [v for k, v in vars(opt).items() if k.startswith("_optimus_shared_stacks_")]
+    weights = next(s for s in sites if s.stack.label.endswith("weight"))
+    assert weights.views  # the fused op's view of the stack (a flatten for a shared-input linear), folded in
+    members = weights.stack.members
+    with torch.no_grad():  # the view of the storage is made once, while the stack holds
+        first = weights.read(members)
+        assert weights.read(members) is first and first.untyped_storage().data_ptr() == weights.stack.stack.data_ptr()
+    with torch.enable_grad():
+        assert weights.read(members).requires_grad
 
 
 def test_ten_adam_steps_equal_eager_steps_and_gradients_keep_their_strides() -> None:

@@ -195,10 +195,71 @@ class _StackView(torch.autograd.Function):
         return (None, *grad.unbind(0))
 
 
-def read_shared_stack(shared: SharedStack, *members: torch.Tensor) -> torch.Tensor:
-    """What the exported code calls where it stacked `members`: a
-    module-level function, so that FX's code generation can name it."""
-    return shared.read(members)
+ViewStep = tuple[Any, tuple[Any, ...], dict[str, Any], bool]
+"""One view op applied to a stack: (function or method name, the arguments
+after the tensor, keyword arguments, whether it is a method)."""
+
+
+class SharedRead:
+    """One place the exported code reads a shared stack, with the chain of
+    view ops the graph applied to the stack there (`transpose(1, 2)` of a
+    linear group's weights, `unsqueeze(1)` of its biases): under no_grad
+    the chain's result is a view of the storage that stays valid until the
+    stack re-homes, so it is made once, not per call."""
+
+    __slots__ = ("_for", "_value", "stack", "views")
+
+    def __init__(self, stack: SharedStack, views: Sequence[ViewStep] = ()) -> None:
+        self.stack = stack
+        self.views = tuple(views)
+        self._for: torch.Tensor | None = None
+        self._value: torch.Tensor | None = None
+
+    def _apply(self, value: torch.Tensor) -> torch.Tensor:
+        for target, args, kwargs, method in self.views:
+            value = getattr(value, target)(*args, **kwargs) if method else target(value, *args, **kwargs)
+        return value
+
+    def read(self, members: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The view chain applied to `SharedStack.read(members)`."""
+        stack = self.stack
+        if not stack.retired and stack.homed and stack.holds(members):
+            if torch.is_grad_enabled() and any(m.requires_grad for m in members):
+                return self._apply(_StackView.apply(stack.stack, *members))
+            if self._for is not stack.stack:
+                self._value, self._for = self._apply(stack.stack), stack.stack
+            return self._value  # type: ignore[return-value]
+        return self._apply(stack.read(members))
+
+    def __reduce__(self) -> Any:
+        return (SharedRead, (self.stack, self.views))
+
+
+def read_shared_stack(site: SharedRead, *members: torch.Tensor) -> torch.Tensor:
+    """What the exported code calls where it stacked `members` (and viewed
+    the stack): a module-level function, so that FX's code generation can
+    name it."""
+    return site.read(members)
+
+
+def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[ViewStep]]:
+    """The single-use view ops with constant arguments applied to `node`'s
+    value, in order, and the last node of that chain (`node` where none)."""
+    from optimus_ir.api.param_cache import _Classifier
+
+    classify = _Classifier()
+    steps: list[ViewStep] = []
+    end = node
+    while len(end.users) == 1:
+        user = next(iter(end.users))
+        constant = all(not isinstance(a, torch.fx.Node) for a in (*user.args[1:], *user.kwargs.values()))
+        if user.op not in ("call_function", "call_method") or not user.args or user.args[0] is not end:
+            break
+        if not constant or classify.short_name(user) not in _VIEW_USERS or not classify.is_pure(user):
+            break
+        steps.append((user.target, tuple(user.args[1:]), dict(user.kwargs), user.op == "call_method"))
+        end = user
+    return end, steps
 
 
 def _adoptable(members: Sequence[Any], stack: SharedStack) -> bool:
@@ -313,21 +374,32 @@ def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
         stack = _stack_for(members, str(reads[0].target))
         if stack is None:
             continue
+        end, views = _view_chain(node)
         holder_name = f"{SHARED_STACKS_ATTRIBUTE}_{len(shared)}"
-        gm.__dict__[holder_name] = stack
+        gm.__dict__[holder_name] = SharedRead(stack, views)
         with gm.graph.inserting_before(node), warnings.catch_warnings():
             # not a registered module, parameter or buffer: deliberately (the state dict stays the model's)
             warnings.simplefilter("ignore", UserWarning)
             holder = gm.graph.get_attr(holder_name)
             read_node = gm.graph.call_function(read_shared_stack, (holder, *reads))
-        read_node.meta.update(node.meta)
-        node.replace_all_uses_with(read_node)
-        gm.graph.erase_node(node)
+        read_node.meta.update(end.meta)
+        end.replace_all_uses_with(read_node)
+        for dead in reversed([node, *_chain_nodes(node, len(views))]):
+            gm.graph.erase_node(dead)
         shared.append(stack)
     if shared:
         gm.__dict__[SHARED_STACKS_ATTRIBUTE] = tuple(shared)
         recompile(gm)
     return len(shared)
+
+
+def _chain_nodes(node: torch.fx.Node, length: int) -> list[torch.fx.Node]:
+    """The `length` nodes of `node`'s single-use view chain (`_view_chain`)."""
+    chain = []
+    for _ in range(length):
+        node = next(iter(node.users))
+        chain.append(node)
+    return chain
 
 
 def shared_stacks(gm: Any) -> tuple[SharedStack, ...]:

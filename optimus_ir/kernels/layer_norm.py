@@ -41,6 +41,7 @@ from optimus_ir.kernels.activations import activation_code, activation_grad, app
 from optimus_ir.kernels.layout import aligned_parts, alignment, indices_by_dtype, row_view
 from optimus_ir.kernels.member_table import find_member, member_pointer, member_value
 from optimus_ir.kernels.metadata import tables
+from optimus_ir.kernels.ops import check_member_counts
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -351,11 +352,7 @@ def _common_weight_dtype(weights: Sequence[torch.Tensor | None], fallback: torch
 
 def _check(inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor | None],
            biases: Sequence[torch.Tensor | None]) -> None:
-    if not (len(inputs) == len(weights) == len(biases)):
-        raise ValueError(
-            f"batched layer norm: {len(inputs)} inputs, {len(weights)} weights, "
-            f"{len(biases)} biases (one each per member)"
-        )
+    check_member_counts("batched layer norm", inputs, weights, biases)
     for i, (x, w, b) in enumerate(zip(inputs, weights, biases)):
         for name, p in (("weight", w), ("bias", b)):
             if p is not None and tuple(p.shape) != (x.shape[-1],):

@@ -20,7 +20,7 @@ import torch.fx
 
 from optimus_ir.api.capturing import capture
 from optimus_ir.api.fallback import _running_the_model, _unoptimized, describe_failure
-from optimus_ir.api.optimizing import _optimize
+from optimus_ir.api.optimizing import _optimize, knobs_of
 from optimus_ir.api.report import OptimizeReport
 from optimus_ir.api.speed_check import _guard_op_count, check_speed_of, measure_memory_with_speed
 from optimus_ir.foundation.diagnostics import OptimusFallbackWarning
@@ -148,14 +148,12 @@ def _optimize_captured(
     buffers, and with `defer_code` its code may be pending (`exporter.finish_code`)."""
     pipeline: ResolvedPipeline = options.pipeline
     rerun = dict(
+        knobs_of(options),
         tensors_from=model,
-        validate=options.validate,
+        training=training,
         statistics=statistics,
         example_kwargs=example_kwargs,
-        verify_each=options.verify_each,
         guard_strides=True,
-        freeze=options.freeze,
-        training=training,
         keep_uncached_graph=True,
         defer_code=defer_code,
     )

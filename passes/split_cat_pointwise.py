@@ -43,7 +43,7 @@ from optimus_ir.analysis import (
     same_layout,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.canonicalization_patterns.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_size, tensor_type
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_sizes, tensor_type
 from optimus_ir.foundation.traits import is_elementwise, is_mergeable
 
 
@@ -107,10 +107,10 @@ class PointwiseOfCat(RewritePattern):
             return
         dim = cat.dim.data
         inputs = list(cat.inputs)
-        sizes = [static_size(x, dim) for x in inputs]
-        if any(s is None for s in sizes):
+        sizes = static_sizes(inputs, dim)
+        if sizes is None:
             return
-        bounds = offsets([s for s in sizes if s is not None])
+        bounds = offsets(sizes)
         pairs = _piece_users(result, dim, bounds)
         if pairs is None:
             return

@@ -26,7 +26,13 @@ from optimus_ir.translate.exporter import FALLBACK_ATTRIBUTE, copy_graph, export
 from optimus_ir.api.guards import UNCACHED_GRAPH_ATTRIBUTE
 from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.translate.model_state import ABSENT as _ABSENT  # "not given" sentinel
-from optimus_ir.options import ResolvedPipeline
+from optimus_ir.options import ResolvedOptions, ResolvedPipeline
+
+
+def knobs_of(options: ResolvedOptions) -> dict[str, bool]:
+    """The keywords of `_optimize` that resolved `options` decide, for
+    every entry point that runs it: `validate`, `verify_each`, `freeze`."""
+    return {"validate": options.validate, "verify_each": options.verify_each, "freeze": options.freeze}
 
 
 def _optimize(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -212,24 +212,31 @@ class DTypeAttr(ParametrizedAttribute):
             return (parser.parse_type(),)
 
 
-@irdl_attr_definition
-class DeviceAttr(ParametrizedAttribute):
-    """A `torch.device` literal (`#fx.device<"cuda:0">`)."""
+class _TextAttr(ParametrizedAttribute):
+    """An attribute whose one parameter is a text, printed as a string
+    literal in angle brackets (`#fx.device<"cuda:0">`)."""
 
-    name = "fx.device"
-    device: StringAttr
-
-    def __init__(self, device: str) -> None:
-        super().__init__(StringAttr(device))
+    def __init__(self, text: str) -> None:
+        super().__init__(StringAttr(text))
 
     def print_parameters(self, printer: Printer) -> None:
+        (text,) = self.parameters
+        assert isinstance(text, StringAttr)
         with printer.in_angle_brackets():
-            printer.print_string_literal(self.device.data)
+            printer.print_string_literal(text.data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
         with parser.in_angle_brackets():
             return (StringAttr(parse_text(parser)),)
+
+
+@irdl_attr_definition
+class DeviceAttr(_TextAttr):
+    """A `torch.device` literal (`#fx.device<"cuda:0">`)."""
+
+    name = "fx.device"
+    device: StringAttr
 
 
 @irdl_attr_definition
@@ -246,24 +253,12 @@ class SliceAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
-class ObjectAttr(ParametrizedAttribute):
+class ObjectAttr(_TextAttr):
     """Any other Python object, by name: a qualified import path such as
     `torch.contiguous_format`, or a key of the program's object table."""
 
     name = "fx.object"
     qualified_name: StringAttr
-
-    def __init__(self, qualified_name: str) -> None:
-        super().__init__(StringAttr(qualified_name))
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string_literal(self.qualified_name.data)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
-        with parser.in_angle_brackets():
-            return (StringAttr(parse_text(parser)),)
 
 
 _REFS: list[RefAttr] = []
@@ -291,31 +286,42 @@ FALSE = BoolAttr(0, _I1)
 # lower-to-fx build one for every dim, eps, alpha... of every op. The caches
 # are bounded: past the limit, literals are built afresh.
 _LITERAL_CACHE_LIMIT = 4096
-_INTS: dict[int, IntAttr] = {}
-_FLOATS: dict[bytes, FloatAttr] = {}
-_STRINGS: dict[str, StringAttr] = {}
+_Key = TypeVar("_Key")
+_Literal = TypeVar("_Literal", bound=Attribute)
+
+
+class _Literals(dict[_Key, _Literal]):
+    """A bounded cache of shared literals: `cache[key]` is the literal of
+    `key`, made by `make(key)` the first time and kept while the cache
+    holds fewer than `_LITERAL_CACHE_LIMIT`."""
+
+    def __init__(self, make: Callable[[_Key], _Literal]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: _Key) -> _Literal:
+        attr = self.make(key)
+        if len(self) < _LITERAL_CACHE_LIMIT:
+            self[key] = attr
+        return attr
+
+
+_INTS: _Literals[int, IntAttr] = _Literals(IntAttr)
+_FLOATS: _Literals[bytes, FloatAttr] = _Literals(lambda bits: FloatAttr(struct.unpack("<d", bits)[0], _F64))
+"""Keyed by the float's bits: 0.0 == -0.0, and NaN != NaN."""
+_STRINGS: _Literals[str, StringAttr] = _Literals(StringAttr)
 
 
 def int_literal(value: int) -> IntAttr:
+    """The shared `IntAttr` of `value`."""
     if type(value) is not int:  # a bool or an int subclass: not interchangeable
         return IntAttr(value)
-    attr = _INTS.get(value)
-    if attr is None:
-        attr = IntAttr(value)
-        if len(_INTS) < _LITERAL_CACHE_LIMIT:
-            _INTS[value] = attr
-    return attr
+    return _INTS[value]
 
 
 def float_literal(value: float) -> FloatAttr:
-    # keyed by the bits: 0.0 == -0.0, and NaN != NaN
-    key = struct.pack("<d", value)
-    attr = _FLOATS.get(key)
-    if attr is None:
-        attr = FloatAttr(value, _F64)
-        if len(_FLOATS) < _LITERAL_CACHE_LIMIT:
-            _FLOATS[key] = attr
-    return attr
+    """The shared f64 `FloatAttr` of `value` (bit for bit)."""
+    return _FLOATS[struct.pack("<d", value)]
 
 
 def bool_literal(value: bool) -> Attribute:
@@ -333,12 +339,7 @@ def scalar_literal(value: Any) -> Attribute | None:
     if kind is float:
         return float_literal(value)
     if kind is str:
-        attr = _STRINGS.get(value)
-        if attr is None:
-            attr = StringAttr(value)
-            if len(_STRINGS) < _LITERAL_CACHE_LIMIT:
-                _STRINGS[value] = attr
-        return attr
+        return _STRINGS[value]
     if value is None:
         return NONE
     return None

@@ -59,7 +59,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from optimus_ir.analysis import AliasAnalysis, shape
 from optimus_ir.analysis.strided_pieces import regular_pieces
@@ -74,7 +74,7 @@ from optimus_ir.lowering.lower_batch_kernels import _Emitter, kernel_patterns
 from optimus_ir.foundation.environment import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
-from optimus_ir.foundation.rewriting import GreedyRewriteDriver, RewriteConfig
+from optimus_ir.foundation.rewriting import GreedyRewriteDriver, RewriteConfig, RootedPattern
 
 
 # ---------------------------------------------------------------------------
@@ -211,7 +211,23 @@ def _member_order_value(
     return flat.result
 
 
-class CatOfMembers(RewritePattern):
+class _AliasAwareLowering(RootedPattern):
+    """A lowering pattern that asks the pass's `AliasAnalysis` (None: the
+    pattern used on its own, which then declines what needs it or walks)."""
+
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        self.aliases = aliases
+
+
+class _TargetedLowering(RootedPattern):
+    """A lowering pattern whose form depends on the compiler that runs the
+    result (`FusionTarget`: the cost model's choice, remarked)."""
+
+    def __init__(self, target: FusionTarget = "eager") -> None:
+        self.target = target
+
+
+class CatOfMembers(_AliasAwareLowering):
     """`torch.cat` of a run of members that are the whole of one stack in
     order, or m stacks interleaved periodically -> one `stack + flatten` of
     the (moved) stacks in place of the run (`cat + flatten` when the stacks'
@@ -223,12 +239,7 @@ class CatOfMembers(RewritePattern):
     name = "cat-of-members"
     roots = (T.CatOp,)
 
-    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
-        self.aliases = aliases
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, T.CatOp):
-            return
+    def rewrite(self, op: T.CatOp, rewriter: PatternRewriter, /) -> None:
         inputs = list(op.inputs)
         dim = op.dim.data
         out: list[SSAValue] = []
@@ -260,7 +271,7 @@ class CatOfMembers(RewritePattern):
             rewriter.replace(op, [T.CatOp(out, dim, result_type=op.result.type)])
 
 
-class ReturnedMemberCopy(RewritePattern):
+class ReturnedMemberCopy(_AliasAwareLowering):
     """`cat([m])` of a member `m` of a fresh batch result `s`, returned by
     the graph (the copy `batch-fusion` makes so that a returned member has
     storage of its own) -> `m` itself, when nothing else of `s`'s storage is
@@ -271,12 +282,9 @@ class ReturnedMemberCopy(RewritePattern):
     name = "returned-member-copy"
     roots = (T.CatOp,)
 
-    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
-        self.aliases = aliases
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+    def rewrite(self, op: T.CatOp, rewriter: PatternRewriter, /) -> None:
         aliases = self.aliases
-        if aliases is None or not isinstance(op, T.CatOp) or len(op.inputs) != 1:
+        if aliases is None or len(op.inputs) != 1:
             return
         member = op.inputs[0]
         unpack = member.owner
@@ -297,19 +305,14 @@ class ReturnedMemberCopy(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
-class LowerPack(RewritePattern):
+class LowerPack(_AliasAwareLowering):
     """`batch.pack` -> a view of the members' common base, a slice of a
     stack, one stack+flatten of interleaved stacks, or `torch.stack`."""
 
     name = "lower-pack"
     roots = (B.PackOp,)
 
-    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
-        self.aliases = aliases
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.PackOp):
-            return
+    def rewrite(self, op: B.PackOp, rewriter: PatternRewriter, /) -> None:
         members = list(op.members)
         n = len(members)
         aliases = self.aliases
@@ -401,7 +404,7 @@ def _sole_copy(member: SSAValue) -> T.CatOp | None:
     return None
 
 
-class LowerUnpack(RewritePattern):
+class LowerUnpack(RootedPattern):
     """`batch.unpack` -> `torch.unbind(stack, 0)`; `stack[i]` (one
     `torch.select`, not an unbind and a getitem) when member `i` is the only
     one read; `torch.unbind_copy(stack, 0)` when two or more members are
@@ -412,9 +415,7 @@ class LowerUnpack(RewritePattern):
     name = "lower-unpack"
     roots = (B.UnpackOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.UnpackOp):
-            return
+    def rewrite(self, op: B.UnpackOp, rewriter: PatternRewriter, /) -> None:
         used = [r for r in op.outputs if r.uses]
         if len(used) == 1:
             member = used[0]
@@ -437,7 +438,7 @@ class LowerUnpack(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
-class LowerLinear(RewritePattern):
+class LowerLinear(_TargetedLowering):
     """`batch.linear` -> `baddbmm(bias[:, None], x, w.transpose(1, 2))`
     (bmm without bias); member inputs of rank != 2 are flattened to
     [N, P, K] and the result viewed back."""
@@ -445,12 +446,7 @@ class LowerLinear(RewritePattern):
     name = "lower-linear"
     roots = (B.LinearOp,)
 
-    def __init__(self, target: FusionTarget = "eager") -> None:
-        self.target = target
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.LinearOp):
-            return
+    def rewrite(self, op: B.LinearOp, rewriter: PatternRewriter, /) -> None:
         _remark_form(op, linear_lowering(self.target, op.member_count, "bmm" if op.bias is None else "baddbmm"))
         ops: list[Operation] = []
         x = op.input
@@ -476,19 +472,14 @@ class LowerLinear(RewritePattern):
         rewriter.replace(op, ops, [out])
 
 
-class LowerLinearSharedInput(RewritePattern):
+class LowerLinearSharedInput(_TargetedLowering):
     """`batch.linear_shared_input` -> `linear(x, w.flatten(0, 1), b.flatten())`
     viewed as [..., N, M] and moved to [N, ..., M]."""
 
     name = "lower-linear-shared-input"
     roots = (B.LinearSharedInputOp,)
 
-    def __init__(self, target: FusionTarget = "eager") -> None:
-        self.target = target
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.LinearSharedInputOp):
-            return
+    def rewrite(self, op: B.LinearSharedInputOp, rewriter: PatternRewriter, /) -> None:
         _remark_form(op, linear_lowering(self.target, op.member_count, "one linear on the concatenated weights"))
         n, m, _ = shape(op.weight)
         ops: list[Operation] = [T.FlattenOp(op.weight, 0, 1)]
@@ -505,7 +496,7 @@ class LowerLinearSharedInput(RewritePattern):
         rewriter.replace(op, ops, [ops[-1].results[0]])
 
 
-class LowerGroupedLinear(RewritePattern):
+class LowerGroupedLinear(RootedPattern):
     """`batch.grouped_linear` -> one `torch.linear` per member (no grouped
     GEMM among the torch ops; `batch-fusion` forms these groups only when
     asked, for a lowering that has one)."""
@@ -513,9 +504,7 @@ class LowerGroupedLinear(RewritePattern):
     name = "lower-grouped-linear"
     roots = (B.GroupedLinearOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.GroupedLinearOp):
-            return
+    def rewrite(self, op: B.GroupedLinearOp, rewriter: PatternRewriter, /) -> None:
         linears = [
             T.LinearOp(*op.member_operands(i), result_type=op.outputs[i].type)
             for i in range(op.member_count)
@@ -533,19 +522,14 @@ def _broadcast_member(value: SSAValue, rank: int, ops: list[Operation]) -> SSAVa
     return ops[-1].results[0]
 
 
-class LowerLayerNorm(RewritePattern):
+class LowerLayerNorm(_TargetedLowering):
     """`batch.layer_norm` -> one `layer_norm` without affine over the
     stacked members, then the per-member `* weight` and `+ bias`."""
 
     name = "lower-layer-norm"
     roots = (B.LayerNormOp,)
 
-    def __init__(self, target: FusionTarget = "eager") -> None:
-        self.target = target
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.LayerNormOp):
-            return
+    def rewrite(self, op: B.LayerNormOp, rewriter: PatternRewriter, /) -> None:
         choice = layer_norm_lowering(self.target, op.member_count, _parameter_inputs(op))
         if choice.form is LoweringForm.PER_MEMBER:
             # `PerMemberLayerNorm` declined it: stacked values written in place
@@ -570,16 +554,14 @@ class LowerLayerNorm(RewritePattern):
         rewriter.replace(op, ops, [y])
 
 
-class LowerPointwise(RewritePattern):
+class LowerPointwise(RootedPattern):
     """`batch.pointwise` -> the member op on the stacked operands, with
     every property of the members."""
 
     name = "lower-pointwise"
     roots = (B.PointwiseOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.PointwiseOp):
-            return
+    def rewrite(self, op: B.PointwiseOp, rewriter: PatternRewriter, /) -> None:
         rank = len(shape(op.result))
         ops: list[Operation] = []
         operands: list[SSAValue] = []
@@ -634,7 +616,7 @@ def _parameter_inputs(op: B.LayerNormOp) -> bool:
     return bool(affine) and all(_stack_of_inputs(v) for v in affine)
 
 
-class PerMemberLayerNorm(RewritePattern):
+class PerMemberLayerNorm(RootedPattern):
     """`batch.layer_norm` -> one affine `torch.layer_norm` per member, on the
     members of its input (a pack's members, else an unpack: views) with the
     members' own parameters (no stack of them), where the cost model's
@@ -649,8 +631,8 @@ class PerMemberLayerNorm(RewritePattern):
         self.aliases = aliases
         self.target = target
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.LayerNormOp) or self.target == "eager":
+    def rewrite(self, op: B.LayerNormOp, rewriter: PatternRewriter, /) -> None:
+        if self.target == "eager":
             return
         choice = layer_norm_lowering(self.target, op.member_count, _parameter_inputs(op))
         if choice.form is not LoweringForm.PER_MEMBER:

@@ -65,6 +65,7 @@ from optimus_ir.dialects.torch.pointwise import program_float
 from optimus_ir.kernels.programs import ACTIVATIONS, STEP_BY_NAME
 from optimus_ir.lowering.lower_to_fx import call
 from optimus_ir.foundation.environment import KernelChoice
+from optimus_ir.foundation.rewriting import RootedPattern
 from optimus_ir.foundation.types import device_of
 
 KERNEL_CHOICES: tuple[str, ...] = get_args(KernelChoice)
@@ -235,7 +236,7 @@ def _activation_parts(result: SSAValue, n: int) -> list[tuple[list[int], Operati
     return parts or None
 
 
-class _KernelPattern(RewritePattern):
+class _KernelPattern(RootedPattern):
     """A kernel lowering; `kernels` is lower-batch's option."""
 
     def __init__(self, aliases: AliasAnalysis, kernels: str) -> None:
@@ -277,7 +278,7 @@ class KernelLinear(_KernelPattern):
     name = "kernel-linear"
     roots = (B.LinearOp, B.LinearSharedInputOp, B.GroupedLinearOp)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+    def rewrite(self, op: B.LinearOp | B.LinearSharedInputOp | B.GroupedLinearOp, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, B.GroupedLinearOp):
             if not self.qualifies([*op.members, *op.outputs]):
                 return
@@ -289,8 +290,6 @@ class KernelLinear(_KernelPattern):
                 [r.type for r in op.outputs], op.outputs[0].name_hint,
             )
             rewriter.replace(op, [], outs)
-            return
-        if not isinstance(op, B.LinearOp | B.LinearSharedInputOp):
             return
         operands = [op.input, op.weight, *([] if op.bias is None else [op.bias])]
         if not self.qualifies([*operands, op.result]):
@@ -318,8 +317,8 @@ class KernelLayerNorm(_KernelPattern):
     name = "kernel-layer-norm"
     roots = (B.LayerNormOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.LayerNormOp) or len(op.normalized_shape) != 1:
+    def rewrite(self, op: B.LayerNormOp, rewriter: PatternRewriter, /) -> None:
+        if len(op.normalized_shape) != 1:
             return
         operands = [v for v in (op.input, op.weight, op.bias) if v is not None]
         if not self.qualifies([*operands, op.result]):
@@ -350,8 +349,8 @@ class KernelPointwise(_KernelPattern):
     name = "kernel-pointwise"
     roots = (B.PointwiseOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.PointwiseOp) or not op.stacked_flags[0]:
+    def rewrite(self, op: B.PointwiseOp, rewriter: PatternRewriter, /) -> None:
+        if not op.stacked_flags[0]:
             return
         if not self.qualifies([*op.inputs, op.result]):
             return
@@ -394,7 +393,7 @@ def _kernel_result(value: SSAValue) -> bool:
     return isinstance(whole, fx.CallFunctionOp) and whole.target.data in _KERNEL_TARGETS
 
 
-class KernelResultNeedsNoCopy(RewritePattern):
+class KernelResultNeedsNoCopy(RootedPattern):
     """`torch.cat([r], dim)` of a kernel's member result `r` read by nothing
     else -> `r`.
 
@@ -411,8 +410,8 @@ class KernelResultNeedsNoCopy(RewritePattern):
     def __init__(self, aliases: AliasAnalysis) -> None:
         self.aliases = aliases
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, T.CatOp) or len(op.inputs) != 1:
+    def rewrite(self, op: T.CatOp, rewriter: PatternRewriter, /) -> None:
+        if len(op.inputs) != 1:
             return
         source = op.inputs[0]
         if source.type != op.result.type or not _kernel_result(source):

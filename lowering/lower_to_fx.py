@@ -134,11 +134,6 @@ def _addmm(op):
     return [call(target, list(op.operands), kwargs, op.result.type)]
 
 
-@lowers(T.LayerNormOp)
-def _layer_norm(op):
-    args = [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps]
-    return [call("torch.nn.functional.layer_norm", args, {}, op.result.type)]
-
 
 def _tuple_call(op, target: str, args: list[Any]):
     results = list(op.results)
@@ -183,45 +178,12 @@ def _squeeze(op):
     return [call("torch.squeeze", [op.input, dim], {}, op.result.type)]
 
 
-@lowers(T.UnsqueezeOp)
-def _unsqueeze(op):
-    return [call("torch.unsqueeze", [op.input, op.dim], {}, op.result.type)]
 
 
-@lowers(T.ReshapeOp)
-def _reshape(op):
-    return [call("torch.reshape", [op.input, _ints(op.shape)], {}, op.result.type)]
 
 
-@lowers(T.ViewOp)
-def _view(op):
-    return [call("torch.Tensor.view", [op.input, _ints(op.shape)], {}, op.result.type)]
 
 
-@lowers(T.FlattenOp)
-def _flatten(op):
-    return [call("torch.flatten", [op.input, op.start_dim, op.end_dim], {}, op.result.type)]
-
-
-@lowers(T.UnflattenOp)
-def _unflatten(op):
-    return [call("torch.unflatten", [op.input, op.dim, _ints(op.sizes)], {}, op.result.type)]
-
-
-@lowers(T.PermuteOp)
-def _permute(op):
-    return [call("torch.permute", [op.input, _ints(op.dims)], {}, op.result.type)]
-
-
-@lowers(T.TransposeOp)
-def _transpose(op):
-    return [call("torch.transpose", [op.input, op.dim0, op.dim1], {}, op.result.type)]
-
-
-@lowers(T.MovedimOp)
-def _movedim(op):
-    args = [op.input, _ints(op.source), _ints(op.destination)]
-    return [call("torch.movedim", args, {}, op.result.type)]
 
 
 @lowers(T.SliceOp)
@@ -231,15 +193,6 @@ def _slice(op):
     return [call(_GETITEM, [op.input, index], {}, op.result.type)]
 
 
-@lowers(T.UnfoldOp)
-def _unfold(op):
-    args = [op.input, op.dim.data, op.size.data, op.step.data]
-    return [call("torch.Tensor.unfold", args, {}, op.result.type)]
-
-
-@lowers(T.SelectOp)
-def _select(op):
-    return [call("torch.select", [op.input, op.dim, op.index], {}, op.result.type)]
 
 
 @lowers(T.NanToNumOp)
@@ -317,9 +270,42 @@ def _where(op):
     return [call("torch.where", [op.condition, op.input, other], {}, op.result.type)]
 
 
-@lowers(T.MaskedFillOp)
-def _masked_fill(op):
-    return [call("torch.masked_fill", [op.input, op.mask, op.value], {}, op.result.type)]
+
+# ---------------------------------------------------------------------------
+# Positional calls: one call of a torch target, the arguments in order
+# ---------------------------------------------------------------------------
+
+
+def call_lowering(target: str, arguments: Callable[[Any], list[Any]]) -> Lowering:
+    """The lowering to one call of `target` with `arguments(op)` as its
+    positional arguments (no keyword arguments)."""
+
+    def lower(op):
+        return [call(target, arguments(op), {}, op.result.type)]
+
+    return lower
+
+
+_POSITIONAL_CALLS: tuple[tuple[type[Operation], str, Callable[[Any], list[Any]]], ...] = (
+    (T.LayerNormOp, "torch.nn.functional.layer_norm",
+     lambda op: [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps]),
+    (T.UnsqueezeOp, "torch.unsqueeze", lambda op: [op.input, op.dim]),
+    (T.ReshapeOp, "torch.reshape", lambda op: [op.input, _ints(op.shape)]),
+    (T.ViewOp, "torch.Tensor.view", lambda op: [op.input, _ints(op.shape)]),
+    (T.FlattenOp, "torch.flatten", lambda op: [op.input, op.start_dim, op.end_dim]),
+    (T.UnflattenOp, "torch.unflatten", lambda op: [op.input, op.dim, _ints(op.sizes)]),
+    (T.PermuteOp, "torch.permute", lambda op: [op.input, _ints(op.dims)]),
+    (T.TransposeOp, "torch.transpose", lambda op: [op.input, op.dim0, op.dim1]),
+    (T.MovedimOp, "torch.movedim", lambda op: [op.input, _ints(op.source), _ints(op.destination)]),
+    (T.UnfoldOp, "torch.Tensor.unfold", lambda op: [op.input, op.dim.data, op.size.data, op.step.data]),
+    (T.SelectOp, "torch.select", lambda op: [op.input, op.dim, op.index]),
+    (T.MaskedFillOp, "torch.masked_fill", lambda op: [op.input, op.mask, op.value]),
+)
+"""The ops whose lowering is one call of a target with positional
+arguments: (op class, target, the arguments of an op)."""
+
+for _cls, _target, _arguments in _POSITIONAL_CALLS:
+    LOWERINGS[_cls] = call_lowering(_target, _arguments)
 
 
 # ---------------------------------------------------------------------------

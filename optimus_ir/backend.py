@@ -376,20 +376,19 @@ def _optimize_graph(
 ) -> torch.fx.GraphModule:
     """`gm` optimized for the backend (no stride guard: Dynamo guards),
     priced for the compiler that runs it (`options.inner`)."""
-    from optimus_ir.api import _optimize
+    from optimus_ir.api import _optimize  # looked up there: tests record its calls
+    from optimus_ir.api.optimizing import knobs_of
 
     return _optimize(
         gm,
         example_inputs,
         passes_for_target(options.pipeline, options.inner, frozen),
-        validate=options.validate,
         statistics=None,
         example_kwargs=None,
-        verify_each=options.verify_each,
         guard_strides=False,
-        freeze=options.freeze,
         cache_parameters=cache_parameters,
         after_pass=after_pass,
+        **knobs_of(options),
     )
 
 

@@ -21,7 +21,7 @@ re-exported here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, overload
 
 import attrs
 
@@ -349,6 +349,9 @@ def default_pipeline_passes() -> tuple[ModulePass, ...]:
     return tuple(registry.get_pass_class(name)() for name in registry.DEFAULT_PIPELINE_STAGES)
 
 
+_Knob = TypeVar("_Knob")
+
+
 @attrs.frozen
 class ResolvedPipeline:
     """A pipeline ready to run: its pass instances, options set, and its
@@ -375,6 +378,23 @@ class ResolvedPipeline:
         return attrs.evolve(self, passes=passes, text=pipeline_text(passes))
 
 
+class _Given(Generic[_Knob]):
+    """A knob of `ResolvedOptions` that is the given `options`' own (read
+    through, never copied): `resolved.freeze` is `resolved.options.freeze`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, resolved: None, owner: type) -> _Given[_Knob]: ...
+
+    @overload
+    def __get__(self, resolved: ResolvedOptions, owner: type | None = None) -> _Knob: ...
+
+    def __get__(self, resolved: ResolvedOptions | None, owner: type | None = None) -> _Knob | _Given[_Knob]:
+        return self if resolved is None else getattr(resolved.options, self.name)
+
+
 @attrs.frozen
 class ResolvedOptions:
     """`OptimizeOptions` settled for one entry point's run
@@ -388,30 +408,12 @@ class ResolvedOptions:
     verify_each: bool
     pipeline: ResolvedPipeline
 
-    @property
-    def validate(self) -> bool:
-        """`options.validate`."""
-        return self.options.validate
-
-    @property
-    def freeze(self) -> bool:
-        """`options.freeze`."""
-        return self.options.freeze
-
-    @property
-    def parameter_stacks(self) -> ParameterStacks:
-        """`options.parameter_stacks`."""
-        return self.options.parameter_stacks
-
-    @property
-    def remarks(self) -> bool:
-        """`options.remarks`."""
-        return self.options.remarks
-
-    @property
-    def inner(self) -> InnerCompiler:
-        """`options.inner`."""
-        return self.options.inner
+    # the knobs no environment variable settles: those of `options`, as given
+    validate = _Given[bool]()
+    freeze = _Given[bool]()
+    parameter_stacks = _Given[ParameterStacks]()
+    remarks = _Given[bool]()
+    inner = _Given[InnerCompiler]()
 
 
 __all__ = [

@@ -28,7 +28,6 @@ laid out like the slice it replaces (a returned one would need a restride).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -43,16 +42,21 @@ from optimus_ir.analysis import (
     same_layout,
 )
 from optimus_ir.dialects import torch as t
-from optimus_ir.passes.canonicalization_patterns.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_size, tensor_type
+from optimus_ir.passes.canonicalization_patterns.split_cat_common import RemarkOnce, offsets, only_user, sections_of, static_sizes, tensor_type
 from optimus_ir.foundation.traits import is_elementwise, is_mergeable
 
 
-def _piece_users(
-    result: SSAValue, dim: int, bounds: Sequence[int]
-) -> list[tuple[SSAValue, int]] | None:
-    """Each value read from `result` paired with the cat input it equals:
-    slices at one input's bounds and pieces of a split at the cat's
-    sections; None when some user is anything else."""
+def _piece_users(result: SSAValue, cat: t.CatOp) -> list[tuple[SSAValue, int]] | None:
+    """Each value read from `result` (`f` of `cat`) paired with the index of
+    the cat input it equals: slices at one input's bounds and pieces of a
+    split at the cat's sections; None when some user is anything else or an
+    input's size along the cat's dim is not static. (A slice starting where
+    an empty input does is of the next input: the one it ends with.)"""
+    dim = cat.dim.data
+    sizes = static_sizes(list(cat.inputs), dim)
+    if sizes is None:
+        return None
+    bounds = offsets(sizes)
     index_of_start = {start: i for i, start in enumerate(bounds[:-1])}
     pairs: list[tuple[SSAValue, int]] = []
     for use in result.uses:
@@ -68,7 +72,7 @@ def _piece_users(
                 return None
             pairs.append((user.result, i))
         elif isinstance(user, t.SplitOp):
-            if user.dim.data != dim or offsets(sections_of(user)) != list(bounds):
+            if user.dim.data != dim or offsets(sections_of(user)) != bounds:
                 return None
             pairs.extend((piece, i) for i, piece in enumerate(user.results) if piece.first_use is not None)
         else:
@@ -105,15 +109,10 @@ class PointwiseOfCat(RewritePattern):
         cat_type = tensor_type(cat.result)
         if out_type is None or cat_type is None or result.first_use is None:
             return
-        dim = cat.dim.data
-        inputs = list(cat.inputs)
-        sizes = [static_size(x, dim) for x in inputs]
-        if any(s is None for s in sizes):
-            return
-        bounds = offsets([s for s in sizes if s is not None])
-        pairs = _piece_users(result, dim, bounds)
+        pairs = _piece_users(result, cat)
         if pairs is None:
             return
+        inputs = list(cat.inputs)
         input_types = [tensor_type(x) for x in inputs]
         if any(ty is None or ty.element_type != cat_type.element_type for ty in input_types):
             return  # the cat converts a dtype: f would see other values
@@ -151,10 +150,10 @@ class PointwiseOfCat(RewritePattern):
                 attributes=dict(op.attributes),
             )
         rewriter.insert([made[i] for i in sorted(made)], InsertPoint.before(op))
+        input_of = dict(pairs)
         for user in list({id(u.operation): u.operation for u in result.uses}.values()):
             if isinstance(user, t.SliceOp):
-                i = bounds.index(user.start.data)
-                rewriter.replace(user, [], [made[i].results[0]])
+                rewriter.replace(user, [], [made[input_of[user.result]].results[0]])
             else:
                 rewriter.replace(
                     user,

@@ -25,6 +25,7 @@ Safety rules (see `split_cat_common`):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -57,6 +58,7 @@ from optimus_ir.passes.canonicalization_patterns.split_cat_common import (
     consecutive_runs,
     copy_instead,
     is_full_range,
+    made_on_same_dim,
     offsets,
     only_user,
     same_type,
@@ -64,6 +66,7 @@ from optimus_ir.passes.canonicalization_patterns.split_cat_common import (
     slice_like,
     split_piece_of,
     static_size,
+    static_sizes,
     tensor_type,
     users,
 )
@@ -414,15 +417,12 @@ class SplitOfCat(AliasAwarePattern):
     name = "split-of-cat"
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.SplitOp):
-            return
-        cat = op.input.owner
-        if not isinstance(cat, t.CatOp) or cat.dim.data != op.dim.data:
+        if not isinstance(op, t.SplitOp) or (cat := made_on_same_dim(op, t.CatOp)) is None:
             return
         dim = op.dim.data
         inputs = list(cat.inputs)
-        sizes = [static_size(v, dim) for v in inputs]
-        if any(s is None for s in sizes):
+        sizes = static_sizes(inputs, dim)
+        if sizes is None:
             return
         sections = sections_of(op)
         if sizes == sections:
@@ -433,15 +433,15 @@ class SplitOfCat(AliasAwarePattern):
         rank = len(shape(cat.result) or ())
         if any(len(shape(v) or ()) != rank for v in inputs):
             return  # legacy empty 1-D inputs: leave
-        if self._regroup(op, cat, inputs, sizes, sections, dim, rewriter):  # type: ignore[arg-type]
+        if self._regroup(op, cat, inputs, sizes, sections, dim, rewriter):
             return
         # Fallback: forward the pieces that are exactly one input.
-        cat_starts = offsets(sizes)  # type: ignore[arg-type]
+        cat_starts = offsets(sizes)
         starts = offsets(sections)
         exact: list[tuple[SSAValue, SSAValue]] = []
         for j, piece in enumerate(op.results):
             lo, hi = starts[j], starts[j + 1]
-            i = self._exact_input(cat_starts, sizes, lo, hi)  # type: ignore[arg-type]
+            i = self._exact_input(cat_starts, sizes, lo, hi)
             if i is not None:
                 exact.append((piece, inputs[i]))
         if exact:
@@ -593,10 +593,7 @@ class UnbindOfStack(AliasAwarePattern):
     name = "unbind-of-stack"
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.UnbindOp):
-            return
-        stack = op.input.owner
-        if not isinstance(stack, t.StackOp) or stack.dim.data != op.dim.data:
+        if not isinstance(op, t.UnbindOp) or (stack := made_on_same_dim(op, t.StackOp)) is None:
             return
         if len(stack.inputs) != len(op.results):
             return
@@ -637,6 +634,24 @@ class StackOfUnbind(AliasAwarePattern):
         rewriter.replace(op, [], [new])
 
 
+_View = TypeVar("_View", t.SliceOp, t.SelectOp)
+
+
+def _views_of_one_tensor(owners: Sequence[object], kind: type[_View]) -> list[_View] | None:
+    """`owners` (the ops that make a join's inputs) when every one is a
+    `kind` view (slice or select) of the same tensor along the same dim;
+    None otherwise."""
+    first = owners[0]
+    if not isinstance(first, kind):
+        return None
+    views: list[_View] = []
+    for owner in owners:
+        if not isinstance(owner, kind) or owner.input != first.input or owner.dim.data != first.dim.data:
+            return None
+        views.append(owner)
+    return views
+
+
 class JoinOfSlices(AliasAwarePattern):
     """A cat or stack whose inputs are all step-1 slices (or, for stack,
     selects) of one tensor, in order and touching:
@@ -655,50 +670,44 @@ class JoinOfSlices(AliasAwarePattern):
     name = "join-of-slices"
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.CatOp | t.StackOp):
+        if not isinstance(op, t.CatOp | t.StackOp) or len(op.inputs) < 2:
             return
-        inputs = list(op.inputs)
-        if len(inputs) < 2:
+        owners = [v.owner for v in op.inputs]
+        slices = _views_of_one_tensor(owners, t.SliceOp)
+        if slices is not None:
+            self._join_slices(op, slices, rewriter)
             return
-        owners = [v.owner for v in inputs]
-        first = owners[0]
-        if isinstance(first, t.SliceOp):
-            if not all(isinstance(o, t.SliceOp) for o in owners):
+        selects = _views_of_one_tensor(owners, t.SelectOp)
+        if selects is not None:
+            self._join_selects(op, selects, rewriter)
+
+    def _join_slices(self, op: t.CatOp | t.StackOp, slices: list[t.SliceOp], rewriter: PatternRewriter) -> None:
+        """Slices that are step-1 and touching, in order: a cat on their
+        dim is one range of the source (`_to_range`), a stack of them is
+        `_stack_slices`."""
+        source, dim = slices[0].input, slices[0].dim.data
+        for s in slices:
+            if s.step.data != 1 or s.start.data < 0 or s.end.data < s.start.data:
                 return
-            slices: list[t.SliceOp] = owners  # type: ignore[assignment]
-            source = first.input
-            dim = first.dim.data
-            for s in slices:
-                if s.input != source or s.dim.data != dim or s.step.data != 1:
-                    return
-                if s.start.data < 0 or s.end.data < s.start.data:
-                    return
-            for a, b in zip(slices, slices[1:]):
-                if a.end.data != b.start.data:
-                    return
-            start, end = slices[0].start.data, slices[-1].end.data
-            if isinstance(op, t.CatOp):
-                if op.dim.data != dim:
-                    return
-                self._to_range(op, source, dim, start, end, rewriter)
-            else:
-                self._stack_slices(op, slices, source, dim, rewriter)
-        elif isinstance(first, t.SelectOp):
-            if not all(isinstance(o, t.SelectOp) for o in owners):
-                return
-            selects: list[t.SelectOp] = owners  # type: ignore[assignment]
-            source = first.input
-            dim = first.dim.data
-            index = first.index.data
-            for k, s in enumerate(selects):
-                if s.input != source or s.dim.data != dim or s.index.data != index + k:
-                    return
-            if index < 0:
-                return
-            if isinstance(op, t.StackOp) and op.dim.data == dim:
-                self._to_range(op, source, dim, index, index + len(selects), rewriter)
-            else:
-                self._selects_moved(op, selects, source, dim, rewriter)
+        if any(a.end.data != b.start.data for a, b in zip(slices, slices[1:])):
+            return
+        if isinstance(op, t.StackOp):
+            self._stack_slices(op, slices, source, dim, rewriter)
+        elif op.dim.data == dim:
+            self._to_range(op, source, dim, slices[0].start.data, slices[-1].end.data, rewriter)
+
+    def _join_selects(self, op: t.CatOp | t.StackOp, selects: list[t.SelectOp], rewriter: PatternRewriter) -> None:
+        """Selects of consecutive non-negative indices: a stack on their
+        dim is one range of the source (`_to_range`), a cat or stack on
+        another dim is `_selects_moved`."""
+        source, dim = selects[0].input, selects[0].dim.data
+        index = selects[0].index.data
+        if index < 0 or any(s.index.data != index + k for k, s in enumerate(selects)):
+            return
+        if isinstance(op, t.StackOp) and op.dim.data == dim:
+            self._to_range(op, source, dim, index, index + len(selects), rewriter)
+        else:
+            self._selects_moved(op, selects, source, dim, rewriter)
 
     def _to_range(
         self,
@@ -835,10 +844,7 @@ class UnsqueezeOfSelect(RewritePattern):
     name = "unsqueeze-of-select"
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, t.UnsqueezeOp):
-            return
-        select = op.input.owner
-        if not isinstance(select, t.SelectOp) or select.dim.data != op.dim.data:
+        if not isinstance(op, t.UnsqueezeOp) or (select := made_on_same_dim(op, t.SelectOp)) is None:
             return
         index = select.index.data
         if index < 0 or only_user(select.result) is not op:

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 import optimus_ir
+from optimus_ir.examples.builders import mlp
 from optimus_ir.examples.dlrm import make_dlrm_model
 from optimus_ir.examples.mmoe import make_mmoe_model
 from optimus_ir.api import capture
@@ -117,6 +118,60 @@ def test_output_shape(name: str) -> None:
     assert out.shape == EXPECTED_SHAPE[name]
     assert out.dtype == torch.float32
     assert bool(((out > 0) & (out < 1)).all()), "the models end in a sigmoid"
+
+
+def _mlp_entries(prefix: str, widths: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """The state-dict entries of an `mlp` over `widths` (a linear at every
+    even index, a ReLU between)."""
+    entries: list[tuple[str, tuple[int, ...]]] = []
+    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:])):
+        entries += [(f"{prefix}.{2 * i}.weight", (n_out, n_in)), (f"{prefix}.{2 * i}.bias", (n_out,))]
+    return entries
+
+
+def test_state_dict_layout() -> None:
+    """The documented module names and shapes, in creation order: what
+    checkpoints and the benchmarks' seeded figures depend on."""
+    dlrm, _ = _build("dlrm")  # 4 tables of 50 x 8, dense 5, bottom (16, 8), top (16, 1)
+    assert [(k, tuple(v.shape)) for k, v in dlrm.state_dict().items()] == [
+        ("tril_rows", (10,)),
+        ("tril_cols", (10,)),
+        *[(f"embeddings.{t}.weight", (50, 8)) for t in range(4)],
+        *_mlp_entries("bottom", (5, 16, 8)),
+        *_mlp_entries("top", (8 + 10, 16, 1)),
+    ]
+    mmoe, _ = _build("mmoe")  # 16 features, 4 experts (16, 8), 3 tasks, towers 8
+    assert [(k, tuple(v.shape)) for k, v in mmoe.state_dict().items()] == [
+        *[entry for e in range(4) for entry in _mlp_entries(f"experts.{e}", (16, 16, 8))],
+        *[entry for k in range(3) for entry in ((f"gates.{k}.weight", (4, 16)), (f"gates.{k}.bias", (4,)))],
+        *[entry for k in range(3) for entry in _mlp_entries(f"towers.{k}", (8, 8, 1))],
+    ]
+    wide_deep, _ = _build("wide_deep")  # 6 features of 50 x 8, dense 4, wide 32, deep (32, 16)
+    assert [(k, tuple(v.shape)) for k, v in wide_deep.state_dict().items()] == [
+        ("wide.weight", (1, 32)),
+        ("wide.bias", (1,)),
+        *[(f"embeddings.{f}.weight", (50, 8)) for f in range(6)],
+        *[entry for f in range(6) for entry in _mlp_entries(f"projections.{f}", (8, 8))],
+        *_mlp_entries("deep", (6 * 8 + 4, 32, 16, 1)),
+    ]
+
+
+def test_mlp_layers() -> None:
+    """`mlp`: a ReLU between the linears, after the last only on request."""
+    kinds = [type(layer) for layer in mlp((4, 3, 2), last_activation=False)]
+    assert kinds == [nn.Linear, nn.ReLU, nn.Linear]
+    kinds = [type(layer) for layer in mlp((4, 3), last_activation=True)]
+    assert kinds == [nn.Linear, nn.ReLU]
+    with pytest.raises(ValueError, match="at least one output width"):
+        mlp((4,), last_activation=True)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_factory_rejects_an_unknown_size(name: str) -> None:
+    """The factories pass their sizes on to the model's constructor, which
+    names the keyword it does not know."""
+    with pytest.raises(TypeError, match="no_such_size"):
+        _build(name, no_such_size=3)
 
 
 def test_input_kinds() -> None:

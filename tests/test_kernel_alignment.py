@@ -99,9 +99,9 @@ def test_layer_norm_hints_are_true_and_odd_pieces_are_right(monkeypatch, split: 
         assert all(v % align == 0 for v in f[ln._SX] + f[ln._D])
     for (meta, _x, _w, _pdw, _pdb, n, *_), kw in bwd.calls:
         f = _fields(meta, n)
-        for field in (ln._BX, ln._BDY, ln._BDX, ln._BW, ln._BB):
+        for field in (ln._X, ln._DY, ln._DX, ln._W, ln._B):
             assert all(p % kw["PTR_ALIGN"] == 0 for p in f[field])
-        assert all(v % kw["ALIGN"] == 0 for v in f[ln._BSX] + f[ln._BSDY] + f[ln._BD])
+        assert all(v % kw["ALIGN"] == 0 for v in f[ln._SX] + f[ln._SDY] + f[ln._D])
     # Split: the aligned members launch with 16-byte hints (4 fp32
     # elements), the odd pieces without; not split: one unhinted launch.
     assert sorted(aligns) == ([1, 4] if split else [1])
@@ -113,8 +113,8 @@ def test_pointwise_hints_are_true_and_odd_pieces_are_right(monkeypatch, split: b
     from optimus_ir.kernels import pointwise
 
     monkeypatch.setattr(layout, "ALIGNED_SPLIT_BYTES", 0 if split else 1 << 60)
-    fwd = _Spy(pointwise._multi_pointwise_fwd_kernel)
-    monkeypatch.setattr(pointwise, "_multi_pointwise_fwd_kernel", fwd)
+    fwd = _Spy(pointwise._multi_pointwise_kernel)
+    monkeypatch.setattr(pointwise, "_multi_pointwise_kernel", fwd)
     xs = _mixed_members()
     others = [_wide(x.shape[-1], 1, seed=5 + i)[0] for i, x in enumerate(xs)]
     others += [_wide(x.shape[-1] + 2, x.shape[0], seed=9 + i)[:, 1:-1] for i, x in enumerate(xs)]
@@ -142,8 +142,8 @@ def test_pointwise_aligned_members_keep_their_hints(monkeypatch) -> None:
     from optimus_ir.kernels import pointwise
 
     monkeypatch.setattr(layout, "ALIGNED_SPLIT_BYTES", 0)
-    fwd = _Spy(pointwise._multi_pointwise_fwd_kernel)
-    monkeypatch.setattr(pointwise, "_multi_pointwise_fwd_kernel", fwd)
+    fwd = _Spy(pointwise._multi_pointwise_kernel)
+    monkeypatch.setattr(pointwise, "_multi_pointwise_kernel", fwd)
     xs = _mixed_members()
     ys = pointwise.multi_pointwise_forward(xs, [], "sigmoid;mul(3.0)")
     for x, y in zip(xs, ys):

@@ -91,6 +91,15 @@ class PointwiseOfCatSplit(nn.Module):
         return a.relu(), b.neg()
 
 
+class PointwiseOfCatWithEmptyInput(nn.Module):
+    """A slice that starts where an empty input does is of the next input
+    (the relu of the cat once crashed the pass: `KeyError` on the empty one)."""
+
+    def forward(self, x: torch.Tensor, e: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        h = torch.relu(torch.cat([x, e, y], 1))
+        return h[:, :2] * 2, h[:, 2:] + 1
+
+
 class PointwiseEinsum(nn.Module):
     def forward(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return (
@@ -124,6 +133,9 @@ CASES: dict[str, tuple[type[nn.Module], tuple[tuple[int, ...], ...], dict[str, i
     ),
     "pointwise_of_cat_split": (
         PointwiseOfCatSplit, ((3, 4), (5, 4)), {"tanh": 2, "relu": 1, "neg": 1}
+    ),
+    "pointwise_of_cat_empty_input": (
+        PointwiseOfCatWithEmptyInput, ((3, 2), (3, 0), (3, 3)), {"relu": 2, "mul": 1, "add": 1}
     ),
     "pointwise_einsum": (
         PointwiseEinsum, ((3, 4), (3, 4), (3, 5, 4)), {"mul": 3, "add": 1, "unsqueeze": 3}

@@ -47,7 +47,7 @@ import functools
 import logging
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -411,20 +411,24 @@ def run_call(op: fx.NodeOp, layouts: Layouts = None, device: str | None = None) 
         return UNKNOWN
     except Exception:  # noqa: BLE001 - a literal torch cannot build: unknown
         return UNKNOWN
-    if function is None:
-        if not args or not isinstance(args[0], torch.Tensor):
-            return UNKNOWN
-        method = getattr(args[0], op.target.data)
-
-        def call() -> Any:
-            return method(*args[1:], **kwargs)
-    else:
-        bound = function
-
-        def call() -> Any:
-            return bound(*args, **kwargs)
-
+    call = _call_of(function, op.target.data, args, kwargs)
+    if call is None:
+        return UNKNOWN
     return probe(call, operands, meta=meta)
+
+
+def _call_of(
+    function: Callable[..., Any] | None, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Callable[[], Any] | None:
+    """The call an fx node makes, to be run by `probe`: `function(*args,
+    **kwargs)`, or for a tensor method (`function` None) `args[0].<method>(
+    *args[1:], **kwargs)`; None when the method has no tensor to be called on."""
+    if function is not None:
+        return lambda: function(*args, **kwargs)
+    if not args or not isinstance(args[0], torch.Tensor):
+        return None
+    bound = getattr(args[0], method)
+    return lambda: bound(*args[1:], **kwargs)
 
 
 def _names_a_device(attr: Attribute) -> bool:
@@ -963,19 +967,9 @@ def fx_node_may_alias(node: torch.fx.Node) -> bool:
             return True
         args = torch.fx.node.map_arg(node.args, fakes.__getitem__)
         kwargs = torch.fx.node.map_arg(node.kwargs, fakes.__getitem__)
-        if function is None:
-            if not args or not isinstance(args[0], torch.Tensor):
-                return True
-            bound = getattr(args[0], short)
-
-            def call() -> Any:
-                return bound(*args[1:], **kwargs)
-        else:
-            target = function
-
-            def call() -> Any:
-                return target(*args, **kwargs)
-
+        call = _call_of(function, short, args, kwargs)
+        if call is None:
+            return True
         facts = _BY_KEY[key] = probe(call, list(fakes.values()))
     if not facts.fresh:
         return True

@@ -84,8 +84,25 @@ SOURCES = ("calibrated", "cached", "default", "options")
 _CONSTANTS = ("op_overhead_s", "view_overhead_s", "copy_bytes_per_s", "flops_per_s")
 
 
+class _Gain:
+    """What an estimate answers from its expected gain (`gain_s`, seconds
+    saved per call, negative for a loss)."""
+
+    __slots__ = ()
+
+    @property
+    def gain_s(self) -> float:
+        """Expected time saved per call."""
+        raise NotImplementedError
+
+    @property
+    def profitable(self) -> bool:
+        """Whether fusing is expected to make the module faster."""
+        return self.gain_s > 0
+
+
 @attrs.frozen
-class FusionEstimate:
+class FusionEstimate(_Gain):
     """What fusing one group is expected to save and to cost, in seconds per
     call of the exported module, with the counts it was computed from (for
     `describe`)."""
@@ -107,11 +124,6 @@ class FusionEstimate:
     def gain_s(self) -> float:
         """Expected time saved per call: `saved_s - cost_s`."""
         return self.saved_s - self.cost_s
-
-    @property
-    def profitable(self) -> bool:
-        """Whether fusing is expected to make the module faster."""
-        return self.gain_s > 0
 
     def describe(self) -> str:
         """One line for remarks, e.g.
@@ -193,7 +205,7 @@ INDUCTOR_COSTS: dict[str, InductorCosts] = {
 
 
 @attrs.frozen
-class GroupEstimate:
+class GroupEstimate(_Gain):
     """What fusing one group is expected to cost, from the kernel curves
     (`CostModel.kernel_seconds`): the members' time against the fused op's,
     the copies and views it adds (seconds per call). `describe()` is the
@@ -218,15 +230,13 @@ class GroupEstimate:
 
     @property
     def after_s(self) -> float:
+        """The fused version's time per call: the fused op, its copies and views."""
         return self.fused_s + self.copies_s + self.views_s
 
     @property
     def gain_s(self) -> float:
+        """Expected time saved per call: `members_s - after_s`."""
         return self.members_s - self.after_s
-
-    @property
-    def profitable(self) -> bool:
-        return self.gain_s > 0
 
     def describe(self) -> str:
         copies = (

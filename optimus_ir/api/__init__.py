@@ -134,7 +134,7 @@ from __future__ import annotations
 from optimus_ir.api.capturing import _flat_inputs, capture
 from optimus_ir.api.entry import optimize
 from optimus_ir.api.fallback import _running_the_model, _unoptimized, describe_failure
-from optimus_ir.api.module import _OptimizeFor, _optimize_captured, _optimize_or_fall_back
+from optimus_ir.api.module import _OptimizeFor
 from optimus_ir.api.op_counts import (
     PLUMBING_KINDS,
     OpCounts,

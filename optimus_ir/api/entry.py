@@ -66,24 +66,13 @@ def optimize(
     the captured graph, never more ops) is in the package's docs,
     `optimus_ir.api`.
     """
+    arguments = dict(locals())  # first thing: the parameters alone
     from optimus_ir.api.model_names import refuse_wrapped_model
 
     refuse_wrapped_model(model)  # DDP, FSDP, torch.compile: what to do instead
-    keywords = dict(
-        pipeline=pipeline,
-        inner=inner,
-        validate=validate,
-        verify_each=verify_each,
-        freeze=freeze,
-        check_speed=check_speed,
-        strict=strict,
-        remarks=remarks,
-        cost_model=cost_model,
-        kernels=kernels,
-        memory_budget=memory_budget,
-        parameter_stacks=parameter_stacks,
-    )
-    options = _options_of_call(options, keywords)
+    # the knobs, by the fields' names: the signature spells each field once
+    # (a test checks it against `OptimizeOptions`), nothing here again
+    options = _options_of_call(options, {name: arguments[name] for name in OptimizeOptions.option_names()})
     load_plugins(strict=options.strict)  # installed plugins (passes, replacements): once per process
     optimize_for = _OptimizeFor(model, options.resolve(), statistics)
     kwargs = dict(example_kwargs or {})

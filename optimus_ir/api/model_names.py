@@ -170,9 +170,10 @@ def _structural_copy(
     return copied
 
 
-def _qualified_names(model: torch.nn.Module) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
-    """(id of each tensor -> (`_parameters` or `_buffers`, its first
-    qualified name), id of each submodule -> its first qualified name)."""
+def tensor_owners(model: torch.nn.Module) -> dict[int, tuple[str, str]]:
+    """The id of each parameter and buffer of `model` -> the module dict
+    that holds it (`_parameters` or `_buffers`) and its first qualified
+    name (`towers.0.weight`)."""
     tensors: dict[int, tuple[str, str]] = {}
     for kind, named in (
         ("_parameters", model.named_parameters(remove_duplicate=False)),
@@ -180,6 +181,12 @@ def _qualified_names(model: torch.nn.Module) -> tuple[dict[int, tuple[str, str]]
     ):
         for name, tensor in named:
             tensors.setdefault(id(tensor), (kind, name))
+    return tensors
+
+
+def _qualified_names(model: torch.nn.Module) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
+    """(`tensor_owners`, id of each submodule -> its first qualified name)."""
+    tensors = tensor_owners(model)
     modules: dict[int, str] = {}
     for name, module in model.named_modules(remove_duplicate=False):
         if name:
@@ -481,6 +488,7 @@ __all__ = [
     "adopt_model_names",
     "keep_state_on_copies",
     "refuse_wrapped_model",
+    "tensor_owners",
     "share_model_state",
     "watch_own_state",
 ]

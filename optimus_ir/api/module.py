@@ -1,9 +1,9 @@
 """The module `optimize` returns and its guard: `_OptimizeFor` (the model
 optimized with fixed, resolved options for one input signature: what the
-guard calls again for other inputs), the fall back to the captured graph
-for a failure inside optimus-ir (`_optimize_or_fall_back`), the speed check
-and op-count guard applied (`_optimize_captured`), and the installation of
-the guard on the first module (`install_guarded`)."""
+guard calls again for other inputs; its `_optimize_or_fall_back` falls back
+to the captured graph for a failure inside optimus-ir, its
+`_optimize_captured` applies the speed check and op-count guard), and the
+installation of the guard on the first module (`install_guarded`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import dataclasses
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ import torch.fx
 
 from optimus_ir.api.capturing import capture
 from optimus_ir.api.fallback import _running_the_model, _unoptimized, describe_failure
-from optimus_ir.api.optimizing import _optimize
+from optimus_ir.api.optimizing import _optimize, knobs_of
 from optimus_ir.api.report import OptimizeReport
 from optimus_ir.api.speed_check import _guard_op_count, check_speed_of, measure_memory_with_speed
 from optimus_ir.foundation.diagnostics import OptimusFallbackWarning
@@ -57,7 +57,7 @@ class _OptimizeFor:
         its code may be pending (`exporter.finish_code`: `optimize` installs
         the guard first, then generates it once)."""
         options = self.options
-        result = _optimize_or_fall_back(self.model, inputs, kwargs, options, self.statistics, defer_code=defer_code)
+        result = self._optimize_or_fall_back(inputs, kwargs, defer_code=defer_code)
         if self.frozen_originals:
             from optimus_ir.api.param_cache import inherit_frozen_originals
 
@@ -76,102 +76,94 @@ class _OptimizeFor:
                 print(f"optimus: remark: {remark.message}", file=sys.stderr)
         return result
 
+    def _optimize_or_fall_back(
+        self,
+        example_inputs: Sequence[Any],
+        example_kwargs: Mapping[str, Any],
+        *,
+        defer_code: bool = False,
+    ) -> torch.fx.GraphModule:
+        """`optimize` for one input signature, without the guard: capture (a
+        CaptureError raises), then `_optimize_captured`; a failure after the
+        capture returns the captured graph with one `OptimusFallbackWarning`
+        unless `options.strict` (or it is a ValidationError asked for with
+        `validate`). `defer_code`: the result's code may be pending (`exporter.finish_code`)."""
+        model, options = self.model, self.options
+        start = time.perf_counter()
+        try:
+            gm = capture(model, example_inputs, example_kwargs)
+        except AttributeAssignmentError as error:
+            runner = _running_the_model(model, example_inputs, example_kwargs, str(error))
+            if runner is None:
+                raise
+            warnings.warn(
+                f"optimus: cannot optimize {type(model).__name__}: {error}; returning a module that "
+                "runs the model itself, unoptimized, so that the attribute writes still happen "
+                "(torch.compile(model, backend='optimus') optimizes it: Dynamo replays the writes)",
+                OptimusFallbackWarning,
+                stacklevel=4,
+            )
+            runner.optimus_report.phase_seconds["capture"] = time.perf_counter() - start  # type: ignore[union-attr]
+            return runner
+        capture_seconds = time.perf_counter() - start
+        training = model.training if isinstance(model, torch.nn.Module) else None
+        try:
+            result = self._optimize_captured(gm, example_inputs, example_kwargs, training, defer_code=defer_code)
+        except Exception as error:
+            from optimus_ir.pipeline.validation import ValidationError
 
-def _optimize_or_fall_back(
-    model: Callable[..., Any] | torch.fx.GraphModule,
-    example_inputs: Sequence[Any],
-    example_kwargs: Mapping[str, Any],
-    options: ResolvedOptions,
-    statistics: Any,
-    *,
-    defer_code: bool = False,
-) -> torch.fx.GraphModule:
-    """`optimize` for one input signature, without the guard: capture (a
-    CaptureError raises), then `_optimize_captured`; a failure after the
-    capture returns the captured graph with one `OptimusFallbackWarning`
-    unless `options.strict` (or it is a ValidationError asked for with
-    `validate`). `defer_code`: the result's code may be pending (`exporter.finish_code`)."""
-    start = time.perf_counter()
-    try:
-        gm = capture(model, example_inputs, example_kwargs)
-    except AttributeAssignmentError as error:
-        runner = _running_the_model(model, example_inputs, example_kwargs, str(error))
-        if runner is None:
-            raise
-        warnings.warn(
-            f"optimus: cannot optimize {type(model).__name__}: {error}; returning a module that "
-            "runs the model itself, unoptimized, so that the attribute writes still happen "
-            "(torch.compile(model, backend='optimus') optimizes it: Dynamo replays the writes)",
-            OptimusFallbackWarning,
-            stacklevel=4,
+            if options.strict or (options.validate and isinstance(error, ValidationError)):
+                raise
+            reason = describe_failure(error)
+            warnings.warn(
+                f"optimus: cannot optimize {type(model).__name__}: {reason}; returning the captured "
+                f"graph unoptimized (strict=True or OPTIMUS_STRICT=1 raises instead)",
+                OptimusFallbackWarning,
+                stacklevel=4,
+            )
+            result = _unoptimized(gm, model, training, reason)
+        result.optimus_report.phase_seconds["capture"] = capture_seconds  # type: ignore[union-attr]
+        return result
+
+
+    def _optimize_captured(
+        self,
+        gm: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        example_kwargs: Mapping[str, Any],
+        training: bool | None,
+        *,
+        defer_code: bool = False,
+    ) -> torch.fx.GraphModule:
+        """The captured graph `gm` of `model` optimized, checked for speed
+        (`check_speed_of`) and, for the default pipeline, for its op count
+        (`_guard_op_count`: an explicit pipeline is run as written, tests and
+        users forcing a fusion); the result reads `model`'s parameters and
+        buffers, and with `defer_code` its code may be pending (`exporter.finish_code`)."""
+        model, options = self.model, self.options
+        pipeline: ResolvedPipeline = options.pipeline
+        rerun = dict(
+            knobs_of(options),
+            tensors_from=model,
+            training=training,
+            statistics=self.statistics,
+            example_kwargs=example_kwargs,
+            guard_strides=True,
+            keep_uncached_graph=True,
+            defer_code=defer_code,
         )
-        runner.optimus_report.phase_seconds["capture"] = time.perf_counter() - start  # type: ignore[union-attr]
-        return runner
-    capture_seconds = time.perf_counter() - start
-    training = model.training if isinstance(model, torch.nn.Module) else None
-    try:
-        result = _optimize_captured(
-            gm, model, example_inputs, example_kwargs, options, training, statistics, defer_code=defer_code
-        )
-    except Exception as error:
-        from optimus_ir.pipeline.validation import ValidationError
+        made = _optimize(gm, example_inputs, pipeline, **rerun)
+        result = check_speed_of(made, gm, example_inputs, example_kwargs, rerun) if options.check_speed else made
+        unfused_run = result is not made
+        if unfused_run:
+            from optimus_ir.api.shared_stacks import release_shared_stacks
 
-        if options.strict or (options.validate and isinstance(error, ValidationError)):
-            raise
-        reason = describe_failure(error)
-        warnings.warn(
-            f"optimus: cannot optimize {type(model).__name__}: {reason}; returning the captured "
-            f"graph unoptimized (strict=True or OPTIMUS_STRICT=1 raises instead)",
-            OptimusFallbackWarning,
-            stacklevel=4,
-        )
-        result = _unoptimized(gm, model, training, reason)
-    result.optimus_report.phase_seconds["capture"] = capture_seconds  # type: ignore[union-attr]
-    return result
-
-
-def _optimize_captured(
-    gm: torch.fx.GraphModule,
-    model: Any,
-    example_inputs: Sequence[Any],
-    example_kwargs: Mapping[str, Any],
-    options: ResolvedOptions,
-    training: bool | None,
-    statistics: Any,
-    *,
-    defer_code: bool = False,
-) -> torch.fx.GraphModule:
-    """The captured graph `gm` of `model` optimized, checked for speed
-    (`check_speed_of`) and, for the default pipeline, for its op count
-    (`_guard_op_count`: an explicit pipeline is run as written, tests and
-    users forcing a fusion); the result reads `model`'s parameters and
-    buffers, and with `defer_code` its code may be pending (`exporter.finish_code`)."""
-    pipeline: ResolvedPipeline = options.pipeline
-    rerun = dict(
-        tensors_from=model,
-        validate=options.validate,
-        statistics=statistics,
-        example_kwargs=example_kwargs,
-        verify_each=options.verify_each,
-        guard_strides=True,
-        freeze=options.freeze,
-        parameter_stacks=options.parameter_stacks,
-        training=training,
-        keep_uncached_graph=True,
-        defer_code=defer_code,
-    )
-    made = _optimize(gm, example_inputs, pipeline, **rerun)
-    result = check_speed_of(made, gm, example_inputs, example_kwargs, rerun) if options.check_speed else made
-    unfused_run = result is not made
-    if unfused_run:
-        from optimus_ir.api.shared_stacks import release_shared_stacks
-
-        release_shared_stacks(made)  # the parameters get their own storage back
-    if pipeline.default:
-        result = _guard_op_count(gm, model, example_inputs, result, training, rerun, unfused_run=unfused_run)
-    warm = not unfused_run and result is made  # the module the speed check ran
-    measure_memory_with_speed(result, gm, model, example_inputs, example_kwargs, warm=warm)
-    return result
+            release_shared_stacks(made)  # the parameters get their own storage back
+        if pipeline.default:
+            result = _guard_op_count(gm, model, example_inputs, result, training, rerun, unfused_run=unfused_run)
+        warm = not unfused_run and result is made  # the module the speed check ran
+        measure_memory_with_speed(result, gm, model, example_inputs, example_kwargs, warm=warm)
+        return result
 
 
 def install_guarded(

@@ -26,7 +26,20 @@ from optimus_ir.translate.exporter import FALLBACK_ATTRIBUTE, copy_graph, export
 from optimus_ir.api.guards import UNCACHED_GRAPH_ATTRIBUTE
 from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of, import_graph
 from optimus_ir.translate.model_state import ABSENT as _ABSENT  # "not given" sentinel
-from optimus_ir.options import ResolvedPipeline
+from optimus_ir.options import ResolvedOptions, ResolvedPipeline
+
+
+def knobs_of(options: ResolvedOptions) -> dict[str, Any]:
+    """The keywords of `_optimize` that resolved `options` decide, for
+    every entry point that runs it: `validate`, `verify_each`, `freeze`,
+    `parameter_stacks` (which `_optimize` applies with `guard_strides` only:
+    the backend shares its stacks as graph inputs itself)."""
+    return {
+        "validate": options.validate,
+        "verify_each": options.verify_each,
+        "freeze": options.freeze,
+        "parameter_stacks": options.parameter_stacks,
+    }
 
 
 def _optimize(

@@ -60,6 +60,7 @@ from torch.fx.graph_module import _USER_PRESERVED_ATTRIBUTES_KEY
 
 from optimus_ir.analysis.alias_facts import fx_node_may_alias
 from optimus_ir.analysis.op_classes import NON_MUTATING_TARGETS
+from optimus_ir.api.model_names import tensor_owners
 from optimus_ir.foundation.effects import _method_name_kind, _target_kind
 from optimus_ir.translate.exporter import (
     ATTR_OWN_META,
@@ -813,13 +814,7 @@ def read_tensors_from_model(gm: torch.fx.GraphModule, model: torch.nn.Module) ->
     (`exporter.ATTR_OWN_META`): one more lookup and identity test each. A tensor the model no longer has where it had it (deleted,
     or moved between parameters and buffers) is read from `gm` instead (the
     exported code's getattr fallback)."""
-    owners: dict[int, tuple[str, str]] = {}
-    for kind, named in (
-        ("_parameters", model.named_parameters(remove_duplicate=False)),
-        ("_buffers", model.named_buffers(remove_duplicate=False)),
-    ):
-        for name, tensor in named:
-            owners.setdefault(id(tensor), (kind, name))
+    owners = tensor_owners(model)
     if not isinstance(gm.graph._codegen, _FastAttributes):  # noqa: SLF001 - a captured graph (the stride fallback)
         fast = fast_codegen(gm.graph._codegen)  # noqa: SLF001
         if not isinstance(fast, _FastAttributes):

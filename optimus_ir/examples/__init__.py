@@ -9,9 +9,12 @@
 * `plumbing`: a small model full of split/cat plumbing (`make_model`), the
   source of `examples/plumbing.mlir` in the repository;
 * `demo`: what `make demo` runs, `python -m optimus_ir.examples.demo --help`;
-* `timing`: the interleaved per-call timing the demo and the benchmarks share.
+* `timing`: the interleaved per-call timing the demo and the benchmarks share;
+* `builders`: what the model factories share: `mlp` (the ``Linear -> ReLU``
+  stacks of every model) and `seeded_example` (the seeded model and inputs).
 
-Each factory returns `(model, example_inputs)`, seeded, nothing downloaded:
+Each factory returns `(model, example_inputs)`, seeded (the caller's random
+numbers stay as they were), nothing downloaded:
 
     from optimus_ir.examples.recsys import make_recsys_model
     model, inputs = make_recsys_model(num_towers=8, batch=16)

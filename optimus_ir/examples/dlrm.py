@@ -41,29 +41,30 @@ the pipeline leaves such a graph correct.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
+from optimus_ir.examples.builders import mlp, seeded_example
+
 __all__ = ["DLRM", "make_dlrm_model"]
-
-
-def _mlp(widths: Sequence[int], *, last_activation: bool) -> nn.Sequential:
-    """``Linear(widths[0], widths[1]) -> ReLU -> ...``; the ReLU after the
-    last linear only with `last_activation`."""
-    layers: list[nn.Module] = []
-    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:])):
-        layers.append(nn.Linear(n_in, n_out))
-        if last_activation or i < len(widths) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
 
 
 class DLRM(nn.Module):
     """Embedding bags + bottom MLP, pairwise dot interaction, top MLP.
 
     ``forward(dense, indices_0, offsets_0, ..., indices_{T-1}, offsets_{T-1})``
-    returns the click probability ``[B, 1]``.
+    returns the click probability ``[B, 1]``; `example_inputs` draws such
+    arguments.
+
+    Args:
+        num_tables: number of sparse features, each with its own table.
+        rows: rows of every embedding table.
+        embedding_dim: embedding width (and the bottom MLP's output width).
+        dense_features: width of the dense input (13 in Criteo).
+        bottom: widths of the bottom MLP's linears; the last is embedding_dim.
+        top: widths of the top MLP's linears; the last is the output (1).
 
     Attributes:
         embeddings: one ``nn.EmbeddingBag(rows, embedding_dim, mode="sum")``
@@ -106,10 +107,10 @@ class DLRM(nn.Module):
         self.embeddings = nn.ModuleList(
             nn.EmbeddingBag(rows, embedding_dim, mode="sum") for _ in range(num_tables)
         )
-        self.bottom = _mlp((dense_features, *bottom), last_activation=True)
+        self.bottom = mlp((dense_features, *bottom), last_activation=True)
         vectors = num_tables + 1
         pairs = vectors * (vectors - 1) // 2
-        self.top = _mlp((embedding_dim + pairs, *top), last_activation=False)
+        self.top = mlp((embedding_dim + pairs, *top), last_activation=False)
         tril = torch.tril_indices(vectors, vectors, offset=-1)
         self.register_buffer("tril_rows", tril[0].clone())
         self.register_buffer("tril_cols", tril[1].clone())
@@ -135,51 +136,39 @@ class DLRM(nn.Module):
         features = torch.cat([x, self.interact(x, pooled)], dim=1)
         return torch.sigmoid(self.top(features))
 
+    def example_inputs(self, batch: int, bag_size: int) -> tuple[torch.Tensor, ...]:
+        """Random arguments of `forward` (from the global RNG), ``(dense,
+        indices_0, offsets_0, ..., indices_{T-1}, offsets_{T-1})``:
+        ``dense`` ``[batch, dense_features]`` float32, each ``indices_t``
+        ``[batch * bag_size]`` int64 in ``[0, rows)``, each ``offsets_t``
+        ``[batch]`` int64 (``0, bag_size, 2 * bag_size, ...``)."""
+        dense = torch.randn(batch, self.dense_features)
+        offsets = torch.arange(batch, dtype=torch.int64) * bag_size
+        sparse: list[torch.Tensor] = []
+        for table in self.embeddings:
+            sparse.append(torch.randint(0, table.num_embeddings, (batch * bag_size,), dtype=torch.int64))
+            sparse.append(offsets.clone())
+        return (dense, *sparse)
+
 
 def make_dlrm_model(
-    batch: int = 64,
-    seed: int = 0,
-    *,
-    num_tables: int = 8,
-    rows: int = 1000,
-    embedding_dim: int = 16,
-    dense_features: int = 13,
-    bottom: Sequence[int] = (64, 16),
-    top: Sequence[int] = (64, 32, 1),
-    bag_size: int = 4,
+    batch: int = 64, seed: int = 0, *, bag_size: int = 4, **sizes: Any
 ) -> tuple[DLRM, tuple[torch.Tensor, ...]]:
-    """Build a seeded `DLRM` in eval mode and example inputs.
-
-    The global RNG state is saved and restored around the construction, so
-    calling this does not change the random numbers the caller draws next.
+    """Build a seeded `DLRM` in eval mode and its `DLRM.example_inputs`
+    (`seeded_example`: the caller's random numbers stay as they were).
 
     Args:
         batch: batch size of the example inputs.
-        seed: seeds the parameters and the inputs: two calls with the same
-            arguments give identical models and inputs.
-        num_tables: number of sparse features, each with its own table.
-        rows: rows of every embedding table.
-        embedding_dim: embedding width (and the bottom MLP's output width).
-        dense_features: width of the dense input (13 in Criteo).
-        bottom: widths of the bottom MLP's linears; the last is embedding_dim.
-        top: widths of the top MLP's linears; the last is the output (1).
+        seed: seeds the parameters, then the inputs: two calls with the
+            same arguments give identical models and inputs.
         bag_size: ids per bag (each sample's multi-hot sparse feature).
+        **sizes: keyword arguments of `DLRM` (``num_tables``, ``rows``,
+            ``embedding_dim``, ``dense_features``, ``bottom``, ``top``).
 
     Returns:
         ``(model, (dense, indices_0, offsets_0, ..., indices_{T-1},
-        offsets_{T-1}))``: ``dense`` ``[batch, dense_features]`` float32,
-        each ``indices_t`` ``[batch * bag_size]`` int64 in ``[0, rows)``,
-        each ``offsets_t`` ``[batch]`` int64 (``0, bag_size, 2 * bag_size, ...``).
+        offsets_{T-1}))``.
     """
     if bag_size < 1:
         raise ValueError(f"bag_size must be at least 1, got {bag_size}")
-    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
-        torch.manual_seed(seed)
-        model = DLRM(num_tables, rows, embedding_dim, dense_features, bottom, top).eval()
-        dense = torch.randn(batch, dense_features)
-        offsets = torch.arange(batch, dtype=torch.int64) * bag_size
-        sparse: list[torch.Tensor] = []
-        for _ in range(num_tables):
-            sparse.append(torch.randint(0, rows, (batch * bag_size,), dtype=torch.int64))
-            sparse.append(offsets.clone())
-    return model, (dense, *sparse)
+    return seeded_example(seed, lambda: DLRM(**sizes), lambda model: model.example_inputs(batch, bag_size))

@@ -42,19 +42,14 @@ experts and 3 tasks that plumbing outweighs the saving
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
+from optimus_ir.examples.builders import mlp, seeded_example
+
 __all__ = ["MMoE", "make_mmoe_model"]
-
-
-def _expert(features: int, widths: Sequence[int]) -> nn.Sequential:
-    """One expert: ``Linear -> ReLU`` for each width in `widths`."""
-    layers: list[nn.Module] = []
-    for n_in, n_out in zip((features, *widths[:-1]), widths):
-        layers += [nn.Linear(n_in, n_out), nn.ReLU()]
-    return nn.Sequential(*layers)
 
 
 class MMoE(nn.Module):
@@ -62,6 +57,13 @@ class MMoE(nn.Module):
 
     ``forward(x)`` with ``x`` ``[B, features]`` returns the per-task
     probabilities ``[B, tasks]`` (column ``k`` is task ``k``).
+
+    Args:
+        features: width of the shared input.
+        experts: number of expert MLPs.
+        tasks: number of tasks (gates and towers).
+        expert_hidden: widths of each expert's linears.
+        tower_hidden: hidden width of each task tower.
 
     Attributes:
         experts: one ``Linear -> ReLU`` stack per expert (``expert_hidden``
@@ -90,11 +92,12 @@ class MMoE(nn.Module):
         self.num_experts = experts
         self.num_tasks = tasks
         # Creation order fixes the seeded parameters: experts, gates, towers.
-        self.experts = nn.ModuleList(_expert(features, widths) for _ in range(experts))
+        self.experts = nn.ModuleList(
+            mlp((features, *widths), last_activation=True) for _ in range(experts)
+        )
         self.gates = nn.ModuleList(nn.Linear(features, experts) for _ in range(tasks))
         self.towers = nn.ModuleList(
-            nn.Sequential(nn.Linear(widths[-1], tower_hidden), nn.ReLU(), nn.Linear(tower_hidden, 1))
-            for _ in range(tasks)
+            mlp((widths[-1], tower_hidden, 1), last_activation=False) for _ in range(tasks)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -108,36 +111,18 @@ class MMoE(nn.Module):
         return torch.sigmoid(torch.cat(logits, dim=1))
 
 
-def make_mmoe_model(
-    batch: int = 64,
-    seed: int = 0,
-    *,
-    features: int = 64,
-    experts: int = 8,
-    tasks: int = 4,
-    expert_hidden: Sequence[int] = (64, 32),
-    tower_hidden: int = 16,
-) -> tuple[MMoE, tuple[torch.Tensor]]:
-    """Build a seeded `MMoE` in eval mode and an example input.
-
-    The global RNG state is saved and restored around the construction, so
-    calling this does not change the random numbers the caller draws next.
+def make_mmoe_model(batch: int = 64, seed: int = 0, **sizes: Any) -> tuple[MMoE, tuple[torch.Tensor]]:
+    """Build a seeded `MMoE` in eval mode and an example input
+    (`seeded_example`: the caller's random numbers stay as they were).
 
     Args:
         batch: batch size of the example input.
-        seed: seeds the parameters and the input: two calls with the same
-            arguments give identical models and inputs.
-        features: width of the shared input.
-        experts: number of expert MLPs.
-        tasks: number of tasks (gates and towers).
-        expert_hidden: widths of each expert's linears.
-        tower_hidden: hidden width of each task tower.
+        seed: seeds the parameters, then the input: two calls with the
+            same arguments give identical models and inputs.
+        **sizes: keyword arguments of `MMoE` (``features``, ``experts``,
+            ``tasks``, ``expert_hidden``, ``tower_hidden``).
 
     Returns:
         ``(model, (x,))`` with ``x`` ``[batch, features]`` float32.
     """
-    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
-        torch.manual_seed(seed)
-        model = MMoE(features, experts, tasks, expert_hidden, tower_hidden).eval()
-        x = torch.randn(batch, features)
-    return model, (x,)
+    return seeded_example(seed, lambda: MMoE(**sizes), lambda model: (torch.randn(batch, model.features),))

@@ -67,6 +67,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from optimus_ir.examples.builders import mlp, seeded_example
+
 __all__ = ["ACTIVATIONS", "VARIANTS", "RecsysModel", "make_recsys_model"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -175,11 +177,7 @@ class RecsysModel(nn.Module):
             self.second_towers = nn.ModuleList(
                 nn.Linear(tower_hidden, tower_hidden) for _ in range(num_towers)
             )
-        self.mlp = nn.Sequential(
-            nn.Linear(num_towers * tower_hidden, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, 1),
-        )
+        self.mlp = mlp((num_towers * tower_hidden, hidden, 1), last_activation=False)
         self._acts = [ACTIVATIONS[name] for name in self.activations]
 
     @property
@@ -256,11 +254,12 @@ def make_recsys_model(
             The parameters and the outputs do not depend on it.
 
     Returns:
-        ``(model, (x,))`` with ``x`` of shape ``[batch, model.in_features]``.
+        ``(model, (x,))`` with ``x`` of shape ``[batch, model.in_features]``
+        (`seeded_example`: the caller's random numbers stay as they were).
     """
-    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
-        torch.manual_seed(seed)
-        model = RecsysModel(
+
+    def build() -> RecsysModel:
+        return RecsysModel(
             num_towers,
             tower_width,
             hidden,
@@ -268,9 +267,9 @@ def make_recsys_model(
             activations=activations,
             tower_depth=tower_depth,
             split_groups=split_groups,
-        ).eval()
-        x = torch.randn(batch, model.in_features)
-    return model, (x,)
+        )
+
+    return seeded_example(seed, build, lambda model: (torch.randn(batch, model.in_features),))
 
 
 def main() -> None:

@@ -6,17 +6,21 @@ from other processes hits all alike), after a warm-up, with the garbage
 collector off; `inner` makes one sample of the slowest callable last about
 `sample_ms`. Times are per call in milliseconds, of the given clock
 (`time.thread_time_ns` for this thread's CPU time, `time.perf_counter_ns`
-for elapsed time).
+for elapsed time). `measure_cuda` and `median_us_each` interleave their
+samples the same way: `round_robin`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from optimus_ir.translate.importer import gc_paused
 
 CLOCKS: dict[str, Callable[[], int]] = {
     "cpu": time.thread_time_ns,
@@ -41,6 +45,25 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def round_robin(
+    names: Sequence[str], rounds: int, sample: Callable[[str], float], *, pause_gc: bool = True
+) -> dict[str, list[float]]:
+    """`rounds` samples ``sample(name)`` of every name, round robin with the
+    order rotated each round (so that load from other processes hits all
+    alike); with `pause_gc`, after a collection and with the garbage
+    collector off, so that no sample pays for one."""
+    order = list(names)
+    samples: dict[str, list[float]] = {name: [] for name in order}
+    if pause_gc:
+        gc.collect()
+    with gc_paused() if pause_gc else contextlib.nullcontext():
+        for index in range(rounds):
+            shift = index % len(order)
+            for name in order[shift:] + order[:shift]:
+                samples[name].append(sample(name))
+    return samples
+
+
 def measure(
     calls: dict[str, Callable[[], Any]],
     repeats: int,
@@ -49,25 +72,13 @@ def measure(
     warmup: int = 3,
 ) -> tuple[dict[str, list[float]], int]:
     """Interleaved per-call times (ms) of every callable, and the inner count."""
-    names = list(calls)
     with torch.no_grad():
         for call in calls.values():  # first-call caches, the allocator
             for _ in range(warmup):
                 call()
         slowest = max(per_call_ms(call, 2, clock) for call in calls.values())
         inner = max(1, round(sample_ms / max(slowest, 1e-6)))
-        samples: dict[str, list[float]] = {name: [] for name in names}
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for index in range(repeats):
-                shift = index % len(names)
-                for name in names[shift:] + names[:shift]:
-                    samples[name].append(per_call_ms(calls[name], inner, clock))
-        finally:
-            if enabled:
-                gc.enable()
+        samples = round_robin(list(calls), repeats, lambda name: per_call_ms(calls[name], inner, clock))
     return samples, inner
 
 
@@ -80,7 +91,6 @@ def measure_cuda(
     """`measure` on a CUDA device: each sample is `inner` back-to-back calls
     between two CUDA events (the device's time, launches included), after a
     synchronize, round robin over the callables with the order rotated."""
-    names = list(calls)
 
     def sample(call: Callable[[], Any], inner: int) -> float:
         torch.cuda.synchronize()
@@ -98,11 +108,7 @@ def measure_cuda(
                 call()
         slowest = max(sample(call, 2) for call in calls.values())
         inner = max(1, round(sample_ms / max(slowest, 1e-6)))
-        samples: dict[str, list[float]] = {name: [] for name in names}
-        for index in range(repeats):
-            shift = index % len(names)
-            for name in names[shift:] + names[:shift]:
-                samples[name].append(sample(calls[name], inner))
+        samples = round_robin(list(calls), repeats, lambda name: sample(calls[name], inner), pause_gc=False)
     return samples, inner
 
 
@@ -124,17 +130,7 @@ def median_us_each(calls: dict[str, Callable[[], Any]], rounds: int, sample_ms: 
                 count += 1
             per_call = (time.thread_time_ns() - start) / count
             inner[name] = max(1, int(sample_ms * 1e6 / max(per_call, 1.0)))
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        names = list(calls)
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for index in range(rounds):
-                shift = index % len(names)
-                for name in names[shift:] + names[:shift]:
-                    samples[name].append(per_call_ms(calls[name], inner[name], time.thread_time_ns) * 1e3)
-        finally:
-            if enabled:
-                gc.enable()
+        samples = round_robin(
+            list(calls), rounds, lambda name: per_call_ms(calls[name], inner[name], time.thread_time_ns) * 1e3
+        )
     return {name: statistics.median(values) for name, values in samples.items()}

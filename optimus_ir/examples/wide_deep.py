@@ -32,9 +32,12 @@ of different shapes, so they stay as they are.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
+
+from optimus_ir.examples.builders import mlp, seeded_example
 
 __all__ = ["WideAndDeep", "make_wide_deep_model"]
 
@@ -43,7 +46,15 @@ class WideAndDeep(nn.Module):
     """A wide linear on cross features plus a deep MLP on embeddings.
 
     ``forward(wide_x, dense, ids_0, ..., ids_{F-1})`` returns the click
-    probability ``[B, 1]``.
+    probability ``[B, 1]``; `example_inputs` draws such arguments.
+
+    Args:
+        sparse_features: number of categorical features (one table each).
+        rows: rows of every embedding table.
+        embedding_dim: embedding width (and each projection's width).
+        dense_features: width of the dense input.
+        wide_features: width of the wide (multi-hot cross-feature) input.
+        deep: hidden widths of the deep MLP (a final ``Linear(., 1)`` follows).
 
     Attributes:
         wide: ``nn.Linear(wide_features, 1)`` on the wide (multi-hot) input.
@@ -70,6 +81,7 @@ class WideAndDeep(nn.Module):
         if not widths:
             raise ValueError("the deep MLP needs at least one hidden width")
         self.sparse_features = sparse_features
+        self.dense_features = dense_features
         # Creation order fixes the seeded parameters: wide, tables,
         # projections, deep MLP.
         self.wide = nn.Linear(wide_features, 1)
@@ -77,16 +89,11 @@ class WideAndDeep(nn.Module):
             nn.Embedding(rows, embedding_dim) for _ in range(sparse_features)
         )
         self.projections = nn.ModuleList(
-            nn.Sequential(nn.Linear(embedding_dim, embedding_dim), nn.ReLU())
-            for _ in range(sparse_features)
+            mlp((embedding_dim, embedding_dim), last_activation=True) for _ in range(sparse_features)
         )
-        layers: list[nn.Module] = []
-        n_in = sparse_features * embedding_dim + dense_features
-        for n_out in widths:
-            layers += [nn.Linear(n_in, n_out), nn.ReLU()]
-            n_in = n_out
-        layers.append(nn.Linear(n_in, 1))
-        self.deep = nn.Sequential(*layers)
+        self.deep = mlp(
+            (sparse_features * embedding_dim + dense_features, *widths, 1), last_activation=False
+        )
 
     def forward(self, wide_x: torch.Tensor, dense: torch.Tensor, *ids: torch.Tensor) -> torch.Tensor:
         """`wide_x` ``[B, wide_features]`` and `dense` ``[B, dense_features]``
@@ -100,48 +107,37 @@ class WideAndDeep(nn.Module):
         deep_logit = self.deep(torch.cat([*projected, dense], dim=1))
         return torch.sigmoid(self.wide(wide_x) + deep_logit)
 
+    def example_inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
+        """Random arguments of `forward` (from the global RNG), ``(wide_x,
+        dense, ids_0, ..., ids_{F-1})``: ``wide_x`` ``[batch,
+        wide_features]`` float32 of 0/1 (about 5% ones), ``dense`` ``[batch,
+        dense_features]`` float32, each ``ids_f`` ``[batch]`` int64 in
+        ``[0, rows)``."""
+        wide_x = (torch.rand(batch, self.wide.in_features) < 0.05).to(torch.float32)
+        dense = torch.randn(batch, self.dense_features)
+        ids = tuple(
+            torch.randint(0, table.num_embeddings, (batch,), dtype=torch.int64)
+            for table in self.embeddings
+        )
+        return (wide_x, dense, *ids)
+
 
 def make_wide_deep_model(
-    batch: int = 64,
-    seed: int = 0,
-    *,
-    sparse_features: int = 16,
-    rows: int = 1000,
-    embedding_dim: int = 16,
-    dense_features: int = 32,
-    wide_features: int = 256,
-    deep: Sequence[int] = (256, 128, 64),
+    batch: int = 64, seed: int = 0, **sizes: Any
 ) -> tuple[WideAndDeep, tuple[torch.Tensor, ...]]:
-    """Build a seeded `WideAndDeep` in eval mode and example inputs.
-
-    The global RNG state is saved and restored around the construction, so
-    calling this does not change the random numbers the caller draws next.
+    """Build a seeded `WideAndDeep` in eval mode and its
+    `WideAndDeep.example_inputs` (`seeded_example`: the caller's random
+    numbers stay as they were).
 
     Args:
         batch: batch size of the example inputs.
-        seed: seeds the parameters and the inputs: two calls with the same
-            arguments give identical models and inputs.
-        sparse_features: number of categorical features (one table each).
-        rows: rows of every embedding table.
-        embedding_dim: embedding width (and each projection's width).
-        dense_features: width of the dense input.
-        wide_features: width of the wide (multi-hot cross-feature) input.
-        deep: hidden widths of the deep MLP (a final ``Linear(., 1)`` follows).
+        seed: seeds the parameters, then the inputs: two calls with the
+            same arguments give identical models and inputs.
+        **sizes: keyword arguments of `WideAndDeep` (``sparse_features``,
+            ``rows``, ``embedding_dim``, ``dense_features``,
+            ``wide_features``, ``deep``).
 
     Returns:
-        ``(model, (wide_x, dense, ids_0, ..., ids_{F-1}))``: ``wide_x``
-        ``[batch, wide_features]`` float32 of 0/1 (about 5% ones),
-        ``dense`` ``[batch, dense_features]`` float32, each ``ids_f``
-        ``[batch]`` int64 in ``[0, rows)``.
+        ``(model, (wide_x, dense, ids_0, ..., ids_{F-1}))``.
     """
-    with torch.random.fork_rng(devices=()):  # the caller's random numbers stay as they were
-        torch.manual_seed(seed)
-        model = WideAndDeep(
-            sparse_features, rows, embedding_dim, dense_features, wide_features, deep
-        ).eval()
-        wide_x = (torch.rand(batch, wide_features) < 0.05).to(torch.float32)
-        dense = torch.randn(batch, dense_features)
-        ids = tuple(
-            torch.randint(0, rows, (batch,), dtype=torch.int64) for _ in range(sparse_features)
-        )
-    return model, (wide_x, dense, *ids)
+    return seeded_example(seed, lambda: WideAndDeep(**sizes), lambda model: model.example_inputs(batch))

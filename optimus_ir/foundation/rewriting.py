@@ -60,7 +60,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnknownLoc
@@ -120,6 +120,24 @@ def pattern_name(pattern: RewritePattern) -> str:
     """A pattern's `name` attribute when it is a string, else its class name."""
     name = getattr(pattern, "name", None)
     return name if isinstance(name, str) else type(pattern).__name__
+
+
+class RootedPattern(RewritePattern):
+    """A pattern of the ops of its `roots` classes, named once: the greedy
+    driver tries it on those ops only (dispatching on `roots`), and
+    `match_and_rewrite` hands `rewrite` only those (for any other driver).
+    A subclass sets `roots` and writes `rewrite(op, rewriter)` for an op
+    typed as one of them."""
+
+    roots: ClassVar[tuple[type[Operation], ...]]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, self.roots):
+            self.rewrite(op, rewriter)
+
+    def rewrite(self, op: Any, rewriter: PatternRewriter, /) -> None:
+        """Rewrite `op`, an instance of one of `roots`, or leave it."""
+        raise NotImplementedError
 
 
 def _flatten(patterns: Iterable[RewritePattern]) -> list[RewritePattern]:
@@ -424,6 +442,7 @@ __all__ = [
     "PatternPass",
     "RewriteConfig",
     "RewriteLimitExceeded",
+    "RootedPattern",
     "apply_patterns",
     "pattern_name",
 ]

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.ir import Operation
 from xdsl.traits import HasCanonicalizationPatternsTrait, OpTrait
@@ -251,18 +251,30 @@ def canonicalization_patterns(op: Operation | type[Operation]) -> tuple[RewriteP
 # Queries
 # ---------------------------------------------------------------------------
 
-_view_like: dict[type[Operation], ViewLike | None] = {}
-_elementwise: dict[type[Operation], Elementwise | None] = {}
-_contiguous: dict[type[Operation], bool] = {}
+_Found = TypeVar("_Found")
 
 
-def _view_trait(op: Operation) -> ViewLike | None:
-    cls = type(op)
-    try:
-        return _view_like[cls]
-    except KeyError:
-        trait = _view_like[cls] = op.get_trait(ViewLike)
-        return trait
+def _per_class(look_up: Callable[[type[Operation]], _Found]) -> Callable[[Operation], _Found]:
+    """`look_up` of an op's class, remembered per class: traits are
+    declared on the class, and the queries below run on every op of every
+    pass (a trait lookup walks the class's traits)."""
+    known: dict[type[Operation], _Found] = {}
+
+    def of(op: Operation) -> _Found:
+        cls = type(op)
+        try:
+            return known[cls]
+        except KeyError:
+            found = known[cls] = look_up(cls)
+            return found
+
+    return of
+
+
+_view_trait = _per_class(lambda cls: cls.get_trait(ViewLike))
+_returns_input_trait = _per_class(lambda cls: cls.get_trait(ReturnsInput))
+_elementwise_trait = _per_class(lambda cls: cls.get_trait(Elementwise))
+_has_contiguous_result = _per_class(lambda cls: cls.has_trait(ContiguousResult))
 
 
 def is_view_like(op: Operation) -> bool:
@@ -277,27 +289,15 @@ def view_relation(op: Operation) -> ViewRelation | None:
     return None if trait is None else trait.relation(op)
 
 
-_returns_input: dict[type[Operation], ReturnsInput | None] = {}
-
-
 def returns_input(op: Operation) -> bool:
     """torch may return `op`'s input tensor itself (`ReturnsInput`)."""
-    cls = type(op)
-    try:
-        trait = _returns_input[cls]
-    except KeyError:
-        trait = _returns_input[cls] = op.get_trait(ReturnsInput)
+    trait = _returns_input_trait(op)
     return trait is not None and trait.when(op)
 
 
 def elementwise(op: Operation) -> Elementwise | None:
     """The `Elementwise` trait of `op`, or None when it is not pointwise."""
-    cls = type(op)
-    try:
-        return _elementwise[cls]
-    except KeyError:
-        trait = _elementwise[cls] = op.get_trait(Elementwise)
-        return trait
+    return _elementwise_trait(op)
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -315,12 +315,7 @@ def is_layout_exact(op: Operation) -> bool:
 
 def has_contiguous_result(op: Operation) -> bool:
     """`op` always returns a fresh contiguous tensor (`ContiguousResult`)."""
-    cls = type(op)
-    try:
-        return _contiguous[cls]
-    except KeyError:
-        known = _contiguous[cls] = op.has_trait(ContiguousResult)
-        return known
+    return _has_contiguous_result(op)
 
 
 def is_removable(op: Operation) -> bool:

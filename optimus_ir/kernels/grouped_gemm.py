@@ -65,6 +65,7 @@ from optimus_ir.kernels.activations import activation_code, activation_grad, app
 from optimus_ir.foundation.environment import environment
 from optimus_ir.kernels.layout import aligned_parts
 from optimus_ir.kernels.metadata import stream_capturing, tables
+from optimus_ir.kernels.ops import check_member_counts
 
 _INTERPRET = environment().triton_interpret  # as triton.jit reads it: once, at import
 
@@ -516,10 +517,7 @@ def _check(
     weights: Sequence[torch.Tensor],
     biases: Sequence[torch.Tensor | None],
 ) -> None:
-    if not (len(inputs) == len(weights) == len(biases)):
-        raise ValueError(
-            f"grouped linear: {len(inputs)} inputs, {len(weights)} weights, {len(biases)} biases"
-        )
+    check_member_counts("grouped linear", inputs, weights, biases)
     for i, (x, w, b) in enumerate(zip(inputs, weights, biases)):
         if x.dim() < 1 or w.dim() != 2 or x.shape[-1] != w.shape[1]:
             raise ValueError(

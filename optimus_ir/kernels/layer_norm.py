@@ -39,7 +39,9 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_code, activation_grad, apply_activation
 from optimus_ir.kernels.layout import aligned_parts, alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.member_table import find_member, member_pointer, member_value
 from optimus_ir.kernels.metadata import tables
+from optimus_ir.kernels.ops import check_member_counts
 
 _MAX_FUSED_D_FWD = 16384
 """Largest D the forward keeps in registers in one pass; above, it loops."""
@@ -51,20 +53,35 @@ _TILE_FWD = 4096
 _TILE_BWD = 2048
 """Elements per program tile the row count per program aims at."""
 
-# Metadata fields (rows of the field-major [F, N] int64 table).
-_X, _Y, _W, _B, _MEAN, _RSTD, _SX, _D, _M, _START, _HAS_W, _HAS_B = range(12)
+# Metadata fields (rows of the field-major [F, N] int64 table): the fields
+# both directions read, in the same rows (`_member_fields`), then the
+# forward's output or the backward's gradients and dy's row stride.
+_X, _W, _B, _MEAN, _RSTD, _SX, _D, _M, _START, _HAS_W, _HAS_B = range(11)
+_Y = 11
 _FWD_FIELDS = 12
-(_BX, _BDY, _BDX, _BW, _BB, _BMEAN, _BRSTD, _BSX, _BSDY, _BD, _BM, _BSTART, _BHAS_W, _BHAS_B,
- _BDW, _BDB) = range(16)
+_DY, _DX, _SDY, _DW, _DB = range(11, 16)
 _BWD_FIELDS = 16
 
 
 @triton.jit
-def _find_member(meta, N, pid, FIELD: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The member whose program range (prefix sums in row `FIELD`) holds `pid`."""
-    idx = tl.arange(0, BLOCK_N)
-    starts = tl.load(meta + FIELD * N + idx, mask=idx < N, other=0)
-    return tl.sum(((starts <= pid) & (idx < N)).to(tl.int32), axis=0) - 1
+def _member_fields(meta, N, pid, x_ref, w_ref, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
+                   PTR_ALIGN: tl.constexpr):
+    """Program `pid`'s member `m`, its index among the member's programs,
+    and the member's fields of both tables (`_X` .. `_HAS_B`): x, weight,
+    bias, mean and rstd pointers, x's row stride, D, M, has weight, has bias."""
+    m = find_member(meta, N, pid, 8, BLOCK_N)
+    local = pid - tl.load(meta + 8 * N + m)
+    x_ptr = member_pointer(meta, N, m, 0, x_ref, PTR_ALIGN)
+    w_ptr = member_pointer(meta, N, m, 1, w_ref, PTR_ALIGN)
+    b_ptr = member_pointer(meta, N, m, 2, w_ref, PTR_ALIGN)
+    mean_ptr = tl.load(meta + 3 * N + m).to(tl.pointer_type(tl.float32))
+    rstd_ptr = tl.load(meta + 4 * N + m).to(tl.pointer_type(tl.float32))
+    sx = member_value(meta, N, m, 5, ALIGN)
+    D = member_value(meta, N, m, 6, ALIGN)
+    M = tl.load(meta + 7 * N + m)
+    has_w = tl.load(meta + 9 * N + m)
+    has_b = tl.load(meta + 10 * N + m)
+    return m, local, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, sx, D, M, has_w, has_b
 
 
 @triton.jit
@@ -75,20 +92,9 @@ def _layer_norm_fwd_kernel(
     LOOPED: tl.constexpr,
 ):
     """Forward of every member's rows: program -> (member, ROWS rows)."""
-    pid = tl.program_id(0)
-    m = _find_member(meta, N, pid, 9, BLOCK_N)
-    tile = pid - tl.load(meta + 9 * N + m)
-    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    y_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    w_ptr = tl.multiple_of(tl.load(meta + 2 * N + m).to(w_ref.dtype), PTR_ALIGN)
-    b_ptr = tl.multiple_of(tl.load(meta + 3 * N + m).to(w_ref.dtype), PTR_ALIGN)
-    mean_ptr = tl.load(meta + 4 * N + m).to(tl.pointer_type(tl.float32))
-    rstd_ptr = tl.load(meta + 5 * N + m).to(tl.pointer_type(tl.float32))
-    sx = tl.multiple_of(tl.load(meta + 6 * N + m), ALIGN)
-    D = tl.multiple_of(tl.load(meta + 7 * N + m), ALIGN)
-    M = tl.load(meta + 8 * N + m)
-    has_w = tl.load(meta + 10 * N + m)
-    has_b = tl.load(meta + 11 * N + m)
+    m, tile, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, sx, D, M, has_w, has_b = _member_fields(
+        meta, N, tl.program_id(0), x_ref, w_ref, BLOCK_N, ALIGN, PTR_ALIGN)
+    y_ptr = member_pointer(meta, N, m, 11, x_ref, PTR_ALIGN)
     cols = tl.arange(0, BLOCK_D)
     if not LOOPED:
         rows = tile * ROWS + tl.arange(0, ROWS)
@@ -180,23 +186,13 @@ def _layer_norm_bwd_kernel(
     """dx of a run of rows of one member, and that run's dw/db partial sums
     (row `program_id` of `partial_dw`/`partial_db`)."""
     pid = tl.program_id(0)
-    m = _find_member(meta, N, pid, 11, BLOCK_N)
-    run = (pid - tl.load(meta + 11 * N + m)).to(tl.int32)
-    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    dy_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    dx_ptr = tl.multiple_of(tl.load(meta + 2 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    w_ptr = tl.multiple_of(tl.load(meta + 3 * N + m).to(w_ref.dtype), PTR_ALIGN)
-    b_ptr = tl.multiple_of(tl.load(meta + 4 * N + m).to(w_ref.dtype), PTR_ALIGN)
-    mean_ptr = tl.load(meta + 5 * N + m).to(tl.pointer_type(tl.float32))
-    rstd_ptr = tl.load(meta + 6 * N + m).to(tl.pointer_type(tl.float32))
-    sx = tl.multiple_of(tl.load(meta + 7 * N + m), ALIGN)
-    sdy = tl.multiple_of(tl.load(meta + 8 * N + m), ALIGN)
-    D = tl.multiple_of(tl.load(meta + 9 * N + m), ALIGN)
-    M = tl.load(meta + 10 * N + m).to(tl.int32)
-    has_w = tl.load(meta + 12 * N + m)
-    has_b = tl.load(meta + 13 * N + m)
-    row_begin = run * rows_per_program
-    row_end = tl.minimum(row_begin + rows_per_program, M)
+    m, run, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, sx, D, M, has_w, has_b = _member_fields(
+        meta, N, pid, x_ref, w_ref, BLOCK_N, ALIGN, PTR_ALIGN)
+    dy_ptr = member_pointer(meta, N, m, 11, x_ref, PTR_ALIGN)
+    dx_ptr = member_pointer(meta, N, m, 12, x_ref, PTR_ALIGN)
+    sdy = member_value(meta, N, m, 13, ALIGN)
+    row_begin = run.to(tl.int32) * rows_per_program
+    row_end = tl.minimum(row_begin + rows_per_program, M.to(tl.int32))
     cols = tl.arange(0, BLOCK_D)
     partial_row = pid.to(tl.int64) * partial_width
     if not LOOPED:
@@ -281,11 +277,11 @@ def _partial_reduce_kernel(
     of that member's partial rows, stored in the weight's dtype."""
     m = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    D = tl.load(meta + 9 * N + m)
-    has_w = tl.load(meta + 12 * N + m)
-    has_b = tl.load(meta + 13 * N + m)
-    first = tl.load(meta + 11 * N + m).to(tl.int32)
-    last = tl.load(meta + 11 * N + m + 1).to(tl.int32)
+    D = tl.load(meta + 6 * N + m)
+    has_w = tl.load(meta + 9 * N + m)
+    has_b = tl.load(meta + 10 * N + m)
+    first = tl.load(meta + 8 * N + m).to(tl.int32)
+    last = tl.load(meta + 8 * N + m + 1).to(tl.int32)
     cmask = cols < D
     acc_dw = tl.zeros([BLOCK_P, BLOCK_C], dtype=tl.float32)
     acc_db = tl.zeros([BLOCK_P, BLOCK_C], dtype=tl.float32)
@@ -320,6 +316,33 @@ def _meta(columns: list[list[int]], device: torch.device) -> torch.Tensor:
     return tables().table([v for column in columns for v in column], device)
 
 
+def _tiling(max_d: int, max_fused_d: int, tile: int) -> tuple[bool, int, int]:
+    """`(looped, BLOCK_D, ROWS)` of a launch whose widest member has `max_d`
+    columns: looped in `_LOOP_CHUNK` chunks, one row a program, above
+    `max_fused_d`; else the whole row in registers, with as many rows a
+    program as fill `tile` elements."""
+    looped = max_d > max_fused_d
+    block_d = min(_LOOP_CHUNK, triton.next_power_of_2(max_d)) if looped else triton.next_power_of_2(max_d)
+    return looped, block_d, 1 if looped else max(1, tile // block_d)
+
+
+def _hints(align_values: list[int], params: Sequence[torch.Tensor | None],
+           x0: torch.Tensor) -> tuple[int, int, torch.Tensor]:
+    """`(ALIGN, PTR_ALIGN, w_ref)` of a launch: the alignment every value of
+    `align_values` shares (in elements of `x0`), the pointer hint in bytes,
+    and the tensor whose type the parameter pointers take (the first weight
+    or bias, else `x0`)."""
+    esize = x0.element_size()
+    align = alignment(align_values, esize)
+    w_ref = next((p for p in params if p is not None), x0)
+    # Weight loads use the same column offsets: their pointers must be
+    # aligned to ALIGN of their own elements too (the pointer hint is in bytes).
+    ptr_align = align * min(esize, w_ref.element_size())
+    if any(p is not None and p.data_ptr() % (align * p.element_size()) != 0 for p in params):
+        align, ptr_align = 1, 1
+    return align, ptr_align, w_ref
+
+
 def _common_weight_dtype(weights: Sequence[torch.Tensor | None], fallback: torch.dtype) -> torch.dtype:
     present = [w.dtype for w in weights if w is not None]
     if not present:
@@ -329,11 +352,7 @@ def _common_weight_dtype(weights: Sequence[torch.Tensor | None], fallback: torch
 
 def _check(inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor | None],
            biases: Sequence[torch.Tensor | None]) -> None:
-    if not (len(inputs) == len(weights) == len(biases)):
-        raise ValueError(
-            f"batched layer norm: {len(inputs)} inputs, {len(weights)} weights, "
-            f"{len(biases)} biases (one each per member)"
-        )
+    check_member_counts("batched layer norm", inputs, weights, biases)
     for i, (x, w, b) in enumerate(zip(inputs, weights, biases)):
         for name, p in (("weight", w), ("bias", b)):
             if p is not None and tuple(p.shape) != (x.shape[-1],):
@@ -405,9 +424,7 @@ def _forward_group(group, views, inputs, weights, biases, eps, code, outputs, me
         ws.append(None if weights[i] is None else weights[i].to(w_dtype).contiguous())
         bs.append(None if biases[i] is None else biases[i].to(w_dtype).contiguous())
     max_d = max(r.shape[1] for r in rows)
-    looped = max_d > _MAX_FUSED_D_FWD
-    block_d = min(_LOOP_CHUNK, triton.next_power_of_2(max_d)) if looped else triton.next_power_of_2(max_d)
-    row_block = 1 if looped else max(1, _TILE_FWD // block_d)
+    looped, block_d, row_block = _tiling(max_d, _MAX_FUSED_D_FWD, _TILE_FWD)
     esize = x0.element_size()
     columns: list[list[int]] = [[] for _ in range(_FWD_FIELDS)]
     align_values: list[int] = []
@@ -430,13 +447,7 @@ def _forward_group(group, views, inputs, weights, biases, eps, code, outputs, me
             align_values.append(1)
     if start == 0:
         return
-    align = alignment(align_values, esize)
-    w_ref = next((p for p in ws + bs if p is not None), x0)
-    # Weight loads use the same column offsets: their pointers must be
-    # aligned to ALIGN of their own elements too (the pointer hint is in bytes).
-    ptr_align = align * min(esize, w_ref.element_size())
-    if any(p is not None and p.data_ptr() % (align * p.element_size()) != 0 for p in ws + bs):
-        align, ptr_align = 1, 1
+    align, ptr_align, w_ref = _hints(align_values, ws + bs, x0)
     meta = _meta(columns, device)
     _layer_norm_fwd_kernel[(start,)](
         meta, x0, w_ref, len(group), float(eps),
@@ -509,9 +520,7 @@ def _backward_group(group, views, grad_outputs, inputs, weights, biases, means, 
         rstd = rstds[i].to(torch.float32).contiguous()
         members.append((i, views[i], row_view(dy.expand(x.shape)), w, b, mean, rstd))
     max_d = max(m[1].shape[1] for m in members)
-    looped = max_d > _MAX_FUSED_D_BWD
-    block_d = min(_LOOP_CHUNK, triton.next_power_of_2(max_d)) if looped else triton.next_power_of_2(max_d)
-    row_block = 1 if looped else max(1, _TILE_BWD // block_d)
+    looped, block_d, row_block = _tiling(max_d, _MAX_FUSED_D_BWD, _TILE_BWD)
     total_rows = sum(m[1].shape[0] for m in members)
     per_program = triton.cdiv(max(total_rows, 1), _target_programs(device))
     rows_per_program = max(row_block, triton.cdiv(per_program, row_block) * row_block)
@@ -529,12 +538,12 @@ def _backward_group(group, views, grad_outputs, inputs, weights, biases, means, 
                 if g is not None:
                     g.zero_()
         for field, value in (
-            (_BX, xr.data_ptr()), (_BDY, dyr.data_ptr()), (_BDX, dx.data_ptr()),
-            (_BW, 0 if w is None else w.data_ptr()), (_BB, 0 if b is None else b.data_ptr()),
-            (_BMEAN, mean.data_ptr()), (_BRSTD, rstd.data_ptr()), (_BSX, xr.stride(0)),
-            (_BSDY, dyr.stride(0)), (_BD, d), (_BM, m), (_BSTART, start),
-            (_BHAS_W, int(w is not None)), (_BHAS_B, int(b is not None)),
-            (_BDW, 0 if dw is None else dw.data_ptr()), (_BDB, 0 if db is None else db.data_ptr()),
+            (_X, xr.data_ptr()), (_DY, dyr.data_ptr()), (_DX, dx.data_ptr()),
+            (_W, 0 if w is None else w.data_ptr()), (_B, 0 if b is None else b.data_ptr()),
+            (_MEAN, mean.data_ptr()), (_RSTD, rstd.data_ptr()), (_SX, xr.stride(0)),
+            (_SDY, dyr.stride(0)), (_D, d), (_M, m), (_START, start),
+            (_HAS_W, int(w is not None)), (_HAS_B, int(b is not None)),
+            (_DW, 0 if dw is None else dw.data_ptr()), (_DB, 0 if db is None else db.data_ptr()),
         ):
             columns[field].append(value)
         start += programs
@@ -543,18 +552,14 @@ def _backward_group(group, views, grad_outputs, inputs, weights, biases, means, 
         if xr.data_ptr() % esize or dyr.data_ptr() % esize:
             align_values.append(1)
     # The reduce kernel reads member m's partial rows up to START[m + 1].
-    columns[_BSTART].append(start)
+    columns[_START].append(start)
     for field in range(_BWD_FIELDS):
-        if field != _BSTART:
+        if field != _START:
             columns[field].append(0)
     if start == 0:
         return
-    align = alignment(align_values, esize)
     params = [m[3] for m in members] + [m[4] for m in members]
-    w_ref = next((p for p in params if p is not None), x0)
-    ptr_align = align * min(esize, w_ref.element_size())
-    if any(p is not None and p.data_ptr() % (align * p.element_size()) != 0 for p in params):
-        align, ptr_align = 1, 1
+    align, ptr_align, w_ref = _hints(align_values, params, x0)
     # The table has N + 1 columns (the closing START); the kernels index it
     # with stride N + 1.
     meta = _meta(columns, device)

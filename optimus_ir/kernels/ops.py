@@ -154,6 +154,33 @@ def _launcher(module: str, name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(f"optimus_ir.kernels.{module}"), name)
 
 
+def _triton_or_reference(
+    op: str, triton: bool, launch: Callable[[], Any], reference: Callable[[], Any]
+) -> Any:
+    """`launch()` (the Triton launcher, `_guarded`) where `triton` says the
+    call takes Triton (`_takes_triton`, forward or saved for backward), else
+    `reference()`."""
+    return _guarded(op, launch, reference) if triton else reference()
+
+
+def _custom_op(name: str, schema: str) -> Callable[[Callable[..., Any]], Any]:
+    """Registers the decorated function as the custom op `optimus::<name>`
+    of `schema`, mutating none of its arguments."""
+    return torch.library.custom_op(f"{NAMESPACE}::{name}", mutates_args=(), schema=schema)
+
+
+def check_member_counts(
+    what: str, inputs: Sequence[Any], weights: Sequence[Any], biases: Sequence[Any], note: str = ""
+) -> None:
+    """ValueError, naming `what`, unless there are as many weights and biases
+    (each may be None, as `note` says) as inputs: one each per member."""
+    if not (len(inputs) == len(weights) == len(biases)):
+        raise ValueError(
+            f"{what}: {len(inputs)} inputs, {len(weights)} weights, {len(biases)} biases "
+            f"(one each per member{note})"
+        )
+
+
 def _fresh(outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """`outputs` contiguous, as the fake implementations promise (torch keeps
     a dense input's permuted layout in pointwise results). Every reference
@@ -231,11 +258,7 @@ def grouped_linear_reference(
 
 
 def _check_grouped(inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor], biases: Sequence[Any]) -> None:
-    if not (len(inputs) == len(weights) == len(biases)):
-        raise ValueError(
-            f"optimus::grouped_linear: {len(inputs)} inputs, {len(weights)} weights, "
-            f"{len(biases)} biases (one each per member)"
-        )
+    check_member_counts("optimus::grouped_linear", inputs, weights, biases)
 
 
 def _grouped_linear_triton(inputs, weights, biases, activation) -> list[torch.Tensor]:
@@ -243,9 +266,7 @@ def _grouped_linear_triton(inputs, weights, biases, activation) -> list[torch.Te
     return list(forward(list(inputs), list(weights), list(biases), activation))
 
 
-@torch.library.custom_op(
-    f"{NAMESPACE}::grouped_linear", mutates_args=(), schema=GROUPED_LINEAR_SCHEMA
-)
+@_custom_op("grouped_linear", GROUPED_LINEAR_SCHEMA)
 def grouped_linear(
     inputs: list[torch.Tensor],
     weights: list[torch.Tensor],
@@ -257,13 +278,12 @@ def grouped_linear(
     _check_grouped(inputs, weights, biases)
     reference_activation(activation)
     _no_grad_through_nones("grouped_linear", biases, "biases")
-    if _takes_triton([*inputs, *weights], "grouped_linear"):
-        return _guarded(
-            "grouped_linear",
-            lambda: _grouped_linear_triton(inputs, weights, biases, activation),
-            lambda: _fresh(grouped_linear_reference(inputs, weights, biases, activation)),
-        )
-    return _fresh(grouped_linear_reference(inputs, weights, biases, activation))
+    return _triton_or_reference(
+        "grouped_linear",
+        _takes_triton([*inputs, *weights], "grouped_linear"),
+        lambda: _grouped_linear_triton(inputs, weights, biases, activation),
+        lambda: _fresh(grouped_linear_reference(inputs, weights, biases, activation)),
+    )
 
 
 @grouped_linear.register_fake
@@ -301,16 +321,18 @@ def _split_saved(ctx) -> tuple[list, list, list]:
 
 def _grouped_linear_backward(ctx, grads):
     xs, ws, bs = _split_saved(ctx)
-    if ctx.triton:
+
+    def launch() -> Any:
         outs_like = [x.new_empty((*x.shape[:-1], w.shape[0])) for x, w in zip(xs, ws)]
         backward = _launcher("grouped_gemm", "grouped_linear_backward")
-        gx, gw, gb = _guarded(
-            "grouped_linear",
-            lambda: backward(_grad_or_zeros(grads, outs_like), xs, ws, bs, ctx.activation),
-            lambda: _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads),
-        )
-    else:
-        gx, gw, gb = _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads)
+        return backward(_grad_or_zeros(grads, outs_like), xs, ws, bs, ctx.activation)
+
+    gx, gw, gb = _triton_or_reference(
+        "grouped_linear",
+        ctx.triton,
+        launch,
+        lambda: _differentiate(grouped_linear_reference, (xs, ws, bs), (ctx.activation,), grads),
+    )
     return (list(gx), list(gw), _as_input(bs, gb), None)[: ctx.arg_count]
 
 
@@ -345,16 +367,10 @@ def batched_layer_norm_reference(
 
 
 def _check_norm(inputs: Sequence[torch.Tensor], weights: Sequence[Any], biases: Sequence[Any]) -> None:
-    if not (len(inputs) == len(weights) == len(biases)):
-        raise ValueError(
-            f"optimus::batched_layer_norm: {len(inputs)} inputs, {len(weights)} weights, "
-            f"{len(biases)} biases (one each per member; None for no affine)"
-        )
+    check_member_counts("optimus::batched_layer_norm", inputs, weights, biases, "; None for no affine")
 
 
-@torch.library.custom_op(
-    f"{NAMESPACE}::batched_layer_norm", mutates_args=(), schema=BATCHED_LAYER_NORM_SCHEMA
-)
+@_custom_op("batched_layer_norm", BATCHED_LAYER_NORM_SCHEMA)
 def batched_layer_norm(
     inputs: list[torch.Tensor],
     weights: list[torch.Tensor | None],
@@ -369,17 +385,17 @@ def batched_layer_norm(
     reference_activation(activation)
     _no_grad_through_nones("batched_layer_norm", weights, "weights")
     _no_grad_through_nones("batched_layer_norm", biases, "biases")
-    reference = lambda: _fresh(  # noqa: E731
-        batched_layer_norm_reference(inputs, weights, biases, eps, activation)
-    )
-    if _takes_triton(inputs, "batched_layer_norm"):
+
+    def launch() -> list[torch.Tensor]:
         forward = _launcher("layer_norm", "batched_layer_norm_forward")
-        return _guarded(
-            "batched_layer_norm",
-            lambda: list(forward(list(inputs), list(weights), list(biases), eps, activation)[0]),
-            reference,
-        )
-    return reference()
+        return list(forward(list(inputs), list(weights), list(biases), eps, activation)[0])
+
+    return _triton_or_reference(
+        "batched_layer_norm",
+        _takes_triton(inputs, "batched_layer_norm"),
+        launch,
+        lambda: _fresh(batched_layer_norm_reference(inputs, weights, biases, eps, activation)),
+    )
 
 
 @batched_layer_norm.register_fake
@@ -406,28 +422,22 @@ def _batched_layer_norm_backward(ctx, grads):
     xs = [next(saved) for _ in range(ctx.count)]
     ws = [next(saved) if has else None for has in ctx.has_weight]
     bs = [next(saved) if has else None for has in ctx.has_bias]
-    if ctx.triton:
+
+    def launch() -> Any:
         forward = _launcher("layer_norm", "batched_layer_norm_forward")
         backward = _launcher("layer_norm", "batched_layer_norm_backward")
+        # the statistics are recomputed (the op's schema returns only outputs)
+        outputs, means, rstds = forward(xs, ws, bs, ctx.eps, ctx.activation)
+        return backward(_grad_or_zeros(grads, outputs), xs, ws, bs, means, rstds, ctx.activation)
 
-        def launch():
-            # the statistics are recomputed (the op's schema returns only outputs)
-            outputs, means, rstds = forward(xs, ws, bs, ctx.eps, ctx.activation)
-            return backward(
-                _grad_or_zeros(grads, outputs), xs, ws, bs, means, rstds, ctx.activation
-            )
-
-        gx, gw, gb = _guarded(
-            "batched_layer_norm",
-            launch,
-            lambda: _differentiate(
-                batched_layer_norm_reference, (xs, ws, bs), (ctx.eps, ctx.activation), grads
-            ),
-        )
-    else:
-        gx, gw, gb = _differentiate(
+    gx, gw, gb = _triton_or_reference(
+        "batched_layer_norm",
+        ctx.triton,
+        launch,
+        lambda: _differentiate(
             batched_layer_norm_reference, (xs, ws, bs), (ctx.eps, ctx.activation), grads
-        )
+        ),
+    )
     return (list(gx), _as_input(ws, gw), _as_input(bs, gb), None, None)[: ctx.arg_count]
 
 
@@ -520,9 +530,7 @@ def _check_pointwise(inputs: Sequence[torch.Tensor], others: Sequence[torch.Tens
         )
 
 
-@torch.library.custom_op(
-    f"{NAMESPACE}::multi_pointwise", mutates_args=(), schema=MULTI_POINTWISE_SCHEMA
-)
+@_custom_op("multi_pointwise", MULTI_POINTWISE_SCHEMA)
 def multi_pointwise(
     inputs: list[torch.Tensor], others: list[torch.Tensor], program: str
 ) -> list[torch.Tensor]:
@@ -532,15 +540,19 @@ def multi_pointwise(
     necessarily contiguous ones: the member op of a transposed input keeps
     its layout in eager, so the fused op does too."""
     _check_pointwise(inputs, others, program)
-    # Every reference step is a torch op returning a new tensor: no result
-    # aliases an input.
-    reference = lambda: multi_pointwise_reference(inputs, others, program)  # noqa: E731
-    if _takes_triton([*inputs, *others], "multi_pointwise"):
+
+    def launch() -> list[torch.Tensor]:
         forward = _launcher("pointwise", "multi_pointwise_forward")
-        return _guarded(
-            "multi_pointwise", lambda: list(forward(list(inputs), list(others), program)), reference
-        )
-    return reference()
+        return list(forward(list(inputs), list(others), program))
+
+    return _triton_or_reference(
+        "multi_pointwise",
+        _takes_triton([*inputs, *others], "multi_pointwise"),
+        launch,
+        # Every reference step is a torch op returning a new tensor: no
+        # result aliases an input.
+        lambda: multi_pointwise_reference(inputs, others, program),
+    )
 
 
 @multi_pointwise.register_fake
@@ -562,16 +574,18 @@ def _multi_pointwise_setup(ctx, inputs, output) -> None:
 def _multi_pointwise_backward(ctx, grads):
     saved = list(ctx.saved_tensors)
     xs, others = saved[: ctx.count], saved[ctx.count :]
-    if ctx.triton:
+
+    def launch() -> Any:
         backward = _launcher("pointwise", "multi_pointwise_backward")
-        gx, go = _guarded(
-            "multi_pointwise",
-            lambda: backward(_grad_or_zeros(grads, xs), xs, others, ctx.program),
-            lambda: _differentiate(multi_pointwise_reference, (xs, others), (ctx.program,), grads),
-        )
-        return list(gx), list(go), None
-    gx, go = _differentiate(multi_pointwise_reference, (xs, others), (ctx.program,), grads)
-    return gx, go, None
+        return backward(_grad_or_zeros(grads, xs), xs, others, ctx.program)
+
+    gx, go = _triton_or_reference(
+        "multi_pointwise",
+        ctx.triton,
+        launch,
+        lambda: _differentiate(multi_pointwise_reference, (xs, others), (ctx.program,), grads),
+    )
+    return list(gx), list(go), None
 
 
 multi_pointwise.register_autograd(_multi_pointwise_backward, setup_context=_multi_pointwise_setup)

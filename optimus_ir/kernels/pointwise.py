@@ -42,6 +42,7 @@ import triton.language as tl
 
 from optimus_ir.kernels.activations import activation_grad, apply_activation
 from optimus_ir.kernels.layout import aligned_parts, alignment, indices_by_dtype, row_view
+from optimus_ir.kernels.member_table import find_member, member_pointer, member_value
 from optimus_ir.kernels.metadata import tables
 from optimus_ir.kernels.ops import multi_pointwise_strides
 from optimus_ir.kernels.programs import STEP_CODES, Step, parse_program
@@ -70,21 +71,14 @@ broadcasts), 9 + 3j (its gradient's pointer, backward only)."""
 
 
 @triton.jit
-def _find_member(meta, N, pid, BLOCK_N: tl.constexpr):
-    idx = tl.arange(0, BLOCK_N)
-    starts = tl.load(meta + 5 * N + idx, mask=idx < N, other=0)
-    return tl.sum(((starts <= pid) & (idx < N)).to(tl.int32), axis=0) - 1
-
-
-@triton.jit
 def _operand(meta, N, m, e, row, col, mask, s, x_ref, SRC: tl.constexpr, J: tl.constexpr,
              ROWS: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr):
     """The second operand of a step: tensor step J's other, scalar `s`, or 0.
     The launch's alignment covers the others' addresses and row strides too."""
     if SRC == 1:
-        ptr = tl.multiple_of(tl.load(meta + (7 + 3 * J) * N + m).to(x_ref.dtype), PTR_ALIGN)
+        ptr = member_pointer(meta, N, m, 7 + 3 * J, x_ref, PTR_ALIGN)
         if ROWS:
-            stride = tl.multiple_of(tl.load(meta + (8 + 3 * J) * N + m), ALIGN)
+            stride = member_value(meta, N, m, 8 + 3 * J, ALIGN)
             v = tl.load(ptr + row * stride + col, mask=mask, other=1.0)
         else:
             v = tl.load(ptr + e, mask=mask, other=1.0)
@@ -161,7 +155,12 @@ def _backward_step(v, o, g, OP: tl.constexpr, SRC: tl.constexpr):
 
 
 @triton.jit
-def _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC: tl.constexpr, J: tl.constexpr):
+def _step_back(meta, N, m, e, mask, v, o, g, x_ref, OP: tl.constexpr, SRC: tl.constexpr,
+               J: tl.constexpr):
+    """Upstream gradient `g` back through step `OP` at input `v`, operand
+    `o`: the gradient of `v`, returned, and, for a tensor step, its other's,
+    written."""
+    gv, go = _backward_step(v, o, g, OP, SRC)
     if SRC == 1:
         ptr = tl.load(meta + (9 + 3 * J) * N + m)
         # A broadcast other (row stride 0) gets fp32 per-element terms the
@@ -170,6 +169,7 @@ def _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC: tl.constexpr, J: tl.c
             tl.store(ptr.to(tl.pointer_type(tl.float32)) + e, go, mask=mask)
         else:
             tl.store(ptr.to(x_ref.dtype) + e, go.to(x_ref.dtype.element_ty), mask=mask)
+    return gv
 
 
 @triton.jit
@@ -177,13 +177,13 @@ def _address(meta, N, BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.cons
              ROWS: tl.constexpr):
     """This program's member, element indices, their rows/cols and mask."""
     pid = tl.program_id(0)
-    m = _find_member(meta, N, pid, BLOCK_N)
+    m = find_member(meta, N, pid, 5, BLOCK_N)
     block = pid - tl.load(meta + 5 * N + m)
-    numel = tl.multiple_of(tl.load(meta + 2 * N + m), ALIGN)
+    numel = member_value(meta, N, m, 2, ALIGN)
     e = block * BLOCK + tl.arange(0, BLOCK)
     mask = e < numel
     if ROWS:
-        d = tl.multiple_of(tl.load(meta + 3 * N + m), ALIGN)
+        d = member_value(meta, N, m, 3, ALIGN)
         row = e // d
         col = e - row * d
     else:
@@ -193,7 +193,7 @@ def _address(meta, N, BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.cons
 
 
 @triton.jit
-def _multi_pointwise_fwd_kernel(
+def _multi_pointwise_kernel(
     meta, x_ref, N, S0, S1, S2, S3, S4, S5, S6, S7,
     OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
     OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
@@ -202,61 +202,19 @@ def _multi_pointwise_fwd_kernel(
     J0: tl.constexpr, J1: tl.constexpr, J2: tl.constexpr, J3: tl.constexpr,
     J4: tl.constexpr, J5: tl.constexpr, J6: tl.constexpr, J7: tl.constexpr,
     BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr,
-    ROWS: tl.constexpr,
+    ROWS: tl.constexpr, BACKWARD: tl.constexpr,
 ):
-    """y = chain(x) for one BLOCK of one member."""
+    """One BLOCK of one member: y = chain(x) into field Y; with `BACKWARD`,
+    dx into field GX (contiguous) and the others' gradients instead, field Y
+    holding dy (same addressing as dx), the chain's intermediates recomputed."""
     m, e, row, col, mask = _address(meta, N, BLOCK, BLOCK_N, ALIGN, ROWS)
-    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    y_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
+    x_ptr = member_pointer(meta, N, m, 0, x_ref, PTR_ALIGN)
+    y_ptr = member_pointer(meta, N, m, 1, x_ref, PTR_ALIGN)
     if ROWS:
-        sx = tl.multiple_of(tl.load(meta + 4 * N + m), ALIGN)
-        v = tl.load(x_ptr + row * sx + col, mask=mask, other=0.0).to(tl.float32)
-    else:
-        v = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
-    o = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP0)
-    o = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP1)
-    o = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP2)
-    o = _operand(meta, N, m, e, row, col, mask, S3, x_ref, SRC3, J3, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP3)
-    o = _operand(meta, N, m, e, row, col, mask, S4, x_ref, SRC4, J4, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP4)
-    o = _operand(meta, N, m, e, row, col, mask, S5, x_ref, SRC5, J5, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP5)
-    o = _operand(meta, N, m, e, row, col, mask, S6, x_ref, SRC6, J6, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP6)
-    o = _operand(meta, N, m, e, row, col, mask, S7, x_ref, SRC7, J7, ROWS, ALIGN, PTR_ALIGN)
-    v = _forward_step(v, o, OP7)
-    tl.store(y_ptr + e, v.to(x_ref.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _multi_pointwise_bwd_kernel(
-    meta, x_ref, N, S0, S1, S2, S3, S4, S5, S6, S7,
-    OP0: tl.constexpr, OP1: tl.constexpr, OP2: tl.constexpr, OP3: tl.constexpr,
-    OP4: tl.constexpr, OP5: tl.constexpr, OP6: tl.constexpr, OP7: tl.constexpr,
-    SRC0: tl.constexpr, SRC1: tl.constexpr, SRC2: tl.constexpr, SRC3: tl.constexpr,
-    SRC4: tl.constexpr, SRC5: tl.constexpr, SRC6: tl.constexpr, SRC7: tl.constexpr,
-    J0: tl.constexpr, J1: tl.constexpr, J2: tl.constexpr, J3: tl.constexpr,
-    J4: tl.constexpr, J5: tl.constexpr, J6: tl.constexpr, J7: tl.constexpr,
-    BLOCK: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, PTR_ALIGN: tl.constexpr,
-    ROWS: tl.constexpr,
-):
-    """dx (and the others' gradients) of one BLOCK of one member: field Y
-    holds dy (same addressing as x), GX the contiguous dx."""
-    m, e, row, col, mask = _address(meta, N, BLOCK, BLOCK_N, ALIGN, ROWS)
-    x_ptr = tl.multiple_of(tl.load(meta + 0 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    dy_ptr = tl.multiple_of(tl.load(meta + 1 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    dx_ptr = tl.multiple_of(tl.load(meta + 6 * N + m).to(x_ref.dtype), PTR_ALIGN)
-    if ROWS:
-        sx = tl.multiple_of(tl.load(meta + 4 * N + m), ALIGN)
+        sx = member_value(meta, N, m, 4, ALIGN)
         v0 = tl.load(x_ptr + row * sx + col, mask=mask, other=0.0).to(tl.float32)
     else:
         v0 = tl.load(x_ptr + e, mask=mask, other=0.0).to(tl.float32)
-    # dy is made contiguous by the launcher.
-    g = tl.load(dy_ptr + e, mask=mask, other=0.0).to(tl.float32)
     o0 = _operand(meta, N, m, e, row, col, mask, S0, x_ref, SRC0, J0, ROWS, ALIGN, PTR_ALIGN)
     o1 = _operand(meta, N, m, e, row, col, mask, S1, x_ref, SRC1, J1, ROWS, ALIGN, PTR_ALIGN)
     o2 = _operand(meta, N, m, e, row, col, mask, S2, x_ref, SRC2, J2, ROWS, ALIGN, PTR_ALIGN)
@@ -272,23 +230,22 @@ def _multi_pointwise_bwd_kernel(
     v5 = _forward_step(v4, o4, OP4)
     v6 = _forward_step(v5, o5, OP5)
     v7 = _forward_step(v6, o6, OP6)
-    g, go = _backward_step(v7, o7, g, OP7, SRC7)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC7, J7)
-    g, go = _backward_step(v6, o6, g, OP6, SRC6)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC6, J6)
-    g, go = _backward_step(v5, o5, g, OP5, SRC5)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC5, J5)
-    g, go = _backward_step(v4, o4, g, OP4, SRC4)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC4, J4)
-    g, go = _backward_step(v3, o3, g, OP3, SRC3)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC3, J3)
-    g, go = _backward_step(v2, o2, g, OP2, SRC2)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC2, J2)
-    g, go = _backward_step(v1, o1, g, OP1, SRC1)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC1, J1)
-    g, go = _backward_step(v0, o0, g, OP0, SRC0)
-    _store_other_grad(meta, N, m, e, go, mask, x_ref, SRC0, J0)
-    tl.store(dx_ptr + e, g.to(x_ref.dtype.element_ty), mask=mask)
+    if BACKWARD:
+        # dy is made contiguous by the launcher.
+        g = tl.load(y_ptr + e, mask=mask, other=0.0).to(tl.float32)
+        g = _step_back(meta, N, m, e, mask, v7, o7, g, x_ref, OP7, SRC7, J7)
+        g = _step_back(meta, N, m, e, mask, v6, o6, g, x_ref, OP6, SRC6, J6)
+        g = _step_back(meta, N, m, e, mask, v5, o5, g, x_ref, OP5, SRC5, J5)
+        g = _step_back(meta, N, m, e, mask, v4, o4, g, x_ref, OP4, SRC4, J4)
+        g = _step_back(meta, N, m, e, mask, v3, o3, g, x_ref, OP3, SRC3, J3)
+        g = _step_back(meta, N, m, e, mask, v2, o2, g, x_ref, OP2, SRC2, J2)
+        g = _step_back(meta, N, m, e, mask, v1, o1, g, x_ref, OP1, SRC1, J1)
+        g = _step_back(meta, N, m, e, mask, v0, o0, g, x_ref, OP0, SRC0, J0)
+        dx_ptr = member_pointer(meta, N, m, 6, x_ref, PTR_ALIGN)
+        tl.store(dx_ptr + e, g.to(x_ref.dtype.element_ty), mask=mask)
+    else:
+        y = _forward_step(v7, o7, OP7)
+        tl.store(y_ptr + e, y.to(x_ref.dtype.element_ty), mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -361,12 +318,13 @@ def _step_args(steps: Sequence[Step]) -> tuple[list[float], dict[str, int]]:
     return scalars, const
 
 
-def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequence[torch.Tensor],
+def _launch(group: list[int], xs: Sequence[torch.Tensor], second: Sequence[torch.Tensor],
             third: Sequence[torch.Tensor | None], others: list[list[tuple[torch.Tensor, bool]]],
             other_grads: list[list[torch.Tensor | None]] | None, steps: tuple[Step, ...],
-            first_tensor: int) -> None:
-    """One launch of `kernel` over the members `group`: x, then y (forward) or
-    dy (backward), then dx (backward); others of this chunk's tensor steps."""
+            first_tensor: int, *, backward: bool) -> None:
+    """One launch of the kernel, forward or `backward`, over the members
+    `group`: x, then y (forward) or dy (backward), then dx (backward); others
+    of this chunk's tensor steps."""
     x0 = xs[group[0]]
     device, esize = x0.device, x0.element_size()
     k = _tensor_steps(steps)
@@ -414,10 +372,10 @@ def _launch(kernel, group: list[int], xs: Sequence[torch.Tensor], second: Sequen
     # Field-major, flat, from the device-table cache (no copy when built
     # before; capture-safe).
     meta = tables().table([v for column in columns for v in column], device)
-    kernel[(start,)](
+    _multi_pointwise_kernel[(start,)](
         meta, x0, len(group), *scalars, **const, BLOCK=_BLOCK,
         BLOCK_N=triton.next_power_of_2(len(group)), ALIGN=align, PTR_ALIGN=align * esize,
-        ROWS=rows_mode, num_warps=_NUM_WARPS,
+        ROWS=rows_mode, BACKWARD=backward, num_warps=_NUM_WARPS,
     )
     del keep_alive  # only now may the copies go (see above)
 
@@ -466,8 +424,8 @@ def _forward_chunks(inputs, table, chunks, final=None) -> list[list[torch.Tensor
             outputs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
         for group in indices_by_dtype(current):
             for part in _parts(group, current, table, first, _tensor_steps(steps)):
-                _launch(_multi_pointwise_fwd_kernel, part, current, outputs,
-                        [None] * len(current), table, None, steps, first)
+                _launch(part, current, outputs, [None] * len(current), table, None, steps,
+                        first, backward=False)
         values.append(outputs)
     return values
 
@@ -567,8 +525,8 @@ def multi_pointwise_backward(
         dxs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in current]
         for group in indices_by_dtype(current):
             for part in _parts(group, current, table, first, _tensor_steps(steps_c)):
-                _launch(_multi_pointwise_bwd_kernel, part, current, grads, dxs, table,
-                        other_grads, steps_c, first)
+                _launch(part, current, grads, dxs, table, other_grads, steps_c, first,
+                        backward=True)
         grads = dxs
     grad_others: list[torch.Tensor] = []
     for j in range(k):

@@ -54,7 +54,8 @@ The package, module by module:
 * `optimus_ir.analysis.fusion_pricing`: the estimate of one group (beside the cost
   model, in the analysis layer);
 * `memory`: what a fused part allocates and the fused schedule's live bytes;
-* `records`: the plan's records (decisions, parts' memory);
+* `records`: the plan's records (decisions, parts' memory, what planning
+  a block reads: `PlanningContext`);
 * `rewrite`: packs, the batch op, unpacks, and the reordering after;
 * `fusion_pass`: the pass itself, `BatchFusion`.
 """
@@ -66,7 +67,7 @@ from optimus_ir.passes.batch_fusion.fusion_pass import GROUPS_CHUNKED, BatchFusi
 from optimus_ir.passes.batch_fusion.grouping import GroupKey, ScalarKey, candidate_key, fusion_kind, is_barrier, scalar_key
 from optimus_ir.passes.batch_fusion.memory import part_memory, simulate_plan
 from optimus_ir.passes.batch_fusion.plan import choose_plan, fit_memory, producers_first, reorder_by_source, split_by_source
-from optimus_ir.passes.batch_fusion.records import PartMemory, Plan, Simulated
+from optimus_ir.passes.batch_fusion.records import PartMemory, Plan, PlanningContext, Simulated
 from optimus_ir.passes.batch_fusion.rewrite import restore_dominance
 
 # The names tests imported from the one-module pass, before the package.
@@ -80,6 +81,7 @@ __all__ = [
     "GroupKey",
     "PartMemory",
     "Plan",
+    "PlanningContext",
     "ScalarKey",
     "Simulated",
     "candidate_key",

@@ -31,7 +31,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.foundation.environment import CostModelChoice
 from optimus_ir.passes.batch_fusion.grouping import KINDS, candidate_keys, explain_rejections
 from optimus_ir.passes.batch_fusion.plan import choose_plan
-from optimus_ir.passes.batch_fusion.records import BlockMemory
+from optimus_ir.passes.batch_fusion.records import BlockMemory, PlanningContext
 from optimus_ir.passes.batch_fusion.rewrite import apply_plan, batch_symbol
 from optimus_ir.passes.canonicalization_patterns import bind_aliases
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
@@ -183,7 +183,7 @@ def fuse_block(
     batch_symbols = {op: batch_symbol(op, dims) for op, key in zip(ops, candidates.keys) if key is not None}
     returned = {op for op, key in zip(ops, candidates.keys) if key is not None and _reaches_output(op, aliases)}
     dag = block_dag(ops)
-    plan = choose_plan(ops, dag, candidates, model, options, dims, returned, memory)
+    plan = choose_plan(PlanningContext(ops, dag, model, options, dims, returned, memory), candidates)
     explain_rejections(ops, plan.keys, plan.search, options)
     for op, text in plan.notes:
         emit_remark(op, text)

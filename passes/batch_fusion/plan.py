@@ -19,18 +19,16 @@ import attrs
 from xdsl.ir import Operation
 
 from optimus_ir.analysis.independent_sets import find_independent_groups
-from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.analysis.cost_model import CostModel, GroupEstimate
+from optimus_ir.analysis.cost_model import GroupEstimate
 from optimus_ir.analysis.fusion_pricing import Provenance, estimate_group, operand_slots, slot_source
 from optimus_ir.passes.batch_fusion.grouping import (
     Candidates,
-    FusionSettings,
     GroupKey,
     SharedInputSet,
     member_names,
 )
 from optimus_ir.passes.batch_fusion.memory import part_memory, simulate_plan
-from optimus_ir.passes.batch_fusion.records import BlockMemory, Decision, Plan
+from optimus_ir.passes.batch_fusion.records import Decision, Plan, PlanningContext
 
 
 _MAX_FAMILY_TRIALS = 16
@@ -39,35 +37,17 @@ the two uniform plans are compared, so the choice costs a bounded number of
 linear-time evaluations of the block."""
 
 
-def choose_plan(
-    ops: Sequence[Operation],
-    dag: list[list[int]],
-    candidates: Candidates,
-    model: CostModel | None,
-    options: FusionSettings,
-    dims: SymbolicDims | None,
-    returned: set[Operation],
-    memory: BlockMemory | None = None,
-) -> Plan:
-    """The fusion plan of a block: the one the cost model expects to gain
-    most (`_plan_by_gain`), then cut down to the memory budget
-    (`fit_memory`; `memory` None: no budget)."""
-    plan = _plan_by_gain(ops, dag, candidates, model, options, dims, returned, memory)
-    if memory is None or memory.budget.unlimited:
+def choose_plan(context: PlanningContext, candidates: Candidates) -> Plan:
+    """The fusion plan of a block (`context`) among its `candidates`: the
+    one the cost model expects to gain most (`_plan_by_gain`), then cut down
+    to the memory budget (`fit_memory`; `context.memory` None: no budget)."""
+    plan = _plan_by_gain(context, candidates)
+    if context.memory is None or context.memory.budget.unlimited:
         return plan
-    return fit_memory(plan, ops, dag, model, options, dims, returned, memory)
+    return fit_memory(plan, context)
 
 
-def _plan_by_gain(
-    ops: Sequence[Operation],
-    dag: list[list[int]],
-    candidates: Candidates,
-    model: CostModel | None,
-    options: FusionSettings,
-    dims: SymbolicDims | None,
-    returned: set[Operation],
-    memory: BlockMemory | None = None,
-) -> Plan:
+def _plan_by_gain(context: PlanningContext, candidates: Candidates) -> Plan:
     """The fusion plan of a block, chosen over the whole block by the cost model.
 
     Linears that read one input can fuse on it (`linear_shared_input`: one
@@ -92,10 +72,11 @@ def _plan_by_gain(
     by one. Each plan costs one search and one pricing pass, linear in the
     block, and the result depends only on the block (families and sets are
     ordered by position)."""
-    base = _evaluate(ops, dag, list(candidates.keys), model, options, dims, returned, memory)
-    if model is None or not candidates.shared_sets:
+    ops = context.ops
+    base = _evaluate(context, list(candidates.keys))
+    if context.model is None or not candidates.shared_sets:
         return base
-    level = _levels(dag)
+    level = _levels(context.dag)
     families: dict[tuple[GroupKey, int], list[SharedInputSet]] = {}
     for shared_set in candidates.shared_sets:
         family = (shared_set.cross_keys[0], level[shared_set.members[0]])
@@ -113,14 +94,14 @@ def _plan_by_gain(
 
     best, best_across = base, [False] * len(family_sets)
     everything = [True] * len(family_sets)
-    plan = _evaluate(ops, dag, keys_for(everything), model, options, dims, returned, memory)
+    plan = _evaluate(context, keys_for(everything))
     if _better(plan, best):
         best, best_across = plan, everything
     if 1 < len(family_sets) <= _MAX_FAMILY_TRIALS:
         for f in range(len(family_sets)):
             trial = list(best_across)
             trial[f] = not trial[f]
-            plan = _evaluate(ops, dag, keys_for(trial), model, options, dims, returned, memory)
+            plan = _evaluate(context, keys_for(trial))
             if _better(plan, best):
                 best, best_across = plan, trial
     for flip, sets in zip(best_across, family_sets):
@@ -155,14 +136,8 @@ def _levels(dag: Sequence[Sequence[int]]) -> list[int]:
 
 
 def _evaluate(
-    ops: Sequence[Operation],
-    dag: list[list[int]],
+    context: PlanningContext,
     keys: list[GroupKey | None],
-    model: CostModel | None,
-    options: FusionSettings,
-    dims: SymbolicDims | None,
-    returned: set[Operation],
-    memory: BlockMemory | None = None,
     limits: Mapping[Operation, tuple[int, str]] | None = None,
 ) -> Plan:
     """The plan the keys `keys` make: the search's groups, each decided
@@ -174,9 +149,10 @@ def _evaluate(
     the most members a part of the search group whose first member is the
     key may have (and the remark of a member declined for it); parts are cut into chunks of at most that many, and
     members left in a chunk below min-size (all of them, for a limit below
-    it) are declined for memory. `memory`: the captured block's live bytes
-    (each part's `PartMemory` and its estimate's `extra_live_bytes`)."""
-    result = find_independent_groups(dag, keys, min_size=options.min_size, max_size=options.max_size)
+    it) are declined for memory. `context.memory`: the captured block's
+    live bytes (each part's `PartMemory` and its estimate's `extra_live_bytes`)."""
+    ops, options, memory, returned = context.ops, context.options, context.memory, context.returned
+    result = find_independent_groups(context.dag, keys, min_size=options.min_size, max_size=options.max_size)
     provenance = Provenance(constant_parameters=options.constant_parameters)
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     decisions: list[Decision] = []
@@ -189,23 +165,25 @@ def _evaluate(
         if all(slot_source(v, provenance) == "shared" for v in operand_slots(key.kind, members)):
             decisions.append(Decision(key, members, None, "cse", first))
             continue
-        parts = _choose_parts(model, key, members, provenance, options, group_of, dims)
+        pricing = _GroupPricing(context, key, provenance, group_of)
+        parts = _choose_parts(pricing, members)
         limited = limits.get(first) if limits else None
         if limited is not None:
             limit, note = limited
-            parts, declined = _within_limit(parts, limit, model, key, provenance, options, group_of, dims)
+            parts, declined = _within_limit(pricing, parts, limit)
             for part in declined:
                 decisions.append(Decision(key, part, None, "memory", first, note=note))
         for part, estimate in parts:
             if estimate is not None and not estimate.profitable:
                 decisions.append(Decision(key, part, estimate, "unprofitable", first))
                 continue
-            part = reorder_by_source(key.kind, part, provenance)
+            part = pricing.in_source_order(part)
             held = None
             if memory is not None and _stacks_results(key.kind, part):
-                held = part_memory(key.kind, part, provenance, dims, returned)
+                held = part_memory(key.kind, part, provenance, context.dims, returned)
                 if estimate is not None:
-                    estimate = attrs.evolve(estimate, extra_live_bytes=held.extra_over(part, memory.captured, dims))
+                    extra = held.extra_over(part, memory.captured, context.dims)
+                    estimate = attrs.evolve(estimate, extra_live_bytes=extra)
             if _stacks_results(key.kind, part):
                 provenance.record([None if m in returned else m.results[0] for m in part])
             decisions.append(Decision(key, part, estimate, "fuse", first, held))
@@ -214,15 +192,45 @@ def _evaluate(
     return Plan(keys, result, decisions, gain)
 
 
+@attrs.frozen(eq=False)
+class _GroupPricing:
+    """How the parts of one search group are priced while a plan is
+    evaluated: the block's cost model and options, the group's key, where
+    the earlier parts left their results (`provenance`) and which search
+    group each member is in (`group_of`)."""
+
+    context: PlanningContext
+    key: GroupKey
+    provenance: Provenance
+    group_of: dict[Operation, int] | None
+
+    @property
+    def smallest(self) -> int:
+        """The fewest members a fused part may have (min-size, at least 2)."""
+        return max(self.context.options.min_size, 2)
+
+    def price(self, members: Sequence[Operation]) -> GroupEstimate | None:
+        """The estimate of fusing `members` as one part (None without a cost model)."""
+        return None if self.context.model is None else self.estimate(members)
+
+    def estimate(self, members: Sequence[Operation]) -> GroupEstimate:
+        """The estimate of fusing `members` as one part (there is a cost model)."""
+        context = self.context
+        assert context.model is not None
+        return estimate_group(
+            context.model, self.key.kind, members, self.provenance, self.group_of, context.dims,
+            target=context.options.target,
+        )
+
+    def in_source_order(self, members: Sequence[Operation]) -> list[Operation]:
+        """`members` in the order their stacked operands lie (`reorder_by_source`)."""
+        return reorder_by_source(self.key.kind, members, self.provenance)
+
+
 def _within_limit(
+    pricing: _GroupPricing,
     parts: list[tuple[list[Operation], GroupEstimate | None]],
     limit: int,
-    model: CostModel | None,
-    key: GroupKey,
-    provenance: Provenance,
-    options: FusionSettings,
-    group_of: dict[Operation, int] | None,
-    dims: SymbolicDims | None,
 ) -> tuple[list[tuple[list[Operation], GroupEstimate | None]], list[list[Operation]]]:
     """`parts` with every part of more than `limit` members cut into the
     fewest chunks of consecutive members (in source order: each reads one
@@ -230,7 +238,7 @@ def _within_limit(
     (a chunk below min-size; every part, for a limit below it)."""
     kept: list[tuple[list[Operation], GroupEstimate | None]] = []
     declined: list[list[Operation]] = []
-    smallest = max(options.min_size, 2)
+    smallest = pricing.smallest
     for part, estimate in parts:
         if len(part) <= limit:
             kept.append((part, estimate))
@@ -238,7 +246,7 @@ def _within_limit(
         if limit < smallest:
             declined.append(part)
             continue
-        ordered = reorder_by_source(key.kind, part, provenance)
+        ordered = pricing.in_source_order(part)
         count = -(-len(ordered) // limit)
         size = -(-len(ordered) // count)
         for i in range(0, len(ordered), size):
@@ -246,11 +254,7 @@ def _within_limit(
             if len(chunk) < smallest:
                 declined.append(chunk)
                 continue
-            priced = (
-                None if model is None
-                else estimate_group(model, key.kind, chunk, provenance, group_of, dims, target=options.target)
-            )
-            kept.append((chunk, priced))
+            kept.append((chunk, pricing.price(chunk)))
     return kept, declined
 
 
@@ -259,18 +263,10 @@ _MAX_MEMORY_ROUNDS = 48
 one plan evaluation and one simulation (linear-ish in the block)."""
 
 
-def fit_memory(
-    plan: Plan,
-    ops: Sequence[Operation],
-    dag: list[list[int]],
-    model: CostModel | None,
-    options: FusionSettings,
-    dims: SymbolicDims | None,
-    returned: set[Operation],
-    memory: BlockMemory,
-) -> Plan:
+def fit_memory(plan: Plan, context: PlanningContext) -> Plan:
     """`plan`, cut down until its fused schedule holds at most the budget
-    (`simulate_plan`): while the peak is over it, the part holding the most
+    of `context.memory` (`simulate_plan`; a context without one is a
+    ValueError): while the peak is over it, the part holding the most
     beyond its members there is halved (its search group's parts are cut
     into chunks of at most half its size, `_evaluate`'s `limits`) or, below
     two members (min-size), declined, and the plan is evaluated again.
@@ -278,8 +274,12 @@ def fit_memory(
     below what the unfused schedule needs there cannot be met by declining).
     Each group decided so gets a remark with "memory decided": the peak it
     would have made, the budget, and the peak after."""
+    memory = context.memory
+    if memory is None:
+        raise ValueError("fit_memory: the planning context has no memory budget")
     if not any(d.verdict == "fuse" for d in plan.decisions):
         return plan  # nothing fused: the captured schedule itself
+    ops, dims, returned = context.ops, context.dims, context.returned
     limit = memory.limit
     limits: dict[Operation, tuple[int, str]] = {}
     trigger: dict[Operation, int] = {}
@@ -294,12 +294,12 @@ def fit_memory(
         assert group is not None
         trigger.setdefault(group, simulated.peak)
         size = (len(culprit.members) + 1) // 2  # two chunks of it (a part of 2: declined)
-        size = size if size >= max(options.min_size, 2) and size < len(culprit.members) else 0
+        size = size if size >= max(context.options.min_size, 2) and size < len(culprit.members) else 0
         note = (
             f"memory decided: fused, the call would hold {_mib(trigger[group])} live at once, {budget_text}"
         )
         limits[group] = (size, note)
-        current = _evaluate(ops, dag, current.keys, model, options, dims, returned, memory, limits)
+        current = _evaluate(context, current.keys, limits)
         simulated = simulate_plan(ops, current.decisions, memory.captured, dims, returned)
     if not limits:
         return plan
@@ -374,13 +374,7 @@ def producers_first(groups: Sequence[Sequence[int]], ops: Sequence[Operation]) -
 
 
 def _choose_parts(
-    model: CostModel | None,
-    key: GroupKey,
-    members: list[Operation],
-    provenance: Provenance,
-    options: FusionSettings,
-    group_of: dict[Operation, int] | None = None,
-    dims: SymbolicDims | None = None,
+    pricing: _GroupPricing, members: list[Operation]
 ) -> list[tuple[list[Operation], GroupEstimate | None]]:
     """The group as the search found it, split by the earlier stacks its
     members come from (when the cost model prefers several copy-free groups
@@ -388,16 +382,16 @@ def _choose_parts(
     2, 4, 8, ... chunks of consecutive members (when smaller fused ops run
     faster), whichever the cost model prices best; each part with its
     estimate (None without a cost model)."""
-    if model is None:
+    if pricing.context.model is None:
         return [(members, None)]
-    target = options.target
-    whole = estimate_group(model, key.kind, members, provenance, group_of, dims, target=target)
+    whole = pricing.estimate(members)
+    min_size = pricing.context.options.min_size
     best: list[tuple[list[Operation], GroupEstimate | None]] = [(members, whole)]
     best_gain = whole.gain_s
-    parts = split_by_source(key.kind, members, provenance)
+    parts = split_by_source(pricing.key.kind, members, pricing.provenance)
     if parts is not None and len(parts) > 1:
-        fusable = [p for p in parts if len(p) >= options.min_size]
-        estimates = [estimate_group(model, key.kind, p, provenance, group_of, dims, target=target) for p in fusable]
+        fusable = [p for p in parts if len(p) >= min_size]
+        estimates = [pricing.estimate(p) for p in fusable]
         gain = sum(max(e.gain_s, 0.0) for e in estimates)
         if gain > best_gain:
             best, best_gain = list(zip(fusable, estimates)), gain
@@ -405,14 +399,14 @@ def _choose_parts(
     # from memory while each member's op worked in cache; a few chunks of
     # consecutive members (in source order, so each reads one slice) may beat
     # one group. The kernel curves say.
-    ordered = reorder_by_source(key.kind, members, provenance)
+    ordered = pricing.in_source_order(members)
     count = 2
-    while len(members) // count >= max(options.min_size, 2):
+    while len(members) // count >= pricing.smallest:
         size = -(-len(members) // count)
         chunks = [ordered[i : i + size] for i in range(0, len(ordered), size)]
-        estimates = [estimate_group(model, key.kind, c, provenance, group_of, dims, target=target) for c in chunks]
+        estimates = [pricing.estimate(c) for c in chunks]
         gain = sum(e.gain_s for e in estimates)
-        if gain > best_gain * 1.05 and all(len(c) >= options.min_size for c in chunks):
+        if gain > best_gain * 1.05 and all(len(c) >= min_size for c in chunks):
             best, best_gain = list(zip(chunks, estimates)), gain
         count *= 2
     return best

@@ -1,5 +1,6 @@
 """The records of a `batch-fusion` plan: each group's decision, the plan of
-a block, and the memory a fused part and the fused schedule hold."""
+a block, what planning a block reads, and the memory a fused part and the
+fused schedule hold."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from optimus_ir.analysis.independent_sets import SearchResult
 from optimus_ir.analysis.live_bytes import LiveBytes
 from optimus_ir.analysis.live_bytes import tensor_bytes as _bytes
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
-from optimus_ir.analysis.cost_model import GroupEstimate, MemoryBudget
-from optimus_ir.passes.batch_fusion.grouping import GroupKey
+from optimus_ir.analysis.cost_model import CostModel, GroupEstimate, MemoryBudget
+from optimus_ir.passes.batch_fusion.grouping import FusionSettings, GroupKey
 
 
 VERDICTS = ("fuse", "unprofitable", "cse", "memory")
@@ -78,6 +79,25 @@ class BlockMemory:
     def limit(self) -> float:
         """The bytes one call of the fused block may hold at once."""
         return self.budget.limit(self.captured.peak)
+
+
+@attrs.frozen(eq=False)
+class PlanningContext:
+    """What planning one block's fusion reads, the same for every plan
+    compared (`plan.choose_plan`, `plan.fit_memory`): the block's ops in
+    order, their dependences, the pricing and the pass's options."""
+
+    ops: Sequence[Operation]
+    dag: list[list[int]]
+    """The ops' predecessors, by index (`block_dag`)."""
+    model: CostModel | None
+    """None: every group the search finds fuses, unpriced."""
+    options: FusionSettings
+    dims: SymbolicDims | None
+    returned: set[Operation]
+    """The candidates whose results (or views of them) the graph returns."""
+    memory: BlockMemory | None = None
+    """The block's memory budget and live bytes as captured (None: no budget)."""
 
 
 @attrs.frozen

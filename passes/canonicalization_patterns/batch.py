@@ -27,9 +27,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import torch as T
+from optimus_ir.foundation.rewriting import RootedPattern
 
 
-class _AliasAware(RewritePattern):
+class _AliasAware(RootedPattern):
     """A pattern that may use a shared `AliasAnalysis` (else walks)."""
 
     def __init__(self, aliases: AliasAnalysis | None = None) -> None:
@@ -77,9 +78,7 @@ class PackOfUnpackedMembers(_AliasAware):
     name = "pack-of-unpacked-members"
     roots = (B.PackOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.PackOp):
-            return
+    def rewrite(self, op: B.PackOp, rewriter: PatternRewriter, /) -> None:
         found = unpacked_members(list(op.members))
         if found is None:
             return
@@ -101,9 +100,7 @@ class UnpackOfPack(_AliasAware):
     name = "unpack-of-pack"
     roots = (B.UnpackOp,)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, B.UnpackOp):
-            return
+    def rewrite(self, op: B.UnpackOp, rewriter: PatternRewriter, /) -> None:
         pack = op.input.owner
         if not isinstance(pack, B.PackOp):
             return
@@ -112,14 +109,14 @@ class UnpackOfPack(_AliasAware):
         rewriter.replace(op, [], list(pack.members))
 
 
-class EraseDeadConversion(RewritePattern):
+class EraseDeadConversion(RootedPattern):
     """A pack or unpack none of whose results is used goes."""
 
     name = "erase-dead-conversion"
     roots = (B.PackOp, B.UnpackOp)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if isinstance(op, B.PackOp | B.UnpackOp) and all(not r.uses for r in op.results):
+    def rewrite(self, op: B.PackOp | B.UnpackOp, rewriter: PatternRewriter, /) -> None:
+        if all(not r.uses for r in op.results):
             rewriter.erase(op)
 
 

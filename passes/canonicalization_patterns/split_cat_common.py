@@ -15,6 +15,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -49,6 +50,18 @@ def static_size(value: SSAValue, dim: int) -> int | None:
     if sizes is None or not 0 <= dim < len(sizes) or sizes[dim] == DYNAMIC:
         return None
     return sizes[dim]
+
+
+def static_sizes(values: Sequence[SSAValue], dim: int) -> list[int] | None:
+    """The static size of `dim` of each of `values` (the inputs of a cat
+    or stack), or None when one of them is not static."""
+    sizes: list[int] = []
+    for value in values:
+        size = static_size(value, dim)
+        if size is None:
+            return None
+        sizes.append(size)
+    return sizes
 
 
 def same_type(a: SSAValue, b: SSAValue) -> bool:
@@ -86,6 +99,19 @@ class Piece:
     @property
     def dim(self) -> int:
         return self.op.dim.data
+
+
+_Producer = TypeVar("_Producer", bound="t.CatOp | t.StackOp | t.SelectOp")
+
+
+def made_on_same_dim(op: t.SplitOp | t.UnbindOp | t.UnsqueezeOp, kind: type[_Producer]) -> _Producer | None:
+    """The op of class `kind` (a cat, a stack, a select) that makes `op`'s
+    input along `op`'s own dim, or None: what `split(cat(xs, d), d)`,
+    `unbind(stack(xs, d), d)` and `unsqueeze(select(x, d, i), d)` fold."""
+    producer = op.input.owner
+    if isinstance(producer, kind) and producer.dim.data == op.dim.data:
+        return producer
+    return None
 
 
 def piece_of(value: SSAValue) -> Piece | None:
@@ -222,6 +248,7 @@ __all__ = [
     "Run",
     "consecutive_runs",
     "has_uses",
+    "made_on_same_dim",
     "offsets",
     "only_user",
     "piece_of",
@@ -230,6 +257,7 @@ __all__ = [
     "sections_of",
     "split_piece_of",
     "static_size",
+    "static_sizes",
     "tensor_type",
     "users",
     "users_are_only",

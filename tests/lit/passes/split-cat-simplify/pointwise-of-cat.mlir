@@ -27,6 +27,33 @@ fx.graph @slices {
 
 // -----
 
+// An empty input: the slice from its start is of the next input (the one
+// it ends with), and no op is made for the empty one.
+
+// CHECK-LABEL: fx.graph @empty_input
+// CHECK-NEXT:    %x = fx.placeholder "x"
+// CHECK-NEXT:    %e = fx.placeholder "e"
+// CHECK-NEXT:    %y = fx.placeholder "y"
+// CHECK-NEXT:    %[[A:.*]] = torch.relu %x : tensor<3x2xf32> -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[B:.*]] = torch.relu %y : tensor<3x3xf32> -> tensor<3x3xf32>
+// CHECK-NEXT:    %p = torch.mul %[[A]] scalar 2
+// CHECK-NEXT:    %q = torch.add %[[B]] scalar 1
+// CHECK-NEXT:    fx.output (%p, %q)
+fx.graph @empty_input {
+  %x = fx.placeholder "x" : tensor<3x2xf32>
+  %e = fx.placeholder "e" : tensor<3x0xf32>
+  %y = fx.placeholder "y" : tensor<3x3xf32>
+  %c = torch.cat %x, %e, %y dim 1 : tensor<3x2xf32>, tensor<3x0xf32>, tensor<3x3xf32> -> tensor<3x5xf32>
+  %r = torch.relu %c : tensor<3x5xf32> -> tensor<3x5xf32>
+  %s1 = torch.slice %r dim 1 start 0 end 2 : tensor<3x5xf32> -> tensor<3x2xf32>
+  %s2 = torch.slice %r dim 1 start 2 end 5 : tensor<3x5xf32> -> tensor<3x3xf32>
+  %p = torch.mul %s1 scalar 2 : tensor<3x2xf32> -> tensor<3x2xf32>
+  %q = torch.add %s2 scalar 1 : tensor<3x3xf32> -> tensor<3x3xf32>
+  fx.output (%p, %q)
+}
+
+// -----
+
 // A split at the cat's sections, one piece unread; a binary op with a
 // number counts as pointwise of one tensor.
 

@@ -220,3 +220,31 @@ def test_torch_compile_passes_each_stack_as_one_input(inner: str) -> None:
             m.towers[1].weight.data = m.towers[1].weight.data * 3
         torch.testing.assert_close(compiled(_x()), reference(_x()))
     torch._dynamo.reset()
+
+
+class WideTowers(nn.Module):
+    """Four `Linear(256, 256)` towers at a tiny batch: stacking 1 MiB of
+    weights per call costs far more than the three op calls fusion saves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.towers = nn.ModuleList(nn.Linear(256, 256) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.relu(t(xi)) for t, xi in zip(self.towers, x.split(256, 1), strict=True)], 1)
+
+
+def test_the_report_names_the_option_that_would_fuse_groups_declined_for_copies() -> None:
+    x = torch.randn(2, 1024)
+    copied = optimus_ir.optimize(WideTowers(), (x,), check_speed=False, cost_model="default")
+    declined, gain_ns = copied.optimus_report.declined_for_parameter_copies
+    assert declined == 1 and gain_ns > 0
+    assert "parameter_stacks='shared'" in copied.optimus_report.format()
+    remark = next(str(r) for r in copied.optimus_report.remarks if "parameter_stacks='shared'" in str(r))
+    assert "torch.linear" in remark and "unprofitable" in remark
+    shared = optimus_ir.optimize(WideTowers(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared")
+    assert shared.optimus_report.declined_for_parameter_copies == (0, 0)
+    assert shared.optimus_report.groups_fused == copied.optimus_report.groups_fused + 1
+    with torch.no_grad():
+        torch.testing.assert_close(shared(x), WideTowers()(x))

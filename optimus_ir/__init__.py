@@ -62,6 +62,7 @@ _LAZY = {
     "register_replacement": "optimus_ir.replacements",
     "measure_call_memory": "optimus_ir.memory",
     "resident_tensor_bytes": "optimus_ir.memory",
+    "unshare_parameters": "optimus_ir.api.shared_stacks",
 }
 
 

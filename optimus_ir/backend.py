@@ -253,13 +253,15 @@ def optimize_dynamo_graph(
     cache_parameters: bool,
     who: str = "optimus backend",
     frozen: bool = False,
+    free_parameter_stacks: bool = False,
 ) -> tuple[torch.fx.GraphModule, GraphOutcome]:
     """Optimize one graph Dynamo captured; the graph to run (`gm` itself when
     it is passed through) and what happened. Never raises for a failure
     inside optimus-ir unless `options.is_strict`. The knobs `options`
     leaves None are read from the environment now, once per graph.
-    `frozen`: Inductor will freeze the graph's parameters (priced as
-    constants)."""
+    `frozen`: Inductor will freeze the graph's parameters;
+    `free_parameter_stacks`: stacks of parameters cost nothing per call
+    (frozen, or shared: `parameter_stacks="shared"`)."""
     from optimus_ir.api import count_fx_ops
     from optimus_ir.plugins import load_plugins
 
@@ -274,7 +276,9 @@ def optimize_dynamo_graph(
         return gm, passed_through(compile_id, 0, "no operations to optimize", subgraph)
     start = time.perf_counter()
     try:
-        optimized = _optimize_graph(gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen)
+        optimized = _optimize_graph(
+            gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen or free_parameter_stacks
+        )
     except Exception as error:  # noqa: BLE001 - whatever fails, the user's program must run
         reason = _describe_failure(error)
         if options.strict:
@@ -401,12 +405,17 @@ def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = Fal
     the default and so is replaced too (as `OptimizeOptions.resolve` treats
     option values equal to the default). `frozen`: Inductor freezes the
     parameters (its `freezing`), so stacks of parameters are folded to
-    constants at compile time and cost nothing per call (`constant-parameters`)."""
-    if inner != "inductor":
+    constants at compile time and cost nothing per call (`constant-parameters`);
+    so do shared stacks (`parameter_stacks="shared"`), with either compiler."""
+    if inner != "inductor" and not frozen:
         return pipeline
 
     def for_inductor(pass_: Any) -> Any:
-        if getattr(pass_, "name", None) in ("batch-fusion", "lower-batch") and getattr(pass_, "target", None) == "eager":
+        if (
+            inner == "inductor"
+            and getattr(pass_, "name", None) in ("batch-fusion", "lower-batch")
+            and getattr(pass_, "target", None) == "eager"
+        ):
             pass_ = dataclasses.replace(pass_, target="inductor")
         if frozen and getattr(pass_, "name", None) == "batch-fusion" and not pass_.constant_parameters:
             pass_ = dataclasses.replace(pass_, constant_parameters=True)
@@ -457,19 +466,35 @@ class OptimusBackend:
             gm, kept = parameters_as_attributes(gm, example_inputs)
             example_inputs = [example_inputs[i] for i in kept]
         optimized, outcome = optimize_dynamo_graph(
-            gm, example_inputs, self.options, cache_parameters=eager, frozen=freezing
+            gm,
+            example_inputs,
+            self.options,
+            cache_parameters=eager,
+            frozen=freezing,
+            free_parameter_stacks=freezing or (self.options.parameter_stacks == "shared"),
         )
         self.outcomes.append(outcome)
-        if eager:
-            return optimized.forward
-        compile_fx = inductor_compile_fx()
-
-        if outcome.optimized and not outcome.fusions and not outcome.rewrites and outcome.ops_after == outcome.ops_before:
+        if (
+            not eager
+            and outcome.optimized
+            and not outcome.fusions
+            and not outcome.rewrites
+            and outcome.ops_after == outcome.ops_before
+        ):
             # Nothing changed: Inductor gets Dynamo's own graph, so the code
             # it generates is exactly Inductor alone's.
             optimized = gm
             outcome.unchanged = True
 
+        stacks = self._share_stacks(optimized, example_inputs, outcome, freezing)
+        if stacks:
+            example_inputs = [*example_inputs, *stacks.example_values(example_inputs)]
+        if eager:
+            if stacks:
+                stacks.home()
+                return stacks.wrap(optimized.forward)
+            return optimized.forward
+        compile_fx = inductor_compile_fx()
         if outcome.optimized and not outcome.unchanged:
             from optimus_ir.inductor_handoff import make_wide_input_stacks_opaque
 
@@ -486,9 +511,27 @@ class OptimusBackend:
         finally:
             if report is not None:
                 optimized.optimus_report = report  # type: ignore[attr-defined]
+        if stacks:
+            stacks.home()  # after the compiler: it checks its inputs against what Dynamo saw
+            return stacks.wrap(compiled)
         if kept is None:
             return compiled
         return _dropping_frozen_inputs(compiled, kept)
+
+    def _share_stacks(
+        self, optimized: torch.fx.GraphModule, example_inputs: Sequence[Any], outcome: GraphOutcome, freezing: bool
+    ) -> Any:
+        """With `parameter_stacks="shared"` (and no freezing): the stacks of
+        parameter inputs of fused groups made extra graph inputs, their
+        parameters re-homed (`shared_stacks.stacks_as_inputs`); None else."""
+        if self.options.parameter_stacks != "shared" or freezing or not outcome.optimized or outcome.unchanged:
+            return None
+        from optimus_ir.api.shared_stacks import stacks_as_inputs
+
+        stacks = stacks_as_inputs(optimized, example_inputs)
+        if outcome.report is not None:
+            outcome.report.shared_parameter_stacks = len(stacks)
+        return stacks or None
 
 
 SCRIPT_METHOD_DEPRECATION = r"`torch\.jit\.script_method` is (deprecated|not supported)"

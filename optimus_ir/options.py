@@ -28,7 +28,15 @@ import attrs
 from optimus_ir.foundation import environment as _environment
 from optimus_ir.analysis.cost_model import DEFAULT_MEMORY_BUDGET, MemoryBudget, parse_memory_budget
 from optimus_ir.foundation.environment import *  # noqa: F403 - the environment's names, re-exported (one list: its __all__)
-from optimus_ir.foundation.environment import CostModelChoice, EntryPoint, Environment, InnerCompiler, KernelChoice, environment
+from optimus_ir.foundation.environment import (
+    CostModelChoice,
+    EntryPoint,
+    Environment,
+    InnerCompiler,
+    KernelChoice,
+    ParameterStacks,
+    environment,
+)
 
 if TYPE_CHECKING:
     from xdsl.passes import ModulePass
@@ -135,6 +143,12 @@ class OptimizeOptions:
     `"64MiB"`, `"1GiB"`, `"none"`), a float (a ratio: `2.0` is `"2x"`) or
     an int (bytes). See `optimus_ir.analysis.cost_model.parse_memory_budget`."""
 
+    parameter_stacks: ParameterStacks = attrs.field(default="copy", validator=_one_of(ParameterStacks, _not_a_choice))
+    """Where a fused group's stacked parameters live (see `ParameterStacks`):
+    "copy" stacks them on every call; "shared" re-homes the parameters into
+    one storage per group (`p.data = stack[i]`) that the fused op reads
+    without a copy. Not with `freeze` (which computes the stacks once)."""
+
     # What the texts say, parsed once when the options are made (not knobs:
     # neither compared nor shown). Computed after the knobs above are set.
     parsed_memory_budget: MemoryBudget = attrs.field(
@@ -151,6 +165,7 @@ class OptimizeOptions:
         "validate": ("optimize", "backend"),
         "freeze": ("optimize", "backend"),
         "check_speed": ("optimize",),
+        "parameter_stacks": ("optimize", "backend"),
     }
     """The knobs that apply to some entry points only (the others apply to all)."""
 
@@ -396,6 +411,7 @@ class ResolvedOptions:
     # the knobs no environment variable settles: those of `options`, as given
     validate = _Given[bool]()
     freeze = _Given[bool]()
+    parameter_stacks = _Given[ParameterStacks]()
     remarks = _Given[bool]()
     inner = _Given[InnerCompiler]()
 

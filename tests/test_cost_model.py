@@ -34,6 +34,8 @@ FAKE = {
     "mm_flops_per_s": 9.0e10,
     "bmm_flops_per_s": 8.0e10,
     "seconds": 0.01,
+    "spread": 1.02,
+    "rounds": 3.0,
 }
 
 
@@ -184,6 +186,53 @@ def test_cache_round_trip(tmp_path: Path, measured: list[str], monkeypatch: pyte
     second = calibrated_cost_model("cpu", cache_dir=tmp_path)
     assert second.source == "cached"
     assert [getattr(second, name) for name in cm._CONSTANTS] == [FAKE[name] for name in cm._CONSTANTS]
+
+
+def test_a_cached_model_says_when_it_was_measured_and_how_steadily(
+    tmp_path: Path, measured: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = calibrated_cost_model("cpu", cache_dir=tmp_path)
+    _forbid_measuring(monkeypatch)
+    second = calibrated_cost_model("cpu", cache_dir=tmp_path)
+    assert second.calibrated_at == first.calibrated_at != ""
+    assert second.spread == first.spread == FAKE["spread"]
+    described = second.describe()
+    assert f"calibrated {first.calibrated_at}" in described and "spread 1.02x" in described
+    assert "noisy" not in described
+    assert "calibrated" not in cm.default_cost_model("cpu").describe().split(":")[1]
+
+
+def _round(op_us: float, stack_gb: float = 9.0) -> dict[str, float]:
+    return {
+        "op_overhead_s": op_us * 1e-6,
+        "view_overhead_s": 1e-6,
+        "stack_bytes_per_s": stack_gb * 1e9,
+        "contiguous_bytes_per_s": 5e9,
+        "mm_flops_per_s": 9e10,
+        "bmm_flops_per_s": 8e10,
+    }
+
+
+def test_each_measurement_is_its_best_round_and_the_spread_is_kept() -> None:
+    best, spread = cm._best_and_spread([_round(2.0), _round(8.0), _round(2.2, stack_gb=3.0)])
+    assert best["op_overhead_s"] == pytest.approx(2e-6) and best["stack_bytes_per_s"] == pytest.approx(9e9)
+    assert spread == pytest.approx(1.1)  # op: median 2.2 over best 2.0; stack: median 9 GB/s is the best
+    _, steady = cm._best_and_spread([_round(2.0)] * 3)
+    assert steady == 1.0
+
+
+def test_a_noisy_calibration_runs_more_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy machine (one round in three steady) priced a view at 12 us
+    instead of 2: rounds continue while they disagree, the best is kept."""
+    rounds = iter([_round(12.0), _round(2.0), _round(12.0), _round(11.0), _round(2.1), _round(2.0), _round(2.0)])
+    monkeypatch.setattr(cm, "_measure_round", lambda dev: next(rounds))
+    result = cm.measure("cpu")
+    assert result["op_overhead_s"] == pytest.approx(2e-6)
+    assert result["rounds"] > cm._ROUNDS
+    assert result["spread"] < cm.SPREAD_LIMIT or result["rounds"] == cm.MAX_ROUNDS
+    quiet = iter([_round(2.0)] * 3)
+    monkeypatch.setattr(cm, "_measure_round", lambda dev: next(quiet))
+    assert cm.measure("cpu")["rounds"] == cm._ROUNDS
 
 
 def test_recalibrate_measures_again(tmp_path: Path, measured: list[str]) -> None:

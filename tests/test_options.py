@@ -155,6 +155,7 @@ NON_DEFAULT_VALUES = {
     "cost_model": "none",
     "kernels": "torch",
     "memory_budget": "2x",
+    "parameter_stacks": "shared",
 }
 """A value other than the default for every option (a new option must be added here)."""
 
@@ -255,9 +256,10 @@ def test_torch_compile_options_take_every_backend_option() -> None:
         torch.testing.assert_close(compiled(x), model(x))
     refused = [name for name, (_, entries) in table.items() if "backend" not in entries]
     assert refused == ["check_speed"]
-    torch._dynamo.reset()
-    with pytest.raises(Exception, match="'check_speed' is not an option of the torch.compile backend"):
-        torch.compile(model, backend="optimus", options={"check_speed": False})(x)
+    for name in refused:
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match=f"'{name}' is not an option of the torch.compile backend"):
+            torch.compile(model, backend="optimus", options={name: NON_DEFAULT_VALUES[name]})(x)
     torch._dynamo.reset()
 
 

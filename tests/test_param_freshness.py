@@ -189,12 +189,20 @@ ROUTES: dict[str, Callable[[nn.Module, torch.Tensor], object]] = {
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
-@pytest.mark.parametrize("pipeline", [FUSED, UNFUSED], ids=["fused", "unfused"])
+@pytest.mark.parametrize(
+    ("pipeline", "stacks"),
+    [(FUSED, "copy"), (UNFUSED, "copy"), (FUSED, "shared")],
+    ids=["fused", "unfused", "fused-shared"],
+)
 @pytest.mark.parametrize("route", sorted(ROUTES))
-def test_update_is_followed(route: str, pipeline: str, grad: bool) -> None:
+def test_update_is_followed(route: str, pipeline: str, stacks: str, grad: bool) -> None:
+    """Every update route reaches the next call: with the stacks copied per
+    call, and with the parameters living in shared stacks (which then either
+    still hold them or are stacked for that call and re-homed)."""
     model = Towers()
     x = _x()
-    opt = optimus_ir.optimize(model, (x,), pipeline)
+    opt = optimus_ir.optimize(model, (x,), pipeline, parameter_stacks=stacks)
+    assert opt.optimus_report.shared_parameter_stacks == (2 if stacks == "shared" else 0)
     linears = opt.optimus_report.ops_after["linear"] + opt.optimus_report.ops_after.get("baddbmm", 0)
     if pipeline == FUSED:
         assert opt.optimus_report.ops_before["linear"] == TOWERS and linears < TOWERS

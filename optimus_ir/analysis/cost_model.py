@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import functools
 import hashlib
 import json
@@ -75,7 +76,7 @@ from attrs.validators import ge, in_
 # calibration cache (`~/.cache/optimus-ir` when unset).
 from optimus_ir.foundation.environment import CACHE_DIR_ENV, COST_MODEL_ENV, environment
 
-CACHE_SCHEMA = 5  # 5: the fastest of repeats (load-robust), 7 repeats
+CACHE_SCHEMA = 6  # 5: the fastest of repeats (load-robust), 7 repeats; 6: the best round, more rounds while noisy, the spread kept
 """Version of the cache file's content; a file of another version is stale."""
 
 SOURCES = ("calibrated", "cached", "default", "options")
@@ -405,6 +406,15 @@ class CostModel:
     for the default and options models, which then price every op at
     `op_overhead_s` plus its arithmetic or bytes."""
 
+    calibrated_at: str = ""
+    """When the constants were measured (ISO 8601, local time with its
+    offset), for `calibrated` and `cached` models; "" for the others."""
+    spread: float = 1.0
+    """How much the calibration's rounds disagreed: the largest ratio, over
+    the measurements, of a measurement's median round to its best round
+    (1.0: perfectly steady; `SPREAD_LIMIT` and above: measured on a busy
+    machine, after `MAX_ROUNDS` rounds)."""
+
     def kernel_seconds(self, kind: str, size: float) -> float:
         """The time of one call of a `kind` op of `size`: interpolated
         log-log on the measured curve (proportional beyond its largest point,
@@ -513,14 +523,32 @@ class CostModel:
         )
 
     def describe(self) -> str:
-        """The constants in readable units, one line."""
-        return (
+        """The constants in readable units, one line; for a measured model,
+        when it was measured and how steady the measurement was."""
+        constants = (
             f"{self.device} ({self.source}): op {_us(self.op_overhead_s)}, view {_us(self.view_overhead_s)}, "
             f"copy {self.copy_bytes_per_s / 1e9:.2f} GB/s, mm {self.flops_per_s / 1e9:.1f} GFLOP/s"
         )
+        if not self.calibrated_at:
+            return constants
+        steadiness = "" if self.spread < SPREAD_LIMIT else f" (noisy: above {SPREAD_LIMIT:.2f}x)"
+        return f"{constants}; calibrated {self.calibrated_at}{_age(self.calibrated_at)}, spread {self.spread:.2f}x{steadiness}"
 
 
 # --- formatting --------------------------------------------------------------------------
+
+
+def _age(stamp: str) -> str:
+    """" (5 h ago)" for an ISO 8601 time stamp; "" where it does not parse."""
+    try:
+        then = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return ""
+    seconds = (datetime.datetime.now(then.tzinfo) - then).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f" ({seconds / size:.0f} {unit} ago)"
+    return " (just now)"
 
 
 def _us(seconds: float) -> str:
@@ -868,17 +896,51 @@ def _measure_round(dev: torch.device) -> dict[str, float]:
     }
 
 
+SPREAD_LIMIT = 1.25
+"""Calibration rounds that disagree by more than this (a measurement's
+median round over its best) were disturbed by other work: more rounds run,
+up to `MAX_ROUNDS`, and the spread is kept with the figures."""
+MAX_ROUNDS = 9
+"""The most rounds one calibration runs."""
+
+_SECONDS = ("op_overhead_s", "view_overhead_s")
+"""Round results that are times (best: the smallest); the others are rates
+(best: the largest)."""
+
+
+def _best_and_spread(rounds: Sequence[dict[str, float]]) -> tuple[dict[str, float], float]:
+    """Each measurement's best round (load only ever adds time: the least
+    disturbed one), and the largest median-over-best ratio."""
+    best: dict[str, float] = {}
+    spread = 1.0
+    for name in rounds[0]:
+        values = [r[name] for r in rounds]
+        times = values if name in _SECONDS else [1.0 / v for v in values]
+        best_time = min(times)
+        spread = max(spread, statistics.median(times) / best_time)
+        best[name] = best_time if name in _SECONDS else 1.0 / best_time
+    return best, spread
+
+
 def measure(device: str = "cpu") -> dict[str, float]:
     """Run the calibration microbenchmark on `device` (a type torch can
     allocate on) with the current torch thread count and return the four
     constants plus what they were derived from (all in seconds, bytes/s,
-    FLOP/s) and how long it took. A fraction of a second on a CPU."""
+    FLOP/s), how steady the rounds were (`spread`, `rounds`) and how long it
+    took. Each measurement is its best round; `_ROUNDS` rounds run, and more
+    (up to `MAX_ROUNDS`) while they disagree by `SPREAD_LIMIT` or more. A
+    fraction of a second on a quiet CPU."""
     dev = torch.device(device)
     started = time.perf_counter()
     rounds = [_measure_round(dev) for _ in range(_ROUNDS)]
-    result = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
+    result, spread = _best_and_spread(rounds)
+    while spread >= SPREAD_LIMIT and len(rounds) < MAX_ROUNDS:
+        rounds.append(_measure_round(dev))
+        result, spread = _best_and_spread(rounds)
     result["copy_bytes_per_s"] = min(result["stack_bytes_per_s"], result["contiguous_bytes_per_s"])
     result["flops_per_s"] = min(result["mm_flops_per_s"], result["bmm_flops_per_s"])
+    result["spread"] = spread
+    result["rounds"] = float(len(rounds))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -952,6 +1014,8 @@ def _read_cache(path: Path, key: dict[str, Any], device: str) -> CostModel | Non
         kernels = _kernels_tuple(data["kernels"])
         return CostModel(
             device=device, source="cached", kernels=kernels,
+            calibrated_at=str(data.get("created", "")),
+            spread=float(data.get("measurements", {}).get("spread", 1.0)),
             **{name: float(constants[name]) for name in _CONSTANTS},
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -973,9 +1037,9 @@ def _write_cache(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> N
         "constants": {name: measured[name] for name in _CONSTANTS},
         "kernels": measured.get("kernels", {}),
         "measurements": {
-            name: value for name, value in measured.items() if name not in _CONSTANTS and name != "kernels"
+            name: value for name, value in measured.items() if name not in (*_CONSTANTS, "kernels", "created")
         },
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "created": measured.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
@@ -1027,8 +1091,10 @@ def calibrated_cost_model(
             return cached
     measured: dict[str, Any] = dict(measure(device))
     measured["kernels"] = measure_kernels(device)
+    measured["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     model = CostModel(
         device=kind, source="calibrated", kernels=_kernels_tuple(measured["kernels"]),
+        calibrated_at=measured["created"], spread=float(measured.get("spread", 1.0)),
         **{name: measured[name] for name in _CONSTANTS},
     )
     try:
@@ -1074,6 +1140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"view_overhead_s   {model.view_overhead_s:.3e}  ({_us(model.view_overhead_s)})")
     print(f"copy_bytes_per_s  {model.copy_bytes_per_s:.3e}  ({model.copy_bytes_per_s / 1e9:.2f} GB/s)")
     print(f"flops_per_s       {model.flops_per_s:.3e}  ({model.flops_per_s / 1e9:.1f} GFLOP/s)")
+    if model.calibrated_at:
+        print(f"calibrated        {model.calibrated_at}{_age(model.calibrated_at)}")
+        print(f"spread            {model.spread:.3f}x (rounds' median over best; {SPREAD_LIMIT}x and above: noisy)")
     print(f"torch threads     {key['threads']}")
     print(f"processor         {key['cpu']}")
     if model.source in ("calibrated", "cached"):

@@ -35,6 +35,7 @@ def optimize(
     cost_model: CostModelChoice = "calibrated",
     kernels: KernelChoice = "auto",
     memory_budget: str | float | int = DEFAULT_MEMORY_BUDGET,
+    parameter_stacks: ParameterStacks = "copy",
     options: OptimizeOptions | None = None,
     statistics: Any = None,
     example_kwargs: Mapping[str, Any] | None = None,

@@ -155,6 +155,10 @@ class _OptimizeFor:
         made = _optimize(gm, example_inputs, pipeline, **rerun)
         result = check_speed_of(made, gm, example_inputs, example_kwargs, rerun) if options.check_speed else made
         unfused_run = result is not made
+        if unfused_run:
+            from optimus_ir.api.shared_stacks import release_shared_stacks
+
+            release_shared_stacks(made)  # the parameters get their own storage back
         if pipeline.default:
             result = _guard_op_count(gm, model, example_inputs, result, training, rerun, unfused_run=unfused_run)
         warm = not unfused_run and result is made  # the module the speed check ran

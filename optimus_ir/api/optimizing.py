@@ -29,10 +29,17 @@ from optimus_ir.translate.model_state import ABSENT as _ABSENT  # "not given" se
 from optimus_ir.options import ResolvedOptions, ResolvedPipeline
 
 
-def knobs_of(options: ResolvedOptions) -> dict[str, bool]:
+def knobs_of(options: ResolvedOptions) -> dict[str, Any]:
     """The keywords of `_optimize` that resolved `options` decide, for
-    every entry point that runs it: `validate`, `verify_each`, `freeze`."""
-    return {"validate": options.validate, "verify_each": options.verify_each, "freeze": options.freeze}
+    every entry point that runs it: `validate`, `verify_each`, `freeze`,
+    `parameter_stacks` (which `_optimize` applies with `guard_strides` only:
+    the backend shares its stacks as graph inputs itself)."""
+    return {
+        "validate": options.validate,
+        "verify_each": options.verify_each,
+        "freeze": options.freeze,
+        "parameter_stacks": options.parameter_stacks,
+    }
 
 
 def _optimize(
@@ -46,6 +53,7 @@ def _optimize(
     verify_each: bool | None,
     guard_strides: bool,
     freeze: bool = False,
+    parameter_stacks: str = "copy",
     cache_parameters: bool = True,
     after_pass: Callable[[Any, ModuleOp], None] | None = None,
     tensors_from: Any = None,
@@ -83,9 +91,13 @@ def _optimize(
         verify_each = validate or default_verify_each()
     hook = _pass_hook(program, flat_inputs, validate, after_pass, phases)
     freezing = freeze and cache_parameters
+    owner = model if tensors_from is None else tensors_from
+    sharing = parameter_stacks == "shared" and not freezing and guard_strides and isinstance(owner, torch.nn.Module)
     to_run = _pipeline_of(pipeline)
-    # stacks of parameters are computed once with freeze: free per call
-    passes = [_with_constant_parameters(p) for p in to_run.passes] if freezing else list(to_run.passes)
+    # stacks of parameters are computed once with freeze, read in place when
+    # shared: free per call
+    free_stacks = freezing or sharing
+    passes = [_with_constant_parameters(p) for p in to_run.passes] if free_stacks else list(to_run.passes)
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
     lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
@@ -112,9 +124,9 @@ def _optimize(
             training=training if guard_strides else None,  # type: ignore[arg-type]
             defer_code=True,
         )
-    owner = model if tensors_from is None else tensors_from
     ops_after = _read_model_tensors(result, owner if guard_strides else None, keep_uncached_graph, freezing)
     cached, held = _freeze(result, phases) if freezing else (0, (0, 0))
+    shared = _share_stacks(result, phases) if sharing else 0
     if not defer_code:
         start = time.perf_counter()
         finish_code(result)  # the export's code generation, deferred to now: its time is the export's
@@ -128,6 +140,8 @@ def _optimize(
         statistics=stats,
         remarks=remarks,
         cached_parameter_values=cached,
+        shared_parameter_stacks=shared,
+        cost_model=_cost_model_used(passes, program.module),
         frozen_bytes=held[0],
         parameter_copy_bytes=held[1],
         side_effect_free=_side_effect_free(program.module),
@@ -229,6 +243,26 @@ def _freeze(result: torch.fx.GraphModule, phases: dict[str, float]) -> tuple[int
     with _phase("freeze parameters", phases):
         cached = freeze_parameter_expressions(result)
         return cached, frozen_bytes(result)
+
+
+def _cost_model_used(passes: Sequence[Any], module: ModuleOp) -> str:
+    """The cost model batch fusion priced with, described (its constants,
+    and for a calibration when it was measured and how steadily); "" where
+    no batch-fusion pass priced anything."""
+    for pass_ in passes:
+        if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "_cost_model"):
+            model = pass_._cost_model(graph_of(module).block)  # noqa: SLF001 - the pass's own choice, asked again
+            return model.describe() if model is not None else "none (every group found is fused)"
+    return ""
+
+
+def _share_stacks(result: torch.fx.GraphModule, phases: dict[str, float]) -> int:
+    """Re-home the stacked parameters of fused groups into shared stacks
+    (`parameter_stacks="shared"`); how many stacks are shared."""
+    from optimus_ir.api.shared_stacks import share_parameter_stacks
+
+    with _phase("share parameter stacks", phases):
+        return share_parameter_stacks(result)
 
 
 def _side_effect_free(module: ModuleOp) -> bool:

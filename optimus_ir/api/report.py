@@ -151,6 +151,14 @@ class OptimizeReport:
     cached_parameter_values: int = 0
     """Values computed from parameters alone that `freeze=True` computed
     once, at optimize time (`optimus_ir.api.param_cache`); 0 without freeze."""
+    cost_model: str = ""
+    """The cost model batch fusion priced the groups with
+    (`CostModel.describe`: its constants, and for a calibration its time
+    and spread); "" without batch fusion."""
+    shared_parameter_stacks: int = 0
+    """Stacks of fused groups' parameters that the parameters live in
+    (`parameter_stacks="shared"`: read without a copy per call,
+    `optimus_ir.api.shared_stacks`); 0 otherwise."""
     frozen_bytes: int = 0
     """Bytes of storage those values take (the stacked weights), held by
     the module; 0 without freeze (the default keeps nothing computed from
@@ -205,6 +213,20 @@ class OptimizeReport:
         captured = capture(model, example_inputs, dict(example_kwargs or {}))
         self.memory = memory_check(module, captured, model, example_inputs, example_kwargs, method)
         return self.memory
+
+    @property
+    def declined_for_parameter_copies(self) -> tuple[int, int]:
+        """Parts batch fusion declined that would pay with their parameter
+        stacks free per call, and what they would save (ns per call)."""
+        from optimus_ir.passes.batch_fusion.fusion_pass import DECLINED_FOR_COPIES, DECLINED_FOR_COPIES_GAIN_NS
+
+        if self.statistics is None:
+            return 0, 0
+        records = self.statistics.by_pass("batch-fusion")
+        return (
+            sum(r.counters.get(DECLINED_FOR_COPIES, 0) for r in records),
+            sum(r.counters.get(DECLINED_FOR_COPIES_GAIN_NS, 0) for r in records),
+        )
 
     @property
     def groups_fused(self) -> int:
@@ -300,6 +322,20 @@ class OptimizeReport:
             lines.append(
                 f"frozen parameter values: {self.cached_parameter_values} "
                 f"({self.frozen_bytes} bytes, {self.parameter_copy_bytes} of them copies of weights)"
+            )
+        if self.cost_model:
+            lines.append(f"cost model: {self.cost_model}")
+        declined, gain_ns = self.declined_for_parameter_copies
+        if declined:
+            lines.append(
+                f"batch fusion: {declined} group(s) declined only for copying their parameters per call: "
+                f"parameter_stacks='shared' (or freeze=True, for inference) would fuse them, "
+                f"estimated gain ~{gain_ns / 1e3:.1f} us per call (see the remarks)"
+            )
+        if self.shared_parameter_stacks:
+            lines.append(
+                f"shared parameter stacks: {self.shared_parameter_stacks} "
+                "(the fused groups' parameters live in them; read without a copy)"
             )
         if self.statistics is not None:
             chunked = f", {self.groups_chunked} of them in several parts" if self.groups_chunked else ""

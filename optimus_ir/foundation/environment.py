@@ -139,6 +139,12 @@ CostModelChoice = Literal["calibrated", "default", "none"]
 machine and cached; `OPTIMUS_COST_MODEL=default` makes it `default`),
 `default` (documented constants) or `none` (fuse every group found)."""
 
+ParameterStacks = Literal["copy", "shared"]
+"""Where a fused group's stacked parameters live (`optimize(parameter_stacks=...)`):
+`copy` (a stack made on every call, from the parameters as they are) or
+`shared` (the parameters re-homed into one storage per group, which the fused
+op reads without a copy: `optimus_ir.api.shared_stacks`)."""
+
 EntryPoint = Literal["optimize", "backend", "inductor"]
 """The three entry points that take `OptimizeOptions`."""
 
@@ -200,6 +206,7 @@ __all__ = [
     "InnerCompiler",
     "KernelChoice",
     "LOG_ENV",
+    "ParameterStacks",
     "STRICT_ENV",
     "TRACEBACK_ENV",
     "TRITON_INTERPRET_ENV",

@@ -191,7 +191,18 @@ def fuse_block(
     fused = apply_plan(block, plan, returned, batch_symbols, dims, options.name)
     context.record.bump("groups fused", fused)
     context.record.bump(GROUPS_CHUNKED, plan.groups_in_parts())
+    declined = [d for d in plan.decisions if d.verdict == "unprofitable" and d.free_stacks_gain_s > 0]
+    context.record.bump(DECLINED_FOR_COPIES, len(declined))
+    context.record.bump(DECLINED_FOR_COPIES_GAIN_NS, round(sum(d.free_stacks_gain_s for d in declined) * 1e9))
     return fused
+
+
+DECLINED_FOR_COPIES = "groups declined for parameter copies"
+"""The statistics counter of the parts declined as unprofitable that would
+pay with their parameter stacks free (`plan.FREE_STACKS_NOTE`)."""
+
+DECLINED_FOR_COPIES_GAIN_NS = "groups declined for parameter copies, gain ns"
+"""What those parts would save per call with free parameter stacks, in ns."""
 
 
 GROUPS_CHUNKED = "groups fused in parts"

@@ -175,7 +175,12 @@ def _evaluate(
                 decisions.append(Decision(key, part, None, "memory", first, note=note))
         for part, estimate in parts:
             if estimate is not None and not estimate.profitable:
-                decisions.append(Decision(key, part, estimate, "unprofitable", first))
+                free = pricing.with_free_parameter_stacks(part)
+                note = "" if free is None else FREE_STACKS_NOTE.format(gain_us=free.gain_s * 1e6)
+                gain_if_free = 0.0 if free is None else free.gain_s
+                decisions.append(
+                    Decision(key, part, estimate, "unprofitable", first, note=note, free_stacks_gain_s=gain_if_free)
+                )
                 continue
             part = pricing.in_source_order(part)
             held = None
@@ -190,6 +195,14 @@ def _evaluate(
             if estimate is not None:
                 gain += estimate.gain_s
     return Plan(keys, result, decisions, gain)
+
+
+FREE_STACKS_NOTE = (
+    "it pays only without the per-call copy of its parameters: parameter_stacks='shared' "
+    "(or freeze=True, for inference) would fuse it, gain ~{gain_us:.1f} us"
+)
+"""The note of an unprofitable part that pays once its parameter stacks are
+free (the remark says which option, `DECLINED_FOR_COPIES` counts it)."""
 
 
 @attrs.frozen(eq=False)
@@ -221,6 +234,19 @@ class _GroupPricing:
             context.model, self.key.kind, members, self.provenance, self.group_of, context.dims,
             target=context.options.target,
         )
+
+    def with_free_parameter_stacks(self, members: Sequence[Operation]) -> GroupEstimate | None:
+        """The estimate of `members` were their stacks of parameters free
+        per call (`parameter_stacks="shared"`, `freeze=True`), where that
+        makes the part pay and the stacks are not free already; else None."""
+        context = self.context
+        if context.model is None or self.provenance.constant_parameters:
+            return None
+        free = attrs.evolve(self.provenance, constant_parameters=True)
+        estimate = estimate_group(
+            context.model, self.key.kind, members, free, self.group_of, context.dims, target=context.options.target
+        )
+        return estimate if estimate.profitable else None
 
     def in_source_order(self, members: Sequence[Operation]) -> list[Operation]:
         """`members` in the order their stacked operands lie (`reorder_by_source`)."""

@@ -39,7 +39,11 @@ class Decision:
     memory: PartMemory | None = None
     """What the fused part allocates (fused parts that stack their results)."""
     note: str = ""
-    """Why a "memory" verdict, for its remark."""
+    """Why a "memory" verdict, for its remark; on an "unprofitable" one,
+    what would make it pay (`plan.FREE_STACKS_NOTE`)."""
+    free_stacks_gain_s: float = 0.0
+    """For an "unprofitable" part that would pay with its parameter stacks
+    free per call: the gain it would then bring (seconds per call)."""
 
 
 @attrs.frozen

@@ -79,7 +79,8 @@ def _remark_declined(decision: Decision) -> None:
         emit_remark(part[0], head + decision.note)
     else:
         assert decision.estimate is not None
-        emit_remark(part[0], head + f"unprofitable: {decision.estimate.describe()}")
+        note = f"; {decision.note}" if decision.note else ""
+        emit_remark(part[0], head + f"unprofitable: {decision.estimate.describe()}{note}")
 
 
 def batch_symbol(op: Operation, dims: SymbolicDims) -> Symbol | None:

@@ -1,0 +1,152 @@
+"""Fusion without freezing: `parameter_stacks="shared"` against `"copy"`,
+`freeze=True` and the graph Dynamo captured, for inference and training.
+
+The recsys model (`examples/recsys.py`, variant `mixed`, 64 towers by
+default), one thread, interleaved medians of the per-call CPU time
+(`optimus_ir.examples.timing`) of:
+
+* no_grad, eval mode: captured, copy (`optimize()`'s default), shared,
+  freeze;
+* a training step (forward + backward of the output's sum; the gradients set
+  to None first), train mode: captured, copy, shared;
+* check: the per-call test that every shared stack's members still live in
+  it (`SharedStack.holds`), alone.
+
+Every module is optimized from its own copy of the model (shared re-homes
+the parameters of the copy it is given); every output, and every gradient of
+a training step, is compared with the captured graph's before timing.
+
+Usage::
+
+    python benchmarks/bench_shared_stacks.py                      # batch 64 and 512
+    python benchmarks/bench_shared_stacks.py --batch 64 --rounds 10 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_ROOT = Path(__file__).resolve().parent.parent
+for _path in (_ROOT, _ROOT / "benchmarks"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import optimus_ir  # noqa: E402
+from optimus_ir.api import capture  # noqa: E402
+from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
+from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
+from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
+
+
+def _groups(module: Any) -> int:
+    report = getattr(module, "optimus_report", None)
+    return int(report.groups_fused) if report is not None else 0
+
+
+def _step(module: Callable[..., torch.Tensor], parameters: Sequence[torch.Tensor], x: torch.Tensor) -> Callable[[], None]:
+    def step() -> None:
+        for p in parameters:
+            p.grad = None
+        with torch.enable_grad():
+            module(x).sum().backward()
+
+    return step
+
+
+def _grads(step: Callable[[], None], parameters: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    step()
+    return [p.grad.clone() for p in parameters]  # type: ignore[union-attr]
+
+
+def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, Any]:
+    """Per-call milliseconds of every column, in inference and training."""
+    result: dict[str, Any] = {"towers": towers, "batch": batch, "variant": variant}
+    for mode in ("no_grad", "train"):
+        base, (x,) = make_recsys_model(num_towers=towers, batch=batch, seed=0, **VARIANTS[variant])
+        base.train(mode == "train")
+        models = {name: copy.deepcopy(base) for name in ("captured", "copy", "shared", "freeze")}
+        modules: dict[str, Any] = {"captured": capture(models["captured"], (x,))}
+        modules["copy"] = optimus_ir.optimize(models["copy"], (x,), check_speed=False)
+        modules["shared"] = optimus_ir.optimize(models["shared"], (x,), check_speed=False, parameter_stacks="shared")
+        if mode == "no_grad":
+            modules["freeze"] = optimus_ir.optimize(models["freeze"], (x,), check_speed=False, freeze=True)
+        calls: dict[str, Callable[[], Any]] = {}
+        if mode == "no_grad":
+            with torch.no_grad():
+                expected = modules["captured"](x)
+                for name, module in modules.items():
+                    torch.testing.assert_close(module(x), expected, msg=name)
+                    calls[name] = lambda module=module: module(x)
+        else:
+            steps = {name: _step(m, list(models[name].parameters()), x) for name, m in modules.items()}
+            expected_grads = _grads(steps["captured"], list(models["captured"].parameters()))
+            for name, step in steps.items():
+                for got, want in zip(_grads(step, list(models[name].parameters())), expected_grads, strict=True):
+                    torch.testing.assert_close(got, want, msg=name)
+            calls = dict(steps)
+        stacks = shared_stacks(modules["shared"])
+        calls["check"] = lambda: [s.holds(s.members) for s in stacks]
+        samples, _ = measure_interleaved(calls, rounds, sample_ms)
+        result[mode] = {
+            "ms": {name: statistics.median(values) for name, values in samples.items()},
+            "shared stacks": len(stacks),
+            "groups": {name: _groups(m) for name, m in modules.items() if name != "captured"},
+        }
+    return result
+
+
+def _print(result: dict[str, Any]) -> None:
+    print(
+        f"recsys-{result['variant']}-{result['towers']}, batch {result['batch']}, one thread: "
+        "per-call ms (interleaved medians, CPU time)"
+    )
+    for mode in ("no_grad", "train"):
+        ms = result[mode]["ms"]
+        captured = ms["captured"]
+        line = [f"  {mode:<8}"]
+        for name in ("captured", "copy", "shared", "freeze"):
+            if name in ms:
+                line.append(f"{name} {ms[name]:.3f} ({captured / ms[name]:.2f}x)")
+        check = ms["check"]
+        line.append(
+            f"check {check * 1e3:.1f} us ({check / ms['shared'] * 100:.2f}% of shared; "
+            f"{result[mode]['shared stacks']} stacks), groups {result[mode]['groups']}"
+        )
+        print(" | ".join(line))
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--towers", type=int, default=64)
+    parser.add_argument("--batch", type=int, action="append", default=None, help="repeatable; default 64 and 512")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="mixed")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--sample-ms", type=float, default=50.0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    results = []
+    try:
+        for batch in args.batch or [64, 512]:
+            result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms)
+            _print(result)
+            results.append(result)
+    finally:
+        torch.set_num_threads(threads)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -46,13 +46,11 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
-    FloatAttr,
     StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -67,7 +65,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
-from optimus_ir.dialects.fx import DictValueAttr, bool_literal, float_literal
+from optimus_ir.dialects.torch.normalization import LayerNormLikeOp, LayerNormOperands
+from optimus_ir.dialects.fx import DictValueAttr, bool_literal
 from optimus_ir.foundation.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
 from optimus_ir.foundation.types import device_of, tensor_type
 
@@ -324,42 +323,15 @@ def _grouped_types(op: str, values: Sequence[SSAValue], n: int, has_bias: bool) 
 
 
 @irdl_op_definition
-class LayerNormOp(BatchOp):
+class LayerNormOp(BatchOp, LayerNormLikeOp):
     """N layer_norms with per-member affine: member i is
     `layer_norm(input[i], normalized_shape, weight[i], bias[i], eps)`."""
 
     name = "batch.layer_norm"
-    input = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    normalized_shape = prop_def(ArrayAttr)
-    eps = prop_def(FloatAttr, default_value=float_literal(1e-5))
-    result = result_def(TensorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[T.Format] = (
-        ("normalized_shape", "value"),
-        ("weight", "operand"),
-        ("bias", "operand"),
-        ("eps", "value"),
-    )
 
-    def __init__(
-        self, input: Value, normalized_shape: Sequence[int], weight: Value | None = None,
-        bias: Value | None = None, *, eps: float | FloatAttr = 1e-5,
-        result_type: Attribute | None = None,
-    ) -> None:
-        shape = T.ints_attr(normalized_shape)
-        if result_type is None:
-            result_type = SSAValue.get(input).type
-        super().__init__(
-            operands=[input, weight, bias],
-            result_types=[result_type],
-            properties={
-                "normalized_shape": shape,
-                "eps": eps if isinstance(eps, FloatAttr) else float_literal(eps),
-            },
-        )
+    def infer_result_type(self, operands: LayerNormOperands, normalized_shape: tuple[int, ...]) -> Attribute:
+        """The members' type stacked: the input's."""
+        return SSAValue.get(operands[0]).type
 
     @property
     def member_count(self) -> int:

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import AttrConstraint, BaseAttr
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects.fx import (
@@ -39,6 +40,8 @@ from optimus_ir.foundation.types import (
 Number = int | float | bool
 NumberLike = Number | Attribute
 Value = SSAValue | Operation
+PropertyValue = Number | str | Attribute | None
+"""A builder's value for a property: a Python value or the attribute itself."""
 
 _NUMBER = IntAttr | FloatAttr | BoolAttr
 Format = tuple[tuple[str, str], ...]
@@ -78,6 +81,22 @@ def number_attr(value: NumberLike) -> Attribute:
     if isinstance(value, int):
         return int_literal(value)
     return float_literal(float(value))
+
+
+def property_attr(constraint: AttrConstraint, value: PropertyValue) -> Attribute | None:
+    """A builder's Python value for a property declared with `constraint`:
+    a float, string or bool property takes its kind, any other a number
+    (`number_attr`); an attribute is taken as it is, None leaves the
+    property unset."""
+    if value is None or isinstance(value, Attribute):
+        return value
+    if constraint == BaseAttr(FloatAttr):
+        return float_literal(float(value))
+    if constraint == BaseAttr(StringAttr):
+        return StringAttr(str(value))
+    if constraint == BaseAttr(BoolAttr):
+        return bool_literal(bool(value))
+    return number_attr(value)  # type: ignore[arg-type]
 
 
 def ints_attr(values: Iterable[int] | ArrayAttr[IntAttr]) -> ArrayAttr[IntAttr]:

@@ -160,6 +160,7 @@ class OpFacts:
 def unary_facts(
     torch_name: str,
     *,
+    nn_activation: str | None = None,
     functions: Iterable[str] = (),
     methods: Iterable[str] | None = None,
     modules: Iterable[str] = (),
@@ -174,7 +175,18 @@ def unary_facts(
 ) -> OpFacts:
     """The facts of a unary pointwise op named `torch_name` in torch: by
     default raised from `torch.<name>`, the `Tensor.<name>` method and aten
-    `<name>.default`, and lowered to the first function spelling."""
+    `<name>.default`, and lowered to the first function spelling.
+
+    `nn_activation` names the class of an activation module of
+    `torch.nn.modules.activation` (`"SiLU"`): the op is then raised, by
+    default, from `torch.nn.functional.<name>`, `torch._C._nn.<name>` and
+    that module (besides `modules`), and from no `Tensor` method."""
+    if nn_activation is not None:
+        functions = tuple(functions) or (
+            f"torch.nn.functional.{torch_name}", f"torch._C._nn.{torch_name}",
+        )
+        methods = () if methods is None else methods
+        modules = (f"torch.nn.modules.activation.{nn_activation}", *modules)
     functions = tuple(functions) or (f"torch.{torch_name}",)
     return OpFacts(
         spellings=Spellings(
@@ -190,6 +202,22 @@ def unary_facts(
         kernel=kernel,
         cost=cost,
         reference=reference,
+    )
+
+
+def binary_facts(
+    torch_name: str, *, custom: Iterable[str], kernel: str | ProgramChoice | None = None
+) -> OpFacts:
+    """The facts of a binary pointwise op named `torch_name` in torch: raised
+    from its `custom` spellings (by `raise-fx`'s binary binder, which reads
+    the scalar and reversed forms), lowered to `torch.<name>`, fused and
+    costed as a binary pointwise op."""
+    return OpFacts(
+        spellings=Spellings(custom=tuple(custom)),
+        lowers_to=f"torch.{torch_name}",
+        fusion="binary-pointwise",
+        cost="binary",
+        kernel=kernel,
     )
 
 

@@ -47,30 +47,17 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     StringAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.traits import Pure
+from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
 from optimus_ir.dialects.torch.normalization import LayerNormLikeOp, LayerNormOperands
 from optimus_ir.dialects.fx import DictValueAttr, bool_literal
-from optimus_ir.foundation.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
+from optimus_ir.foundation.traits import LazyCanonicalizationPatterns, Piece, ViewLike
 from optimus_ir.foundation.types import device_of, tensor_type
-
-Value = SSAValue | Operation
 
 # By its name in `passes/registry.py` CANONICALIZATION_PATTERNS.
 _CANONICALIZATION = LazyCanonicalizationPatterns("batch")
@@ -110,7 +97,7 @@ def _stacked(op: str, value: SSAValue, what: str, count: int | None = None) -> T
     return ty
 
 
-class BatchOp(T.TorchOp):
+class BatchOp(TorchOp):
     """Base of the batch ops: the torch dialect's assembly format and builder."""
 
     @property
@@ -203,7 +190,7 @@ class _StackedWeightsLinear(BatchOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
+    FORMAT: ClassVar[Format] = (("bias", "operand"),)
 
     def __init__(
         self, input: Value, weight: Value, bias: Value | None = None, *,
@@ -279,7 +266,7 @@ class GroupedLinearOp(BatchOp):
     has_bias = prop_def(BoolAttr, default_value=bool_literal(False))
     outputs = var_result_def(TensorType)
     traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[T.Format] = (("has_bias", "flag"),)
+    FORMAT: ClassVar[Format] = (("has_bias", "flag"),)
 
     def __init__(
         self, inputs: Sequence[Value], weights: Sequence[Value],
@@ -368,7 +355,7 @@ class PointwiseOp(BatchOp):
     fn_properties = prop_def(DictValueAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    FORMAT: ClassVar[T.Format] = (("fn", "value"), ("stacked", "value"), ("fn_properties", "value"))
+    FORMAT: ClassVar[Format] = (("fn", "value"), ("stacked", "value"), ("fn_properties", "value"))
 
     def __init__(
         self, fn: str, operands: Sequence[Value], stacked: Sequence[bool],
@@ -399,7 +386,7 @@ class PointwiseOp(BatchOp):
         """The properties every member op has (`fn_properties` as a dict)."""
         return {k.data: v for k, v in self.fn_properties.items()}  # type: ignore[attr-defined]
 
-    def fn_class(self) -> type[T.TorchOp]:
+    def fn_class(self) -> type[TorchOp]:
         """The torch op class each member applies."""
         return pointwise_op_class(self.fn.data)
 
@@ -418,7 +405,7 @@ same rows)."""
 
 
 @lru_cache(maxsize=None)
-def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
+def _pointwise_classes() -> dict[str, type[TorchOp]]:
     """Every torch op class whose facts declare a pointwise fusion kind."""
     classes = {}
     for cls in T.TORCH.operations:
@@ -428,10 +415,10 @@ def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
     return classes
 
 
-def _declared_pointwise_class(name: str) -> type[T.TorchOp] | None:
+def _declared_pointwise_class(name: str) -> type[TorchOp] | None:
     """A pointwise op class called `name` declared outside the torch dialect's
     list (a subclass of `TorchOp` defined by an extension or a test)."""
-    pending = list(T.TorchOp.__subclasses__())
+    pending = list(TorchOp.__subclasses__())
     while pending:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
@@ -443,7 +430,7 @@ def _declared_pointwise_class(name: str) -> type[T.TorchOp] | None:
     return None
 
 
-def pointwise_op_class(name: str) -> type[T.TorchOp]:
+def pointwise_op_class(name: str) -> type[TorchOp]:
     """The pointwise torch op class called `name`: one whose facts declare a
     pointwise fusion kind."""
     cls = _pointwise_classes().get(name) or _declared_pointwise_class(name)

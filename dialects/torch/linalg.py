@@ -6,38 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    IntAttr,
-    TensorType,
-)
-from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import (
-    Pure,
-)
+from xdsl.dialects.builtin import IntAttr
 
-from optimus_ir.foundation.traits import (
-    ContiguousResult,
-)
-from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.torch.base import (
-    Format,
     NumberLike,
-    Value,
     _NUMBER,
     number_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
-    declare_op,
-    ops_defined_in,
-    TorchOp,
     _tensor_of,
     _tensor_types,
 )
@@ -138,8 +115,9 @@ class _ScaledProductOp(_ProductOp):
     FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
 
     def __init_subclass__(cls, *, factors: tuple[str, str] | None = None, **kwargs: Any) -> None:
-        for operand in ("input", *factors) if factors is not None else ():
-            setattr(cls, operand, operand_def(TensorType))
+        if factors is not None:
+            for operand in ("input", *factors):
+                setattr(cls, operand, operand_def(TensorType))
         super().__init_subclass__(**kwargs)
 
     def __init__(
@@ -172,7 +150,9 @@ class MmOp(_MatrixProductOp, torch_name="mm", infer=infer_mm_type):
 
 
 @irdl_op_definition
-class AddmmOp(_ScaledProductOp, torch_name="addmm", infer=infer_addmm_type, factors=("mat1", "mat2")):
+class AddmmOp(
+    _ScaledProductOp, torch_name="addmm", infer=infer_addmm_type, factors=("mat1", "mat2")
+):
     """`torch.addmm(input, mat1, mat2, beta=, alpha=)`: `beta * input + alpha * mat1 @ mat2`."""
 
 

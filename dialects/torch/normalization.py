@@ -9,33 +9,13 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
-    TensorType,
-)
-from xdsl.ir import Attribute
-from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import (
-    Pure,
 )
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.fx import (
     float_literal,
 )
-from optimus_ir.foundation.traits import (
-    ContiguousResult,
-)
-from optimus_ir.dialects.torch.facts import OpFacts, Spellings
 from optimus_ir.dialects.torch.base import (
-    Format,
-    Value,
     _Check,
     _INTS,
     _int_attr,
@@ -44,8 +24,6 @@ from optimus_ir.dialects.torch.base import (
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
     _opt_type,
     _tensor_of,
     _tensor_types,

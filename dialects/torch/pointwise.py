@@ -12,27 +12,17 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
     StringAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
+from xdsl.ir import Operation, SSAValue
 from xdsl.traits import (
     ConditionallySpeculatable,
     EffectInstance,
     MemoryEffect,
     MemoryEffectKind,
     OpTrait,
-    Pure,
 )
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.fx import (
     FALSE,
     bool_literal,
@@ -46,34 +36,25 @@ from optimus_ir.foundation.traits import (
 )
 from optimus_ir.dialects.torch.facts import (
     INPLACE,
-    Argument,
-    OpFacts,
-    Spellings,
     at_defaults,
     binary_facts,
     facts_of,
     unary_facts,
 )
 from optimus_ir.dialects.torch.base import (
-    Format,
     NumberLike,
     PropertyValue,
-    Value,
     _Check,
     _NUMBER,
     _operand,
     _str_attr,
+    bind_arguments,
     flag,
     number_attr,
     number_value,
     property_attr,
 )
-from optimus_ir.dialects.torch.assembly import (
-    declare_op,
-    ops_defined_in,
-    TorchOp,
-    _tensor_of,
-)
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.relations import (
     _PLUMBING_CANONICALIZATION,
     _identity_relation,
@@ -146,8 +127,9 @@ class UnaryPointwiseOp(_PointwiseOp):
         class ExpOp(_PlainUnaryOp, torch_name="exp", layout_exact=False, cost="transcendental", kernel="exp"):
             \"\"\"`torch.exp(input)`; integral inputs give a floating result.\"\"\"
 
-    Ops with properties declare them in the class body and pass them to
-    `__init__` as `properties`."""
+    An op with properties declares them in its class body and binds them to
+    its torch arguments (`arguments=`), which the builder then takes as
+    Python values."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -185,16 +167,7 @@ class UnaryPointwiseOp(_PointwiseOp):
             a for a in (facts.spellings.arguments if facts else ()) if a.name != INPLACE.name
         ]
         names = [a.name for a in arguments]
-        if len(values) > len(names):
-            raise TypeError(
-                f"{type(self).__name__}() takes {len(names)} arguments after input "
-                f"({', '.join(names) or 'none'}), got {len(values)}"
-            )
-        given = dict(zip(names, values))
-        for name, value in named.items():
-            if name not in names or name in given:
-                raise TypeError(f"{type(self).__name__}() got an unexpected or repeated argument '{name}'")
-            given[name] = value
+        given = bind_arguments(type(self).__name__, names, values, named)
         definitions = self.get_irdl_definition().properties
         return {
             a.property_name: property_attr(
@@ -212,6 +185,8 @@ class UnaryPointwiseOp(_PointwiseOp):
 
 
 class _PureUnaryOp(UnaryPointwiseOp):
+    """A unary op without effects (all but dropout)."""
+
     traits = traits_def(Pure())
 
 

@@ -9,31 +9,15 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Operation
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.traits import (
-    Pure,
-)
+from xdsl.ir import Operation
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.foundation.traits import (
-    ContiguousResult,
     ReturnsInput,
     ViewLike,
 )
-from optimus_ir.dialects.torch.facts import OpFacts
 from optimus_ir.dialects.torch.base import (
-    Format,
-    Value,
     _INTS,
     _int_attr,
     _operand,
@@ -41,11 +25,7 @@ from optimus_ir.dialects.torch.base import (
     ints,
     ints_attr,
 )
-from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
-    _tensor_of,
-)
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.relations import (
     _JOIN_CANONICALIZATION,
     _PLUMBING_CANONICALIZATION,

@@ -5,17 +5,15 @@ user code it is raised from, what it lowers to, how batch fusion groups it,
 the Triton program step that computes it, its cost class and its torch
 reference function. The passes, lowerings, kernels and the cost model read
 these facts (through `facts_of` and the indexes at the bottom); they keep no
-per-op tables of their own. Adding a unary pointwise op is one declaration::
+per-op tables of their own. Adding a unary pointwise op is one declaration,
+its facts given as class keywords (those of `unary_facts`)::
 
     @irdl_op_definition
-    class I0Op(_PureUnaryOp):
+    class I0Op(
+        _PlainUnaryOp, torch_name="i0", layout_exact=False,
+        functions=("torch.i0", "torch.special.i0"), cost="transcendental",
+    ):
         \"\"\"`torch.i0(input)`.\"\"\"
-
-        name = "torch.i0"
-        traits = traits_def(_INEXACT_ELEMENTWISE)
-        FACTS = unary_facts(
-            "i0", functions=("torch.i0", "torch.special.i0"), cost="transcendental",
-        )
 
 (with `kernel=` naming its `multi_pointwise` program step where
 `optimus_ir.kernels.programs.STEPS` has one).

@@ -320,8 +320,10 @@ def declare_op(cls: type[TorchOp], name: str, *traits: OpTrait, **constants: Any
     cls.name = name
     if traits:
         cls.traits = traits_def(*traits)
+    # assigned, not updated in place: a class's annotations are computed on
+    # read in newer Pythons, and an assignment is what every version keeps
+    cls.__annotations__ = {**cls.__annotations__, **dict.fromkeys(constants, ClassVar)}
     for key, value in constants.items():
-        cls.__annotations__[key] = ClassVar
         setattr(cls, key, value)
 
 

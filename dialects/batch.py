@@ -46,32 +46,18 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
-    FloatAttr,
     StringAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
-from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.traits import Pure
+from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import facts_of
-from optimus_ir.dialects.fx import DictValueAttr, bool_literal, float_literal
-from optimus_ir.foundation.traits import ContiguousResult, LazyCanonicalizationPatterns, Piece, ViewLike
+from optimus_ir.dialects.torch.normalization import LayerNormLikeOp, LayerNormOperands
+from optimus_ir.dialects.fx import DictValueAttr, bool_literal
+from optimus_ir.foundation.traits import LazyCanonicalizationPatterns, Piece, ViewLike
 from optimus_ir.foundation.types import device_of, tensor_type
-
-Value = SSAValue | Operation
 
 # By its name in `passes/registry.py` CANONICALIZATION_PATTERNS.
 _CANONICALIZATION = LazyCanonicalizationPatterns("batch")
@@ -111,7 +97,7 @@ def _stacked(op: str, value: SSAValue, what: str, count: int | None = None) -> T
     return ty
 
 
-class BatchOp(T.TorchOp):
+class BatchOp(TorchOp):
     """Base of the batch ops: the torch dialect's assembly format and builder."""
 
     @property
@@ -204,7 +190,7 @@ class _StackedWeightsLinear(BatchOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    FORMAT: ClassVar[T.Format] = (("bias", "operand"),)
+    FORMAT: ClassVar[Format] = (("bias", "operand"),)
 
     def __init__(
         self, input: Value, weight: Value, bias: Value | None = None, *,
@@ -280,7 +266,7 @@ class GroupedLinearOp(BatchOp):
     has_bias = prop_def(BoolAttr, default_value=bool_literal(False))
     outputs = var_result_def(TensorType)
     traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[T.Format] = (("has_bias", "flag"),)
+    FORMAT: ClassVar[Format] = (("has_bias", "flag"),)
 
     def __init__(
         self, inputs: Sequence[Value], weights: Sequence[Value],
@@ -324,42 +310,15 @@ def _grouped_types(op: str, values: Sequence[SSAValue], n: int, has_bias: bool) 
 
 
 @irdl_op_definition
-class LayerNormOp(BatchOp):
+class LayerNormOp(BatchOp, LayerNormLikeOp):
     """N layer_norms with per-member affine: member i is
     `layer_norm(input[i], normalized_shape, weight[i], bias[i], eps)`."""
 
     name = "batch.layer_norm"
-    input = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    normalized_shape = prop_def(ArrayAttr)
-    eps = prop_def(FloatAttr, default_value=float_literal(1e-5))
-    result = result_def(TensorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    traits = traits_def(Pure(), ContiguousResult())
-    FORMAT: ClassVar[T.Format] = (
-        ("normalized_shape", "value"),
-        ("weight", "operand"),
-        ("bias", "operand"),
-        ("eps", "value"),
-    )
 
-    def __init__(
-        self, input: Value, normalized_shape: Sequence[int], weight: Value | None = None,
-        bias: Value | None = None, *, eps: float | FloatAttr = 1e-5,
-        result_type: Attribute | None = None,
-    ) -> None:
-        shape = T.ints_attr(normalized_shape)
-        if result_type is None:
-            result_type = SSAValue.get(input).type
-        super().__init__(
-            operands=[input, weight, bias],
-            result_types=[result_type],
-            properties={
-                "normalized_shape": shape,
-                "eps": eps if isinstance(eps, FloatAttr) else float_literal(eps),
-            },
-        )
+    def infer_result_type(self, operands: LayerNormOperands, normalized_shape: tuple[int, ...]) -> Attribute:
+        """The members' type stacked: the input's."""
+        return SSAValue.get(operands[0]).type
 
     @property
     def member_count(self) -> int:
@@ -396,7 +355,7 @@ class PointwiseOp(BatchOp):
     fn_properties = prop_def(DictValueAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    FORMAT: ClassVar[T.Format] = (("fn", "value"), ("stacked", "value"), ("fn_properties", "value"))
+    FORMAT: ClassVar[Format] = (("fn", "value"), ("stacked", "value"), ("fn_properties", "value"))
 
     def __init__(
         self, fn: str, operands: Sequence[Value], stacked: Sequence[bool],
@@ -427,7 +386,7 @@ class PointwiseOp(BatchOp):
         """The properties every member op has (`fn_properties` as a dict)."""
         return {k.data: v for k, v in self.fn_properties.items()}  # type: ignore[attr-defined]
 
-    def fn_class(self) -> type[T.TorchOp]:
+    def fn_class(self) -> type[TorchOp]:
         """The torch op class each member applies."""
         return pointwise_op_class(self.fn.data)
 
@@ -446,7 +405,7 @@ same rows)."""
 
 
 @lru_cache(maxsize=None)
-def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
+def _pointwise_classes() -> dict[str, type[TorchOp]]:
     """Every torch op class whose facts declare a pointwise fusion kind."""
     classes = {}
     for cls in T.TORCH.operations:
@@ -456,10 +415,10 @@ def _pointwise_classes() -> dict[str, type[T.TorchOp]]:
     return classes
 
 
-def _declared_pointwise_class(name: str) -> type[T.TorchOp] | None:
+def _declared_pointwise_class(name: str) -> type[TorchOp] | None:
     """A pointwise op class called `name` declared outside the torch dialect's
     list (a subclass of `TorchOp` defined by an extension or a test)."""
-    pending = list(T.TorchOp.__subclasses__())
+    pending = list(TorchOp.__subclasses__())
     while pending:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
@@ -471,7 +430,7 @@ def _declared_pointwise_class(name: str) -> type[T.TorchOp] | None:
     return None
 
 
-def pointwise_op_class(name: str) -> type[T.TorchOp]:
+def pointwise_op_class(name: str) -> type[TorchOp]:
     """The pointwise torch op class called `name`: one whose facts declare a
     pointwise fusion kind."""
     cls = _pointwise_classes().get(name) or _declared_pointwise_class(name)
@@ -543,15 +502,9 @@ __all__ = [
     "BATCH",
     "BATCH_OPS",
     "BatchOp",
-    "GroupedLinearOp",
-    "LayerNormOp",
-    "LinearOp",
-    "LinearSharedInputOp",
-    "PackOp",
-    "PointwiseOp",
-    "UnpackOp",
     "member_type",
     "pointwise_op_class",
     "properties_literal",
     "stacked_type",
+    *(op.__name__ for op in BATCH_OPS),
 ]

@@ -20,9 +20,11 @@ from xdsl.irdl import (
     IRDLOperation,
     OptionalDef,
     VariadicDef,
+    traits_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import OpTrait
 
 from optimus_ir.dialects.fx import (
     FALSE,
@@ -306,6 +308,23 @@ def _tensor_types(op_name: str, **values: Value | None) -> dict[str, TensorType 
         name: None if v is None else check.tensor(_type(v), f"operand ({name})")
         for name, v in values.items()
     }
+
+
+def declare_op(cls: type[TorchOp], name: str, *traits: OpTrait, **constants: Any) -> None:
+    """Give op class `cls` what its class body would: its `name`, its own
+    `traits` (xDSL adds its bases') and its upper-case class constants
+    (`FACTS`, `INFER`...). For a family base whose `__init_subclass__` takes
+    an op's distinct facts as class keywords, so that each op of the family
+    is declared by those facts alone. xDSL accepts a class constant only
+    where the class annotates it `ClassVar`: so does this."""
+    cls.name = name
+    if traits:
+        cls.traits = traits_def(*traits)
+    # assigned, not updated in place: a class's annotations are computed on
+    # read in newer Pythons, and an assignment is what every version keeps
+    cls.__annotations__ = {**cls.__annotations__, **dict.fromkeys(constants, ClassVar)}
+    for key, value in constants.items():
+        setattr(cls, key, value)
 
 
 def ops_defined_in(namespace: Mapping[str, Any]) -> list[str]:

@@ -4,8 +4,8 @@ verifier's located checks (`_Check`) and shape helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NoReturn, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import AttrConstraint, BaseAttr
 from xdsl.utils.exceptions import VerifyException
 
 from optimus_ir.dialects.fx import (
@@ -39,6 +40,9 @@ from optimus_ir.foundation.types import (
 Number = int | float | bool
 NumberLike = Number | Attribute
 Value = SSAValue | Operation
+PropertyValue = Number | str | Attribute | None
+"""A builder's value for a property: a Python value or the attribute itself."""
+_Given = TypeVar("_Given")
 
 _NUMBER = IntAttr | FloatAttr | BoolAttr
 Format = tuple[tuple[str, str], ...]
@@ -78,6 +82,44 @@ def number_attr(value: NumberLike) -> Attribute:
     if isinstance(value, int):
         return int_literal(value)
     return float_literal(float(value))
+
+
+def property_attr(constraint: AttrConstraint, value: PropertyValue) -> Attribute | None:
+    """A builder's Python value for a property declared with `constraint`:
+    a float, string or bool property takes its kind, any other a number
+    (`number_attr`); an attribute is taken as it is, None leaves the
+    property unset."""
+    if value is None or isinstance(value, Attribute):
+        return value
+    if constraint == BaseAttr(FloatAttr):
+        return float_literal(float(value))
+    if constraint == BaseAttr(StringAttr):
+        return StringAttr(str(value))
+    if constraint == BaseAttr(BoolAttr):
+        return bool_literal(bool(value))
+    return number_attr(value)  # type: ignore[arg-type]
+
+
+def bind_arguments(
+    owner: str, names: Sequence[str], values: Sequence[_Given], named: Mapping[str, _Given]
+) -> dict[str, _Given]:
+    """A builder's arguments after its operands by name: `values`
+    positionally in the order of `names`, then `named`; too many, unknown
+    or repeated ones are a TypeError naming `owner` (the class), as for any
+    Python call. Names not given are absent."""
+    if len(values) > len(names):
+        raise TypeError(
+            f"{owner}() takes {len(names)} arguments after its operands "
+            f"({', '.join(names) or 'none'}), got {len(values)}"
+        )
+    given = dict(zip(names, values))
+    for name, value in named.items():
+        if name not in names:
+            raise TypeError(f"{owner}() got an unexpected keyword argument '{name}'")
+        if name in given:
+            raise TypeError(f"{owner}() got multiple values for argument '{name}'")
+        given[name] = value
+    return given
 
 
 def ints_attr(values: Iterable[int] | ArrayAttr[IntAttr]) -> ArrayAttr[IntAttr]:

@@ -5,17 +5,15 @@ user code it is raised from, what it lowers to, how batch fusion groups it,
 the Triton program step that computes it, its cost class and its torch
 reference function. The passes, lowerings, kernels and the cost model read
 these facts (through `facts_of` and the indexes at the bottom); they keep no
-per-op tables of their own. Adding a unary pointwise op is one declaration::
+per-op tables of their own. Adding a unary pointwise op is one declaration,
+its facts given as class keywords (those of `unary_facts`)::
 
     @irdl_op_definition
-    class I0Op(_PureUnaryOp):
+    class I0Op(
+        _PlainUnaryOp, torch_name="i0", layout_exact=False,
+        functions=("torch.i0", "torch.special.i0"), cost="transcendental",
+    ):
         \"\"\"`torch.i0(input)`.\"\"\"
-
-        name = "torch.i0"
-        traits = traits_def(_INEXACT_ELEMENTWISE)
-        FACTS = unary_facts(
-            "i0", functions=("torch.i0", "torch.special.i0"), cost="transcendental",
-        )
 
 (with `kernel=` naming its `multi_pointwise` program step where
 `optimus_ir.kernels.programs.STEPS` has one).
@@ -160,6 +158,7 @@ class OpFacts:
 def unary_facts(
     torch_name: str,
     *,
+    nn_activation: str | None = None,
     functions: Iterable[str] = (),
     methods: Iterable[str] | None = None,
     modules: Iterable[str] = (),
@@ -174,7 +173,18 @@ def unary_facts(
 ) -> OpFacts:
     """The facts of a unary pointwise op named `torch_name` in torch: by
     default raised from `torch.<name>`, the `Tensor.<name>` method and aten
-    `<name>.default`, and lowered to the first function spelling."""
+    `<name>.default`, and lowered to the first function spelling.
+
+    `nn_activation` names the class of an activation module of
+    `torch.nn.modules.activation` (`"SiLU"`): the op is then raised, by
+    default, from `torch.nn.functional.<name>`, `torch._C._nn.<name>` and
+    that module (besides `modules`), and from no `Tensor` method."""
+    if nn_activation is not None:
+        functions = tuple(functions) or (
+            f"torch.nn.functional.{torch_name}", f"torch._C._nn.{torch_name}",
+        )
+        methods = () if methods is None else methods
+        modules = (f"torch.nn.modules.activation.{nn_activation}", *modules)
     functions = tuple(functions) or (f"torch.{torch_name}",)
     return OpFacts(
         spellings=Spellings(
@@ -190,6 +200,22 @@ def unary_facts(
         kernel=kernel,
         cost=cost,
         reference=reference,
+    )
+
+
+def binary_facts(
+    torch_name: str, *, custom: Iterable[str], kernel: str | ProgramChoice | None = None
+) -> OpFacts:
+    """The facts of a binary pointwise op named `torch_name` in torch: raised
+    from its `custom` spellings (by `raise-fx`'s binary binder, which reads
+    the scalar and reversed forms), lowered to `torch.<name>`, fused and
+    costed as a binary pointwise op."""
+    return OpFacts(
+        spellings=Spellings(custom=tuple(custom)),
+        lowers_to=f"torch.{torch_name}",
+        fusion="binary-pointwise",
+        cost="binary",
+        kernel=kernel,
     )
 
 

@@ -213,16 +213,29 @@ def infer_linear_type(
     return _make((*shape[:-1], w[0]), element, check.device(labelled))
 
 
+def _check_inner_dims(
+    check: _Check,
+    a: Sequence[int],
+    b: Sequence[int],
+    names: tuple[str, str],
+    inner: tuple[int, int],
+) -> None:
+    """A matrix product's contracted sizes (`inner`: `a`'s, `b`'s) agree;
+    the message shows the operands' own shapes."""
+    if not dims_compatible(*inner):
+        check.fail(
+            f"{names[0]} of shape {format_shape(a)} and {names[1]} of shape "
+            f"{format_shape(b)} have mismatched inner dims "
+            f"({_fmt_dim(inner[0])} vs {_fmt_dim(inner[1])})"
+        )
+
+
 def _mm_shape(
     check: _Check, a: Sequence[int], b: Sequence[int], names: tuple[str, str]
 ) -> tuple[int, int]:
     check.rank(a, names[0], 2)
     check.rank(b, names[1], 2)
-    if not dims_compatible(a[1], b[0]):
-        check.fail(
-            f"{names[0]} of shape {format_shape(a)} and {names[1]} of shape "
-            f"{format_shape(b)} have mismatched inner dims ({_fmt_dim(a[1])} vs {_fmt_dim(b[0])})"
-        )
+    _check_inner_dims(check, a, b, names, (a[1], b[0]))
     return a[0], b[1]
 
 
@@ -236,11 +249,7 @@ def _bmm_shape(
             f"{names[0]} and {names[1]} have different batch sizes "
             f"({_fmt_dim(a[0])} vs {_fmt_dim(b[0])})"
         )
-    if not dims_compatible(a[2], b[1]):
-        check.fail(
-            f"{names[0]} of shape {format_shape(a)} and {names[1]} of shape "
-            f"{format_shape(b)} have mismatched inner dims ({_fmt_dim(a[2])} vs {_fmt_dim(b[1])})"
-        )
+    _check_inner_dims(check, a, b, names, (a[2], b[1]))
     return _refine(a[0], b[0]), a[1], b[2]
 
 
@@ -253,12 +262,7 @@ def _matmul_shape(
     check.min_rank(b, names[1], 1)
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
-    if not dims_compatible(a2[-1], b2[-2]):
-        check.fail(
-            f"{names[0]} of shape {format_shape(a)} and {names[1]} of shape "
-            f"{format_shape(b)} have mismatched inner dims "
-            f"({_fmt_dim(a2[-1])} vs {_fmt_dim(b2[-2])})"
-        )
+    _check_inner_dims(check, a, b, names, (a2[-1], b2[-2]))
     batch = broadcast_shapes(a2[:-2], b2[:-2], check)
     rows = a2[-2:-1] if len(a) > 1 else ()
     cols = b2[-1:] if len(b) > 1 else ()

@@ -4,39 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    IntAttr,
-    TensorType,
-)
-from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import (
-    Pure,
-)
+from xdsl.dialects.builtin import IntAttr
 
-from optimus_ir.foundation.traits import (
-    ContiguousResult,
-)
-from optimus_ir.dialects.torch.facts import OpFacts
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.torch.base import (
-    Format,
     NumberLike,
-    Value,
     _NUMBER,
     number_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
     _tensor_of,
     _tensor_types,
 )
@@ -86,14 +64,36 @@ class LinearOp(TorchOp):
         return [infer_linear_type(self.input.type, self.weight.type, bias)]
 
 
-class _MatrixProductOp(TorchOp):
+class _ProductOp(TorchOp):
+    """Shared declaration of the matrix products: an op of the family gives
+    its torch function's name (`torch_name`: the op is `torch.<name>`,
+    lowered to that function and costed as a GEMM) and its type function
+    (`infer`) as class keywords."""
+
+    traits = traits_def(Pure(), ContiguousResult())
+    INFER: ClassVar[Callable[..., TensorType]]
+
+    def __init_subclass__(
+        cls,
+        *,
+        torch_name: str | None = None,
+        infer: Callable[..., TensorType] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if torch_name is not None:
+            if infer is None:
+                raise TypeError(f"{cls.__name__} declares torch_name but no infer")
+            facts = OpFacts(lowers_to=f"torch.{torch_name}", cost="linear")
+            declare_op(cls, f"torch.{torch_name}", FACTS=facts, INFER=staticmethod(infer))
+        super().__init_subclass__(**kwargs)
+
+
+class _MatrixProductOp(_ProductOp):
     """Shared shape of mm, bmm and matmul: `lhs @ rhs`, its type by `INFER`."""
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
-    INFER: ClassVar[Callable[[TensorType, TensorType], TensorType]]
 
     def __init__(self, lhs: Value, rhs: Value, *, result_type: Attribute | None = None) -> None:
         if result_type is None:
@@ -104,17 +104,21 @@ class _MatrixProductOp(TorchOp):
         return [self.INFER(self.lhs.type, self.rhs.type)]
 
 
-class _ScaledProductOp(TorchOp):
-    """Shared shape of addmm and baddbmm: `beta * input + alpha * a @ b`
-    (the subclass declares the three operands, `input` first), its type
-    by `INFER`."""
+class _ScaledProductOp(_ProductOp):
+    """Shared shape of addmm and baddbmm: `beta * input + alpha * a @ b`, its
+    type by `INFER`. An op of the family names its operands `input` and the
+    two factors (`factors`, a class keyword)."""
 
     beta = prop_def(_NUMBER, default_value=IntAttr(1))
     alpha = prop_def(_NUMBER, default_value=IntAttr(1))
     result = result_def(TensorType)
-    traits = traits_def(Pure(), ContiguousResult())
     FORMAT: ClassVar[Format] = (("beta", "value"), ("alpha", "value"))
-    INFER: ClassVar[Callable[..., TensorType]]
+
+    def __init_subclass__(cls, *, factors: tuple[str, str] | None = None, **kwargs: Any) -> None:
+        if factors is not None:
+            for operand in ("input", *factors):
+                setattr(cls, operand, operand_def(TensorType))
+        super().__init_subclass__(**kwargs)
 
     def __init__(
         self,
@@ -141,55 +145,33 @@ class _ScaledProductOp(TorchOp):
 
 
 @irdl_op_definition
-class MmOp(_MatrixProductOp):
+class MmOp(_MatrixProductOp, torch_name="mm", infer=infer_mm_type):
     """`torch.mm(lhs, rhs)`: a 2-D matrix product."""
 
-    name = "torch.mm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.mm", cost="linear")
-    INFER = staticmethod(infer_mm_type)
-
 
 @irdl_op_definition
-class AddmmOp(_ScaledProductOp):
+class AddmmOp(
+    _ScaledProductOp, torch_name="addmm", infer=infer_addmm_type, factors=("mat1", "mat2")
+):
     """`torch.addmm(input, mat1, mat2, beta=, alpha=)`: `beta * input + alpha * mat1 @ mat2`."""
 
-    name = "torch.addmm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.addmm", cost="linear")
-    input = operand_def(TensorType)
-    mat1 = operand_def(TensorType)
-    mat2 = operand_def(TensorType)
-    INFER = staticmethod(infer_addmm_type)
-
 
 @irdl_op_definition
-class BmmOp(_MatrixProductOp):
+class BmmOp(_MatrixProductOp, torch_name="bmm", infer=infer_bmm_type):
     """`torch.bmm(lhs, rhs)`: a batched 3-D matrix product."""
 
-    name = "torch.bmm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.bmm", cost="linear")
-    INFER = staticmethod(infer_bmm_type)
-
 
 @irdl_op_definition
-class BaddbmmOp(_ScaledProductOp):
+class BaddbmmOp(
+    _ScaledProductOp, torch_name="baddbmm", infer=infer_baddbmm_type, factors=("batch1", "batch2")
+):
     """`torch.baddbmm(input, batch1, batch2, beta=, alpha=)`:
     `beta * input + alpha * bmm(batch1, batch2)`."""
 
-    name = "torch.baddbmm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.baddbmm", cost="linear")
-    input = operand_def(TensorType)
-    batch1 = operand_def(TensorType)
-    batch2 = operand_def(TensorType)
-    INFER = staticmethod(infer_baddbmm_type)
-
 
 @irdl_op_definition
-class MatmulOp(_MatrixProductOp):
+class MatmulOp(_MatrixProductOp, torch_name="matmul", infer=infer_matmul_type):
     """`torch.matmul(lhs, rhs)` with torch's 1-D/batched broadcasting rules."""
-
-    name = "torch.matmul"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.matmul", cost="linear")
-    INFER = staticmethod(infer_matmul_type)
 
 
 # ---------------------------------------------------------------------------

@@ -9,33 +9,13 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
-    TensorType,
-)
-from xdsl.ir import Attribute
-from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import (
-    Pure,
 )
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.fx import (
     float_literal,
 )
-from optimus_ir.foundation.traits import (
-    ContiguousResult,
-)
-from optimus_ir.dialects.torch.facts import OpFacts, Spellings
 from optimus_ir.dialects.torch.base import (
-    Format,
-    Value,
     _Check,
     _INTS,
     _int_attr,
@@ -44,8 +24,6 @@ from optimus_ir.dialects.torch.base import (
     ints_attr,
 )
 from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
     _opt_type,
     _tensor_of,
     _tensor_types,
@@ -57,12 +35,17 @@ from optimus_ir.dialects.torch.inference import (
 
 
 
-@irdl_op_definition
-class LayerNormOp(TorchOp):
-    """`torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)`."""
+LayerNormOperands = tuple[Value, Value | None, Value | None]
+"""A layer_norm's builder operands: input, weight (or None), bias (or None)."""
 
-    name = "torch.layer_norm"
-    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.nn.functional.layer_norm", fusion="norm", cost="layer_norm")
+
+class LayerNormLikeOp(TorchOp):
+    """Base of `torch.layer_norm` and `batch.layer_norm`: `input` normalized
+    over its trailing `normalized_shape` dims (with `eps`), scaled by the
+    optional `weight` and shifted by the optional `bias`. A subclass says how
+    a builder without `result_type` infers it (`infer_result_type`) and
+    what the verifier expects (`expected_types`)."""
+
     input = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -85,15 +68,12 @@ class LayerNormOp(TorchOp):
         weight: Value | None = None,
         bias: Value | None = None,
         *,
-        eps: float = 1e-5,
+        eps: float | FloatAttr = 1e-5,
         result_type: Attribute | None = None,
     ) -> None:
         shape_attr = ints_attr(normalized_shape)
         if result_type is None:
-            t = _tensor_types(self.name, input=input, weight=weight, bias=bias)
-            result_type = infer_layer_norm_type(
-                t["input"], ints(shape_attr), t["weight"], t["bias"]  # type: ignore[arg-type]
-            )
+            result_type = self.infer_result_type((input, weight, bias), ints(shape_attr))
         super().__init__(
             operands=[input, weight, bias],
             result_types=[result_type],
@@ -101,6 +81,26 @@ class LayerNormOp(TorchOp):
                 "normalized_shape": shape_attr,
                 "eps": eps if isinstance(eps, FloatAttr) else float_literal(eps),
             },
+        )
+
+    def infer_result_type(self, operands: LayerNormOperands, normalized_shape: tuple[int, ...]) -> Attribute:
+        """The result type of the op built from these operands (input,
+        weight, bias) and `normalized_shape`."""
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class LayerNormOp(LayerNormLikeOp):
+    """`torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)`."""
+
+    name = "torch.layer_norm"
+    FACTS: ClassVar[OpFacts] = OpFacts(lowers_to="torch.nn.functional.layer_norm", fusion="norm", cost="layer_norm")
+
+    def infer_result_type(self, operands: LayerNormOperands, normalized_shape: tuple[int, ...]) -> Attribute:
+        input, weight, bias = operands
+        t = _tensor_types(self.name, input=input, weight=weight, bias=bias)
+        return infer_layer_norm_type(
+            t["input"], normalized_shape, t["weight"], t["bias"]  # type: ignore[arg-type]
         )
 
     def expected_types(self) -> Sequence[TensorType]:

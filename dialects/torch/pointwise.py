@@ -5,33 +5,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     BoolAttr,
     FloatAttr,
     IntAttr,
     StringAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
+from xdsl.ir import Operation, SSAValue
 from xdsl.traits import (
     ConditionallySpeculatable,
     EffectInstance,
     MemoryEffect,
     MemoryEffectKind,
-    Pure,
+    OpTrait,
 )
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.fx import (
     FALSE,
     bool_literal,
@@ -45,29 +36,25 @@ from optimus_ir.foundation.traits import (
 )
 from optimus_ir.dialects.torch.facts import (
     INPLACE,
-    Argument,
-    OpFacts,
-    Spellings,
     at_defaults,
+    binary_facts,
+    facts_of,
     unary_facts,
 )
 from optimus_ir.dialects.torch.base import (
-    Format,
     NumberLike,
-    Value,
+    PropertyValue,
     _Check,
     _NUMBER,
     _operand,
     _str_attr,
+    bind_arguments,
     flag,
     number_attr,
     number_value,
+    property_attr,
 )
-from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
-    _tensor_of,
-)
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.relations import (
     _PLUMBING_CANONICALIZATION,
     _identity_relation,
@@ -89,31 +76,105 @@ def _unit_alpha(op: Operation) -> bool:
 
 _EXACT_ELEMENTWISE = Elementwise(layout_exact=True)
 _INEXACT_ELEMENTWISE = Elementwise(layout_exact=False)
-_ADD_SUB_ELEMENTWISE = Elementwise(layout_exact=_unit_alpha)
+LayoutExact = bool | Callable[[Operation], bool]
+"""Whether a pointwise op's values are exact under a layout change
+(`Elementwise.layout_exact`): a bool, or a function of the op."""
 
-class UnaryPointwiseOp(TorchOp):
+
+def _elementwise(layout_exact: LayoutExact) -> Elementwise:
+    """The `Elementwise` trait of a pointwise op."""
+    if isinstance(layout_exact, bool):
+        return _EXACT_ELEMENTWISE if layout_exact else _INEXACT_ELEMENTWISE
+    return Elementwise(layout_exact=layout_exact)
+
+
+class _PointwiseOp(TorchOp):
+    """Shared declaration of the pointwise ops: an op of a family is declared
+    by its distinct facts, as class keywords: `torch_name` (the op is
+    `torch.<torch_name>`), `layout_exact` (see `Elementwise`),
+    `extra_traits`, and the keywords of the family's facts function
+    (`DECLARE_FACTS`: `unary_facts` or `binary_facts`)."""
+
+    DECLARE_FACTS: ClassVar[Callable[..., OpFacts]]
+
+    def __init_subclass__(
+        cls,
+        *,
+        torch_name: str | None = None,
+        layout_exact: LayoutExact | None = None,
+        extra_traits: Sequence[OpTrait] = (),
+        **facts: Any,
+    ) -> None:
+        if torch_name is not None:
+            if layout_exact is None:
+                raise TypeError(f"{cls.__name__} declares torch_name but not layout_exact")
+            traits = (_elementwise(layout_exact), *extra_traits)
+            facts_of_op = cls.DECLARE_FACTS(torch_name, **facts)
+            declare_op(cls, f"torch.{torch_name}", *traits, FACTS=facts_of_op)
+        elif facts or extra_traits or layout_exact is not None:
+            raise TypeError(f"{cls.__name__} declares pointwise facts without a torch_name")
+        super().__init_subclass__()
+
+
+class UnaryPointwiseOp(_PointwiseOp):
     """Base of the unary pointwise ops: `input -> result` of the same shape.
 
-    Subclasses without properties need nothing but a name and a docstring;
-    those with properties pass them to `__init__` as `properties`."""
+    An op of the family is declared by its distinct facts as class keywords
+    (`_PointwiseOp`), its facts those of `unary_facts` (spellings,
+    arguments, cost, kernel...)::
+
+        @irdl_op_definition
+        class ExpOp(_PlainUnaryOp, torch_name="exp", layout_exact=False, cost="transcendental", kernel="exp"):
+            \"\"\"`torch.exp(input)`; integral inputs give a floating result.\"\"\"
+
+    An op with properties declares them in its class body and binds them to
+    its torch arguments (`arguments=`), which the builder then takes as
+    Python values."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
+    DECLARE_FACTS = staticmethod(unary_facts)
 
     def __init__(
         self,
         input: Value,
-        *,
+        *values: PropertyValue,
         result_type: Attribute | None = None,
-        properties: dict[str, Attribute | None] | None = None,
+        properties: Mapping[str, Attribute | None] | None = None,
+        **named: PropertyValue,
     ) -> None:
-        properties = properties or {}
+        """`input`, then the op's arguments (`FACTS.spellings.arguments`,
+        torch's signature after the tensor) as Python values, positionally
+        or by name: each sets its property, torch's default where not given;
+        or else `properties`, the attributes themselves."""
+        if properties is None:
+            properties = self._argument_properties(values, named)
+        elif values or named:
+            raise TypeError(f"{type(self).__name__}() takes arguments or properties, not both")
         if result_type is None:
             ty = _tensor_of(self.name, input, _operand(0, "input"))
             result_type = infer_unary_type(
                 self.name, ty, properties.get("min"), properties.get("max")
             )
         super().__init__(operands=[input], result_types=[result_type], properties=properties)
+
+    def _argument_properties(
+        self, values: Sequence[PropertyValue], named: Mapping[str, PropertyValue]
+    ) -> dict[str, Attribute | None]:
+        """The properties the builder's arguments set (`__init__`)."""
+        facts = facts_of(self)
+        arguments = [
+            a for a in (facts.spellings.arguments if facts else ()) if a.name != INPLACE.name
+        ]
+        names = [a.name for a in arguments]
+        given = bind_arguments(type(self).__name__, names, values, named)
+        definitions = self.get_irdl_definition().properties
+        return {
+            a.property_name: property_attr(
+                definitions[a.property_name].constr, given.get(a.name, a.default)
+            )
+            for a in arguments
+        }
 
     def verify_props(self) -> None:
         """Extra property checks of a subclass."""
@@ -124,6 +185,8 @@ class UnaryPointwiseOp(TorchOp):
 
 
 class _PureUnaryOp(UnaryPointwiseOp):
+    """A unary op without effects (all but dropout)."""
+
     traits = traits_def(Pure())
 
 
@@ -137,107 +200,86 @@ class _PlainUnaryOp(_PureUnaryOp):
 
 
 @irdl_op_definition
-class TanhOp(_PlainUnaryOp):
+class TanhOp(
+    _PlainUnaryOp, torch_name="tanh", layout_exact=False,
+    functions=("torch.tanh", "torch.nn.functional.tanh"),
+    modules=("torch.nn.modules.activation.Tanh",), cost="transcendental", kernel="tanh",
+):
     """`torch.tanh(input)`; integral inputs give a floating result."""
 
-    name = "torch.tanh"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "tanh", functions=("torch.tanh", "torch.nn.functional.tanh"),
-        modules=("torch.nn.modules.activation.Tanh",), cost="transcendental", kernel="tanh",
-    )
-
 
 @irdl_op_definition
-class SigmoidOp(_PlainUnaryOp):
+class SigmoidOp(
+    _PlainUnaryOp, torch_name="sigmoid", layout_exact=False,
+    functions=("torch.sigmoid", "torch.nn.functional.sigmoid",
+               "torch._C._special.special_expit", "torch.special.expit"),
+    modules=("torch.nn.modules.activation.Sigmoid",), cost="transcendental", kernel="sigmoid",
+):
     """`torch.sigmoid(input)`; integral inputs give a floating result."""
 
-    name = "torch.sigmoid"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "sigmoid",
-        functions=("torch.sigmoid", "torch.nn.functional.sigmoid",
-                   "torch._C._special.special_expit", "torch.special.expit"),
-        modules=("torch.nn.modules.activation.Sigmoid",), cost="transcendental", kernel="sigmoid",
-    )
-
 
 @irdl_op_definition
-class ReluOp(_PlainUnaryOp):
+class ReluOp(
+    _PlainUnaryOp, torch_name="relu", layout_exact=True,
+    functions=("torch.relu", "torch.nn.functional.relu"), arguments=(INPLACE,),
+    modules=("torch.nn.modules.activation.ReLU",), kernel="relu",
+):
     """`torch.relu(input)`."""
 
-    name = "torch.relu"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "relu", functions=("torch.relu", "torch.nn.functional.relu"), arguments=(INPLACE,),
-        modules=("torch.nn.modules.activation.ReLU",), kernel="relu",
-    )
-
 
 @irdl_op_definition
-class SiluOp(_PlainUnaryOp):
+class SiluOp(
+    _PlainUnaryOp, torch_name="silu", layout_exact=False, nn_activation="SiLU",
+    arguments=(INPLACE,), cost="transcendental", kernel="silu",
+):
     """`torch.nn.functional.silu(input)`: `input * sigmoid(input)` (floating only)."""
 
-    name = "torch.silu"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "silu", functions=("torch.nn.functional.silu", "torch._C._nn.silu"), methods=(),
-        arguments=(INPLACE,), modules=("torch.nn.modules.activation.SiLU",),
-        cost="transcendental", kernel="silu",
-    )
-
 
 @irdl_op_definition
-class ExpOp(_PlainUnaryOp):
+class ExpOp(_PlainUnaryOp, torch_name="exp", layout_exact=False, cost="transcendental", kernel="exp"):
     """`torch.exp(input)`; integral inputs give a floating result."""
 
-    name = "torch.exp"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("exp", cost="transcendental", kernel="exp")
-
 
 @irdl_op_definition
-class LogOp(_PlainUnaryOp):
+class LogOp(_PlainUnaryOp, torch_name="log", layout_exact=False, cost="transcendental", kernel="log"):
     """`torch.log(input)`; integral inputs give a floating result."""
 
-    name = "torch.log"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("log", cost="transcendental", kernel="log")
+
+@irdl_op_definition
+class SinOp(_PlainUnaryOp, torch_name="sin", layout_exact=False, cost="transcendental", kernel="sin"):
+    """`torch.sin(input)`; integral inputs give a floating result."""
 
 
 @irdl_op_definition
-class NegOp(_PlainUnaryOp):
+class CosOp(_PlainUnaryOp, torch_name="cos", layout_exact=False, cost="transcendental", kernel="cos"):
+    """`torch.cos(input)`; integral inputs give a floating result."""
+
+
+@irdl_op_definition
+class NegOp(
+    _PlainUnaryOp, torch_name="neg", layout_exact=True,
+    functions=("torch.neg", "torch.negative", "operator.neg"),
+    methods=("neg", "negative"), aten=("neg.default", "negative.default"), kernel="neg",
+):
     """`torch.neg(input)` (not defined for bool)."""
 
-    name = "torch.neg"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "neg", functions=("torch.neg", "torch.negative", "operator.neg"),
-        methods=("neg", "negative"), aten=("neg.default", "negative.default"), kernel="neg",
-    )
-
 
 @irdl_op_definition
-class AbsOp(_PlainUnaryOp):
+class AbsOp(
+    _PlainUnaryOp, torch_name="abs", layout_exact=True,
+    functions=("torch.abs", "torch.absolute", "operator.abs"),
+    methods=("abs", "absolute"), aten=("abs.default", "absolute.default"), kernel="abs",
+):
     """`torch.abs(input)`."""
 
-    name = "torch.abs"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "abs", functions=("torch.abs", "torch.absolute", "operator.abs"),
-        methods=("abs", "absolute"), aten=("abs.default", "absolute.default"), kernel="abs",
-    )
-
 
 @irdl_op_definition
-class DetachOp(_PlainUnaryOp):
+class DetachOp(
+    _PlainUnaryOp, torch_name="detach", layout_exact=True,
+    extra_traits=(ViewLike(_identity_relation), _PLUMBING_CANONICALIZATION),
+    fusion=None, cost="free",
+):
     """`torch.detach(input)`: the same values, cut from autograd."""
-
-    name = "torch.detach"
-    traits = traits_def(
-        _EXACT_ELEMENTWISE, ViewLike(_identity_relation), _PLUMBING_CANONICALIZATION
-    )
-    FACTS: ClassVar[OpFacts] = unary_facts("detach", fusion=None, cost="free")
 
 
 def _gelu_kernel(properties: Mapping[str, Attribute]) -> str | None:
@@ -248,29 +290,18 @@ def _gelu_kernel(properties: Mapping[str, Attribute]) -> str | None:
 
 
 @irdl_op_definition
-class GeluOp(_PlainUnaryOp):
+class GeluOp(
+    _PlainUnaryOp, torch_name="gelu", layout_exact=False, nn_activation="GELU",
+    lowers_to="torch._C._nn.gelu",
+    arguments=(Argument("approximate", "none", choices=("none", "tanh")),),
+    cost="transcendental", kernel=_gelu_kernel,
+):
     """`torch.nn.functional.gelu(input, approximate=)`, approximate "none" | "tanh"."""
 
-    name = "torch.gelu"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "gelu", functions=("torch.nn.functional.gelu", "torch._C._nn.gelu"), methods=(),
-        lowers_to="torch._C._nn.gelu",
-        arguments=(Argument("approximate", "none", choices=("none", "tanh")),),
-        modules=("torch.nn.modules.activation.GELU",), cost="transcendental",
-        kernel=_gelu_kernel,
-    )
     approximate = prop_def(StringAttr, default_value=StringAttr("none"))
     assembly_format = (
         "$input (`approximate` $approximate^)? attr-dict `:` type($input) `->` type($result)"
     )
-
-    def __init__(
-        self, input: Value, approximate: str = "none", *, result_type: Attribute | None = None
-    ) -> None:
-        super().__init__(
-            input, result_type=result_type, properties={"approximate": _str_attr(approximate)}
-        )
 
     def verify_props(self) -> None:
         _Check(self.name).choice(self.approximate, "approximate", ("none", "tanh"))
@@ -282,204 +313,131 @@ class GeluOp(_PlainUnaryOp):
 
 
 @irdl_op_definition
-class ErfOp(_PlainUnaryOp):
+class ErfOp(
+    _PlainUnaryOp, torch_name="erf", layout_exact=False,
+    functions=("torch.erf", "torch.special.erf", "torch._C._special.special_erf"),
+    aten=("erf.default", "special_erf.default"), cost="transcendental", kernel="erf",
+):
     """`torch.erf(input)`, the error function; integral inputs give a floating result."""
-
-    name = "torch.erf"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "erf", functions=("torch.erf", "torch.special.erf", "torch._C._special.special_erf"),
-        aten=("erf.default", "special_erf.default"), cost="transcendental", kernel="erf",
-    )
 
 
 @irdl_op_definition
-class SoftplusOp(_PureUnaryOp):
+class SoftplusOp(
+    _PureUnaryOp, torch_name="softplus", layout_exact=False, nn_activation="Softplus",
+    functions=("torch._C._nn.softplus", "torch.nn.functional.softplus"),
+    arguments=(Argument("beta", 1.0), Argument("threshold", 20.0)),
+    cost="transcendental", kernel=at_defaults("softplus", beta=1.0, threshold=20.0),
+):
     """`torch.nn.functional.softplus(input, beta=1, threshold=20)`:
     `log(1 + exp(beta * input)) / beta`, and `input` itself where
     `beta * input > threshold` (floating only)."""
 
-    name = "torch.softplus"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
     beta = prop_def(FloatAttr, default_value=float_literal(1.0))
     threshold = prop_def(FloatAttr, default_value=float_literal(20.0))
     FORMAT: ClassVar[Format] = (("beta", "value"), ("threshold", "value"))
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "softplus", functions=("torch._C._nn.softplus", "torch.nn.functional.softplus"),
-        methods=(), modules=("torch.nn.modules.activation.Softplus",),
-        arguments=(Argument("beta", 1.0), Argument("threshold", 20.0)),
-        cost="transcendental", kernel=at_defaults("softplus", beta=1.0, threshold=20.0),
-    )
 
 
 @irdl_op_definition
-class HardswishOp(_PlainUnaryOp):
+class HardswishOp(
+    _PlainUnaryOp, torch_name="hardswish", layout_exact=False, nn_activation="Hardswish",
+    arguments=(INPLACE,), kernel="hardswish",
+):
     """`torch.nn.functional.hardswish(input)`: `input * relu6(input + 3) / 6`
     (floating only)."""
 
-    name = "torch.hardswish"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "hardswish", functions=("torch.nn.functional.hardswish", "torch._C._nn.hardswish"),
-        methods=(), modules=("torch.nn.modules.activation.Hardswish",), arguments=(INPLACE,),
-        kernel="hardswish",
-    )
-
 
 @irdl_op_definition
-class HardsigmoidOp(_PlainUnaryOp):
+class HardsigmoidOp(
+    _PlainUnaryOp, torch_name="hardsigmoid", layout_exact=False, nn_activation="Hardsigmoid",
+    arguments=(INPLACE,), kernel="hardsigmoid",
+):
     """`torch.nn.functional.hardsigmoid(input)`: `relu6(input + 3) / 6`
     (floating only)."""
 
-    name = "torch.hardsigmoid"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "hardsigmoid",
-        functions=("torch.nn.functional.hardsigmoid", "torch._C._nn.hardsigmoid"),
-        methods=(), modules=("torch.nn.modules.activation.Hardsigmoid",), arguments=(INPLACE,),
-        kernel="hardsigmoid",
-    )
-
 
 @irdl_op_definition
-class LeakyReluOp(_PureUnaryOp):
+class LeakyReluOp(
+    _PureUnaryOp, torch_name="leaky_relu", layout_exact=True, nn_activation="LeakyReLU",
+    arguments=(Argument("negative_slope", 0.01), INPLACE),
+):
     """`torch.nn.functional.leaky_relu(input, negative_slope=0.01)` (floating only)."""
 
-    name = "torch.leaky_relu"
-    traits = traits_def(_EXACT_ELEMENTWISE)
     negative_slope = prop_def(FloatAttr, default_value=float_literal(0.01))
     FORMAT: ClassVar[Format] = (("negative_slope", "value"),)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "leaky_relu",
-        functions=("torch.nn.functional.leaky_relu", "torch._C._nn.leaky_relu"), methods=(),
-        modules=("torch.nn.modules.activation.LeakyReLU",),
-        arguments=(Argument("negative_slope", 0.01), INPLACE),
-    )
 
 
 @irdl_op_definition
-class EluOp(_PureUnaryOp):
+class EluOp(
+    _PureUnaryOp, torch_name="elu", layout_exact=False, nn_activation="ELU",
+    functions=("torch.nn.functional.elu",), arguments=(Argument("alpha", 1.0), INPLACE),
+    cost="transcendental", kernel=at_defaults("elu", alpha=1.0),
+):
     """`torch.nn.functional.elu(input, alpha=1)`: `input` where positive,
     `alpha * (exp(input) - 1)` elsewhere (floating only). `torch._C._nn.elu`
     and aten's `elu` take `scale`/`input_scale` too: not raised."""
 
-    name = "torch.elu"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
     alpha = prop_def(FloatAttr, default_value=float_literal(1.0))
     FORMAT: ClassVar[Format] = (("alpha", "value"),)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "elu", functions=("torch.nn.functional.elu",), methods=(),
-        modules=("torch.nn.modules.activation.ELU",),
-        arguments=(Argument("alpha", 1.0), INPLACE),
-        cost="transcendental", kernel=at_defaults("elu", alpha=1.0),
-    )
 
 
 @irdl_op_definition
-class MishOp(_PlainUnaryOp):
+class MishOp(
+    _PlainUnaryOp, torch_name="mish", layout_exact=False, nn_activation="Mish",
+    arguments=(INPLACE,), cost="transcendental", kernel="mish",
+):
     """`torch.nn.functional.mish(input)`: `input * tanh(softplus(input))`
     (floating only)."""
 
-    name = "torch.mish"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "mish", functions=("torch.nn.functional.mish", "torch._C._nn.mish"), methods=(),
-        modules=("torch.nn.modules.activation.Mish",), arguments=(INPLACE,),
-        cost="transcendental", kernel="mish",
-    )
-
 
 @irdl_op_definition
-class HardtanhOp(_PureUnaryOp):
+class HardtanhOp(
+    _PureUnaryOp, torch_name="hardtanh", layout_exact=True, nn_activation="Hardtanh",
+    modules=("torch.nn.modules.activation.ReLU6",),
+    arguments=(Argument("min_val", -1.0), Argument("max_val", 1.0), INPLACE),
+    custom=("torch.nn.functional.relu6", "torch._C._nn.relu6", "relu6.default"),
+):
     """`torch.nn.functional.hardtanh(input, min_val=-1, max_val=1)`: `input`
     clamped to [min_val, max_val]. `F.relu6` and `nn.ReLU6` are hardtanh
     over [0, 6]."""
 
-    name = "torch.hardtanh"
-    traits = traits_def(_EXACT_ELEMENTWISE)
     min_val = prop_def(FloatAttr, default_value=float_literal(-1.0))
     max_val = prop_def(FloatAttr, default_value=float_literal(1.0))
     FORMAT: ClassVar[Format] = (("min_val", "value"), ("max_val", "value"))
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "hardtanh",
-        functions=("torch.nn.functional.hardtanh", "torch._C._nn.hardtanh"), methods=(),
-        modules=("torch.nn.modules.activation.Hardtanh", "torch.nn.modules.activation.ReLU6"),
-        arguments=(Argument("min_val", -1.0), Argument("max_val", 1.0), INPLACE),
-        custom=("torch.nn.functional.relu6", "torch._C._nn.relu6", "relu6.default"),
-    )
 
 
 @irdl_op_definition
-class SqrtOp(_PlainUnaryOp):
+class SqrtOp(_PlainUnaryOp, torch_name="sqrt", layout_exact=True, kernel="sqrt"):
     """`torch.sqrt(input)`; integral inputs give a floating result."""
 
-    name = "torch.sqrt"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("sqrt", kernel="sqrt")
-
 
 @irdl_op_definition
-class RsqrtOp(_PlainUnaryOp):
+class RsqrtOp(_PlainUnaryOp, torch_name="rsqrt", layout_exact=False, kernel="rsqrt"):
     """`torch.rsqrt(input)`: `1 / sqrt(input)`; integral inputs give a floating result."""
 
-    name = "torch.rsqrt"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("rsqrt", kernel="rsqrt")
-
 
 @irdl_op_definition
-class ReciprocalOp(_PlainUnaryOp):
+class ReciprocalOp(_PlainUnaryOp, torch_name="reciprocal", layout_exact=True, kernel="reciprocal"):
     """`torch.reciprocal(input)`: `1 / input`; integral inputs give a floating result."""
 
-    name = "torch.reciprocal"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("reciprocal", kernel="reciprocal")
-
 
 @irdl_op_definition
-class SinOp(_PlainUnaryOp):
-    """`torch.sin(input)`; integral inputs give a floating result."""
-
-    name = "torch.sin"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("sin", cost="transcendental", kernel="sin")
-
-
-@irdl_op_definition
-class CosOp(_PlainUnaryOp):
-    """`torch.cos(input)`; integral inputs give a floating result."""
-
-    name = "torch.cos"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts("cos", cost="transcendental", kernel="cos")
-
-
-@irdl_op_definition
-class Log1pOp(_PlainUnaryOp):
+class Log1pOp(
+    _PlainUnaryOp, torch_name="log1p", layout_exact=False,
+    functions=("torch.log1p", "torch.special.log1p", "torch._C._special.special_log1p"),
+    aten=("log1p.default", "special_log1p.default"), cost="transcendental", kernel="log1p",
+):
     """`torch.log1p(input)`: `log(1 + input)`, exact near 0; integral
     inputs give a floating result."""
 
-    name = "torch.log1p"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "log1p",
-        functions=("torch.log1p", "torch.special.log1p", "torch._C._special.special_log1p"),
-        aten=("log1p.default", "special_log1p.default"), cost="transcendental", kernel="log1p",
-    )
-
 
 @irdl_op_definition
-class Expm1Op(_PlainUnaryOp):
+class Expm1Op(
+    _PlainUnaryOp, torch_name="expm1", layout_exact=False,
+    functions=("torch.expm1", "torch.special.expm1", "torch._C._special.special_expm1"),
+    aten=("expm1.default", "special_expm1.default"), cost="transcendental", kernel="expm1",
+):
     """`torch.expm1(input)`: `exp(input) - 1`, exact near 0; integral inputs
     give a floating result."""
-
-    name = "torch.expm1"
-    traits = traits_def(_INEXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = unary_facts(
-        "expm1",
-        functions=("torch.expm1", "torch.special.expm1", "torch._C._special.special_expm1"),
-        aten=("expm1.default", "special_expm1.default"), cost="transcendental", kernel="expm1",
-    )
 
 
 @irdl_op_definition
@@ -490,33 +448,16 @@ class NanToNumOp(_PureUnaryOp):
     name = "torch.nan_to_num"
     traits = traits_def(_EXACT_ELEMENTWISE)
     FACTS: ClassVar[OpFacts] = OpFacts(
-        spellings=Spellings(custom=("torch.nan_to_num", "Tensor.nan_to_num", "nan_to_num.default")),
+        spellings=Spellings(
+            custom=("torch.nan_to_num", "Tensor.nan_to_num", "nan_to_num.default"),
+            arguments=(Argument("nan"), Argument("posinf"), Argument("neginf")),
+        ),
         lowers_to="torch.nan_to_num", fusion="unary-pointwise",
     )
     nan = opt_prop_def(FloatAttr)
     posinf = opt_prop_def(FloatAttr)
     neginf = opt_prop_def(FloatAttr)
     FORMAT: ClassVar[Format] = (("nan", "value"), ("posinf", "value"), ("neginf", "value"))
-
-    def __init__(
-        self,
-        input: Value,
-        nan: float | None = None,
-        posinf: float | None = None,
-        neginf: float | None = None,
-        *,
-        result_type: Attribute | None = None,
-    ) -> None:
-        def opt(value: float | Attribute | None) -> Attribute | None:
-            if value is None or isinstance(value, Attribute):
-                return value
-            return float_literal(float(value))
-
-        super().__init__(
-            input,
-            result_type=result_type,
-            properties={"nan": opt(nan), "posinf": opt(posinf), "neginf": opt(neginf)},
-        )
 
 
 def program_float(value: object) -> str | None:
@@ -555,29 +496,12 @@ class ClampOp(_PureUnaryOp):
         spellings=Spellings(custom=(
             "torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max",
             "Tensor.clamp", "Tensor.clip", "Tensor.clamp_min", "Tensor.clamp_max",
-        )),
+        ), arguments=(Argument("min"), Argument("max"))),
         lowers_to="torch.clamp", fusion="unary-pointwise", kernel=_clamp_kernel,
     )
     min = opt_prop_def(_NUMBER)
     max = opt_prop_def(_NUMBER)
     FORMAT: ClassVar[Format] = (("min", "value"), ("max", "value"))
-
-    def __init__(
-        self,
-        input: Value,
-        min: NumberLike | None = None,
-        max: NumberLike | None = None,
-        *,
-        result_type: Attribute | None = None,
-    ) -> None:
-        super().__init__(
-            input,
-            result_type=result_type,
-            properties={
-                "min": None if min is None else number_attr(min),
-                "max": None if max is None else number_attr(max),
-            },
-        )
 
     def expected_types(self) -> Sequence[TensorType]:
         if self.min is None and self.max is None:
@@ -675,11 +599,13 @@ class DropoutOp(UnaryPointwiseOp):
 # ---------------------------------------------------------------------------
 
 
-class BinaryPointwiseOp(TorchOp):
+class BinaryPointwiseOp(_PointwiseOp):
     """Base of the binary pointwise ops: `lhs OP rhs` with broadcasting and
     torch's type promotion. When one side is a Python number, `rhs` is absent
     and `scalar` holds it; `reverse` means the scalar is the left-hand side
-    (`scalar OP lhs`)."""
+    (`scalar OP lhs`). An op of the family is declared by its distinct facts
+    as class keywords (`_PointwiseOp`), its facts those of `binary_facts`
+    (its `custom` spellings and its `kernel` step)."""
 
     lhs = operand_def(TensorType)
     rhs = opt_operand_def(TensorType)
@@ -687,17 +613,22 @@ class BinaryPointwiseOp(TorchOp):
     reverse = prop_def(BoolAttr, default_value=FALSE)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+    DECLARE_FACTS = staticmethod(binary_facts)
 
     def __init__(
         self,
         lhs: Value,
         rhs: Value | NumberLike,
         *,
+        alpha: NumberLike | None = None,
+        rounding_mode: str | None = None,
         reverse: bool = False,
         result_type: Attribute | None = None,
-        properties: dict[str, Attribute] | None = None,
     ) -> None:
-        properties = dict(properties or {})
+        """`lhs OP rhs`, `rhs` a tensor or a Python number; `alpha` (add,
+        sub: 1 when not given) and `rounding_mode` (div: "none" when not
+        given) only for the ops that have them."""
+        properties = self._keyword_properties(alpha, rounding_mode)
         is_value = isinstance(rhs, SSAValue | Operation)
         properties["scalar"] = None if is_value else number_attr(rhs)  # type: ignore[arg-type]
         properties["reverse"] = bool_literal(reverse)
@@ -720,6 +651,23 @@ class BinaryPointwiseOp(TorchOp):
             result_types=[result_type],
             properties=properties,
         )
+
+    def _keyword_properties(
+        self, alpha: NumberLike | None, rounding_mode: str | None
+    ) -> dict[str, Attribute | None]:
+        """The properties of the builder's keywords that this op has; a
+        keyword it does not have is a TypeError, as for any Python call."""
+        own = self.get_irdl_definition().properties
+        given = {"alpha": alpha, "rounding_mode": rounding_mode}
+        unknown = [key for key, value in given.items() if value is not None and key not in own]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument '{unknown[0]}'")
+        properties: dict[str, Attribute | None] = {}
+        if "alpha" in own:
+            properties["alpha"] = number_attr(1 if alpha is None else alpha)
+        if "rounding_mode" in own:
+            properties["rounding_mode"] = _str_attr(rounding_mode or "none")
+        return properties
 
     @property
     def other(self) -> SSAValue | Attribute:
@@ -770,77 +718,42 @@ class _AddSubOp(BinaryPointwiseOp):
     alpha = prop_def(_NUMBER, default_value=IntAttr(1))
     FORMAT: ClassVar[Format] = (("scalar", "value"), ("alpha", "value"), ("reverse", "flag"))
 
-    def __init__(
-        self,
-        lhs: Value,
-        rhs: Value | NumberLike,
-        *,
-        alpha: NumberLike = 1,
-        reverse: bool = False,
-        result_type: Attribute | None = None,
-    ) -> None:
-        super().__init__(
-            lhs,
-            rhs,
-            reverse=reverse,
-            result_type=result_type,
-            properties={"alpha": number_attr(alpha)},
-        )
-
 
 @irdl_op_definition
-class AddOp(_AddSubOp):
+class AddOp(
+    _AddSubOp, torch_name="add", layout_exact=_unit_alpha, kernel=_unit_alpha_step("add"),
+    custom=("torch.add", "operator.add", "Tensor.add"),
+):
     """`torch.add(lhs, rhs, alpha=)`: `lhs + alpha * rhs`."""
 
-    name = "torch.add"
-    traits = traits_def(_ADD_SUB_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.add", fusion="binary-pointwise", cost="binary",
-        kernel=_unit_alpha_step("add"),
-        spellings=Spellings(custom=("torch.add", "operator.add", "Tensor.add")),
-    )
-
 
 @irdl_op_definition
-class SubOp(_AddSubOp):
+class SubOp(
+    _AddSubOp, torch_name="sub", layout_exact=_unit_alpha, kernel=_unit_alpha_step("sub"),
+    custom=("torch.sub", "torch.rsub", "operator.sub"),
+):
     """`torch.sub(lhs, rhs, alpha=)`: `lhs - alpha * rhs`; reversed (rsub):
     `scalar - alpha * lhs`."""
 
-    name = "torch.sub"
-    traits = traits_def(_ADD_SUB_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.sub", fusion="binary-pointwise", cost="binary",
-        kernel=_unit_alpha_step("sub"),
-        spellings=Spellings(custom=("torch.sub", "torch.rsub", "operator.sub")),
-    )
-
 
 @irdl_op_definition
-class MulOp(BinaryPointwiseOp):
+class MulOp(
+    BinaryPointwiseOp, torch_name="mul", layout_exact=True, kernel="mul",
+    custom=("torch.mul", "operator.mul", "Tensor.mul"),
+):
     """`torch.mul(lhs, rhs)`."""
 
-    name = "torch.mul"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.mul", fusion="binary-pointwise", cost="binary", kernel="mul",
-        spellings=Spellings(custom=("torch.mul", "operator.mul", "Tensor.mul")),
-    )
     FORMAT: ClassVar[Format] = (("scalar", "value"), ("reverse", "flag"))
 
 
 @irdl_op_definition
-class DivOp(BinaryPointwiseOp):
+class DivOp(
+    BinaryPointwiseOp, torch_name="div", layout_exact=True, kernel=_true_div_step,
+    custom=("torch.div", "operator.truediv", "operator.floordiv", "Tensor.div"),
+):
     """`torch.div(lhs, rhs, rounding_mode=)`, rounding_mode "none" (true
     division: integral inputs give a floating result) | "trunc" | "floor"."""
 
-    name = "torch.div"
-    traits = traits_def(_EXACT_ELEMENTWISE)
-    FACTS: ClassVar[OpFacts] = OpFacts(
-        lowers_to="torch.div", fusion="binary-pointwise", cost="binary", kernel=_true_div_step,
-        spellings=Spellings(custom=(
-            "torch.div", "operator.truediv", "operator.floordiv", "Tensor.div",
-        )),
-    )
     rounding_mode = prop_def(StringAttr, default_value=StringAttr("none"))
     FORMAT: ClassVar[Format] = (
         ("scalar", "value"),
@@ -848,22 +761,6 @@ class DivOp(BinaryPointwiseOp):
         ("reverse", "flag"),
     )
 
-    def __init__(
-        self,
-        lhs: Value,
-        rhs: Value | NumberLike,
-        *,
-        rounding_mode: str | None = "none",
-        reverse: bool = False,
-        result_type: Attribute | None = None,
-    ) -> None:
-        super().__init__(
-            lhs,
-            rhs,
-            reverse=reverse,
-            result_type=result_type,
-            properties={"rounding_mode": _str_attr(rounding_mode or "none")},
-        )
 
 __all__ = ops_defined_in(globals())
 """The op classes this module defines (the package root re-exports them)."""

@@ -9,43 +9,21 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
-    TensorType,
-)
-from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import (
-    Pure,
 )
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.dialects.fx import (
     FALSE,
     bool_literal,
 )
-from optimus_ir.foundation.traits import (
-    ContiguousResult,
-)
-from optimus_ir.dialects.torch.facts import OpFacts
 from optimus_ir.dialects.torch.base import (
-    Format,
-    Value,
     _INTS,
     _operand,
     flag,
     ints,
     ints_attr,
 )
-from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
-    _tensor_of,
-)
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.inference import (
     infer_reduction_type,
 )

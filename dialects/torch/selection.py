@@ -7,32 +7,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import Pure
+from xdsl.ir import Operation, SSAValue
 
-from optimus_ir.dialects.torch.assembly import ops_defined_in, TorchOp, _tensor_of
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.base import (
-    Format,
     NumberLike,
-    Value,
     _Check,
     _NUMBER,
     _operand,
     number_attr,
 )
-from optimus_ir.dialects.torch.facts import OpFacts, Spellings
 from optimus_ir.dialects.torch.inference import infer_masked_fill_type, infer_where_type
-from optimus_ir.foundation.traits import ContiguousResult, Elementwise
+from optimus_ir.foundation.traits import Elementwise
 
 _SELECTION_ELEMENTWISE = Elementwise(layout_exact=True)
 """A choice between values computes nothing: exact under any layout."""

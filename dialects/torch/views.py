@@ -3,49 +3,34 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar, get_type_hints
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntAttr,
-    TensorType,
 )
-from xdsl.ir import Attribute, Operation
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.traits import (
-    Pure,
-)
+from xdsl.ir import Operation
+from xdsl.irdl import BaseAttr
+from xdsl.traits import OpTrait
 
+from optimus_ir.dialects.torch.declaration import *  # noqa: F403 - the op-declaration vocabulary
 from optimus_ir.foundation.traits import (
-    ContiguousResult,
     ReturnsInput,
     ViewLike,
+    ViewRelation,
 )
-from optimus_ir.dialects.torch.facts import OpFacts
 from optimus_ir.dialects.torch.base import (
-    Format,
-    Value,
     _INTS,
     _int_attr,
     _operand,
     _shape,
+    bind_arguments,
     ints,
     ints_attr,
 )
-from optimus_ir.dialects.torch.assembly import (
-    ops_defined_in,
-    TorchOp,
-    _tensor_of,
-)
+from optimus_ir.dialects.torch.assembly import _tensor_of
 from optimus_ir.dialects.torch.relations import (
     _JOIN_CANONICALIZATION,
     _PLUMBING_CANONICALIZATION,
@@ -84,10 +69,34 @@ from optimus_ir.dialects.torch.inference import (
 
 
 
+ViewProperty = int | Sequence[int] | Attribute
+"""A view op builder's value for a property: an int, a list of ints, or the
+attribute itself."""
+
+
+def _infer_arguments(infer: Callable[..., TensorType]) -> list[tuple[str, bool, int | None]]:
+    """`infer`'s arguments after the input type: (name, whether it is a list
+    of ints, its default or None)."""
+    hints = get_type_hints(infer)
+    parameters = list(inspect.signature(infer).parameters.values())[1:]
+    return [
+        (p.name, hints[p.name] is not int, None if p.default is p.empty else p.default)
+        for p in parameters
+    ]
+
+
 class _ViewLikeOp(TorchOp):
-    """Shared shape of the single-input, single-result plumbing ops: the
-    result type is `INFER(input type, *properties)`, the properties' values
-    in `FORMAT` order (ints, or tuples of ints for a list property)."""
+    """Shared declaration of the single-input, single-result plumbing ops:
+    the result type is `INFER(input type, *properties)`.
+
+    An op of the family is declared by its distinct facts, as class
+    keywords: `torch_name` (the op is `torch.<torch_name>`), `relation` (its
+    `ViewLike` relation), `infer` (its type function), `canonicalization`
+    (the view-chain patterns by default) and `extra_traits`. Its properties
+    are `infer`'s arguments after the input, of the same names (an `int`
+    argument an integer property, any other a list of ints; a default the
+    property's default), printed in that order (`FORMAT`); the builder takes
+    them, as Python values, in that order or by name."""
 
     FACTS: ClassVar[OpFacts] = OpFacts(cost="free")
 
@@ -95,6 +104,53 @@ class _ViewLikeOp(TorchOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
     INFER: ClassVar[Callable[..., TensorType]]
+
+    def __init_subclass__(
+        cls,
+        *,
+        torch_name: str | None = None,
+        relation: Callable[[Operation], ViewRelation] | None = None,
+        infer: Callable[..., TensorType] | None = None,
+        canonicalization: OpTrait = _VIEW_CHAIN_CANONICALIZATION,
+        extra_traits: Sequence[OpTrait] = (),
+        **kwargs: Any,
+    ) -> None:
+        if torch_name is not None:
+            if relation is None or infer is None:
+                raise TypeError(f"{cls.__name__} declares torch_name without relation and infer")
+            arguments = _infer_arguments(infer)
+            for name, is_list, default in arguments:
+                if default is not None:
+                    default = ints_attr(default) if is_list else IntAttr(default)
+                setattr(cls, name, prop_def(_INTS if is_list else IntAttr, default_value=default))
+            declare_op(
+                cls, f"torch.{torch_name}", ViewLike(relation), *extra_traits, canonicalization,
+                FORMAT=tuple((name, "value") for name, _, _ in arguments),
+                INFER=staticmethod(infer),
+            )
+        super().__init_subclass__(**kwargs)
+
+    def __init__(
+        self,
+        input: Value,
+        *values: ViewProperty,
+        result_type: Attribute | None = None,
+        **named: ViewProperty,
+    ) -> None:
+        """`input`, then the op's properties (`FORMAT` order) positionally or
+        by name; one with a default may be left out."""
+        names = [name for name, _ in self.FORMAT]
+        given = bind_arguments(type(self).__name__, names, values, named)
+        definitions = self.get_irdl_definition().properties
+        properties: dict[str, Attribute] = {}
+        for name in names:
+            definition = definitions[name]
+            value = given.get(name, definition.default_value)
+            if value is None:
+                raise TypeError(f"{type(self).__name__}() missing argument '{name}'")
+            is_int = definition.constr == BaseAttr(IntAttr)
+            properties[name] = _int_attr(value) if is_int else ints_attr(value)  # type: ignore[arg-type]
+        self._build(input, result_type, properties)
 
     def _property_values(self, properties: Callable[[str], Attribute]) -> list[int | tuple[int, ...]]:
         """The values `INFER` takes after the input type, each property read by `properties`."""
@@ -109,7 +165,7 @@ class _ViewLikeOp(TorchOp):
         if result_type is None:
             values = self._property_values(properties.__getitem__)
             result_type = type(self).INFER(_tensor_of(self.name, input), *values)
-        super().__init__(operands=[input], result_types=[result_type], properties=properties)
+        TorchOp.__init__(self, operands=[input], result_types=[result_type], properties=properties)
 
     def expected_types(self) -> Sequence[TensorType]:
         values = self._property_values(lambda name: getattr(self, name))
@@ -250,14 +306,10 @@ class StackOp(_JoinOp):
 
 
 @irdl_op_definition
-class SqueezeOp(_ViewLikeOp):
+class SqueezeOp(
+    _ViewLikeOp, torch_name="squeeze", relation=_squeeze_relation, infer=infer_squeeze_type
+):
     """`torch.squeeze(input, dims)`: `dims` lists exactly the dims removed."""
-
-    name = "torch.squeeze"
-    traits = traits_def(ViewLike(_squeeze_relation), _VIEW_CHAIN_CANONICALIZATION)
-    dims = prop_def(_INTS)
-    FORMAT: ClassVar[Format] = (("dims", "value"),)
-    INFER = staticmethod(infer_squeeze_type)
 
     def __init__(
         self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
@@ -267,17 +319,10 @@ class SqueezeOp(_ViewLikeOp):
 
 
 @irdl_op_definition
-class UnsqueezeOp(_ViewLikeOp):
+class UnsqueezeOp(
+    _ViewLikeOp, torch_name="unsqueeze", relation=_unsqueeze_relation, infer=infer_unsqueeze_type
+):
     """`torch.unsqueeze(input, dim)`: a new size-1 dim (0 <= dim <= rank)."""
-
-    name = "torch.unsqueeze"
-    traits = traits_def(ViewLike(_unsqueeze_relation), _VIEW_CHAIN_CANONICALIZATION)
-    dim = prop_def(IntAttr)
-    FORMAT: ClassVar[Format] = (("dim", "value"),)
-    INFER = staticmethod(infer_unsqueeze_type)
-
-    def __init__(self, input: Value, dim: int, *, result_type: Attribute | None = None) -> None:
-        self._build(input, result_type, {"dim": _int_attr(dim)})
 
 
 class _ReshapeLikeOp(_ViewLikeOp):
@@ -293,8 +338,8 @@ class _ReshapeLikeOp(_ViewLikeOp):
         if result_type is None:
             input_type = _tensor_of(self.name, input)
             result_type = infer_reshape_type(input_type, ints(shape_attr), self.name)
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"shape": shape_attr}
+        TorchOp.__init__(
+            self, operands=[input], result_types=[result_type], properties={"shape": shape_attr}
         )
 
     def expected_types(self) -> Sequence[TensorType]:
@@ -325,19 +370,11 @@ def _flattens_nothing(op: Operation) -> bool:
 
 
 @irdl_op_definition
-class FlattenOp(_ViewLikeOp):
+class FlattenOp(
+    _ViewLikeOp, torch_name="flatten", relation=_copying_reshape, infer=infer_flatten_type,
+    extra_traits=(ReturnsInput(_flattens_nothing),),
+):
     """`torch.flatten(input, start_dim, end_dim)` with canonical dims."""
-
-    name = "torch.flatten"
-    traits = traits_def(
-        ViewLike(_copying_reshape),
-        ReturnsInput(_flattens_nothing),
-        _VIEW_CHAIN_CANONICALIZATION,
-    )
-    start_dim = prop_def(IntAttr)
-    end_dim = prop_def(IntAttr)
-    FORMAT: ClassVar[Format] = (("start_dim", "value"), ("end_dim", "value"))
-    INFER = staticmethod(infer_flatten_type)
 
     def __init__(
         self,
@@ -355,154 +392,60 @@ class FlattenOp(_ViewLikeOp):
 
 
 @irdl_op_definition
-class UnflattenOp(_ViewLikeOp):
+class UnflattenOp(
+    _ViewLikeOp, torch_name="unflatten", relation=_reshape, infer=infer_unflatten_type
+):
     """`torch.unflatten(input, dim, sizes)`: one dim becomes `sizes` (one -1 allowed)."""
 
-    name = "torch.unflatten"
-    traits = traits_def(ViewLike(_reshape), _VIEW_CHAIN_CANONICALIZATION)
-    dim = prop_def(IntAttr)
-    sizes = prop_def(_INTS)
-    FORMAT: ClassVar[Format] = (("dim", "value"), ("sizes", "value"))
-    INFER = staticmethod(infer_unflatten_type)
-
-    def __init__(
-        self, input: Value, dim: int, sizes: Sequence[int], *, result_type: Attribute | None = None
-    ) -> None:
-        self._build(input, result_type, {"dim": _int_attr(dim), "sizes": ints_attr(sizes)})
-
 
 @irdl_op_definition
-class PermuteOp(_ViewLikeOp):
+class PermuteOp(
+    _ViewLikeOp, torch_name="permute", relation=_permute_relation, infer=infer_permute_type
+):
     """`torch.permute(input, dims)`: `dims` is a permutation of the input's dims."""
 
-    name = "torch.permute"
-    traits = traits_def(ViewLike(_permute_relation), _VIEW_CHAIN_CANONICALIZATION)
-    dims = prop_def(_INTS)
-    FORMAT: ClassVar[Format] = (("dims", "value"),)
-    INFER = staticmethod(infer_permute_type)
-
-    def __init__(
-        self, input: Value, dims: Sequence[int], *, result_type: Attribute | None = None
-    ) -> None:
-        self._build(input, result_type, {"dims": ints_attr(dims)})
-
 
 @irdl_op_definition
-class TransposeOp(_ViewLikeOp):
+class TransposeOp(
+    _ViewLikeOp, torch_name="transpose", relation=_transpose_relation, infer=infer_transpose_type
+):
     """`torch.transpose(input, dim0, dim1)`: swaps two dims."""
 
-    name = "torch.transpose"
-    traits = traits_def(ViewLike(_transpose_relation), _VIEW_CHAIN_CANONICALIZATION)
-    dim0 = prop_def(IntAttr)
-    dim1 = prop_def(IntAttr)
-    FORMAT: ClassVar[Format] = (("dim0", "value"), ("dim1", "value"))
-    INFER = staticmethod(infer_transpose_type)
-
-    def __init__(
-        self, input: Value, dim0: int, dim1: int, *, result_type: Attribute | None = None
-    ) -> None:
-        self._build(input, result_type, {"dim0": _int_attr(dim0), "dim1": _int_attr(dim1)})
-
 
 @irdl_op_definition
-class MovedimOp(_ViewLikeOp):
+class MovedimOp(
+    _ViewLikeOp, torch_name="movedim", relation=_movedim_relation, infer=infer_movedim_type
+):
     """`torch.movedim(input, source, destination)` with canonical dim lists."""
 
-    name = "torch.movedim"
-    traits = traits_def(ViewLike(_movedim_relation), _VIEW_CHAIN_CANONICALIZATION)
-    source = prop_def(_INTS)
-    destination = prop_def(_INTS)
-    FORMAT: ClassVar[Format] = (("source", "value"), ("destination", "value"))
-    INFER = staticmethod(infer_movedim_type)
-
-    def __init__(
-        self,
-        input: Value,
-        source: Sequence[int],
-        destination: Sequence[int],
-        *,
-        result_type: Attribute | None = None,
-    ) -> None:
-        self._build(
-            input, result_type, {"source": ints_attr(source), "destination": ints_attr(destination)}
-        )
-
 
 @irdl_op_definition
-class SliceOp(_ViewLikeOp):
+class SliceOp(
+    _ViewLikeOp, torch_name="slice", relation=_slice_relation, infer=infer_slice_type,
+    canonicalization=_PLUMBING_CANONICALIZATION,
+):
     """`input[..., start:end:step, ...]` on `dim` (aten.slice); canonical bounds
     on a static dim. `narrow(x, d, s, l)` is `slice(d, s, s + l, 1)`."""
 
-    name = "torch.slice"
-    traits = traits_def(ViewLike(_slice_relation), _PLUMBING_CANONICALIZATION)
-    dim = prop_def(IntAttr)
-    start = prop_def(IntAttr)
-    end = prop_def(IntAttr)
-    step = prop_def(IntAttr, default_value=IntAttr(1))
-    FORMAT: ClassVar[Format] = (
-        ("dim", "value"),
-        ("start", "value"),
-        ("end", "value"),
-        ("step", "value"),
-    )
-    INFER = staticmethod(infer_slice_type)
-
-    def __init__(
-        self,
-        input: Value,
-        dim: int,
-        start: int,
-        end: int,
-        step: int = 1,
-        *,
-        result_type: Attribute | None = None,
-    ) -> None:
-        bounds = {"dim": dim, "start": start, "end": end, "step": step}
-        self._build(input, result_type, {key: _int_attr(v) for key, v in bounds.items()})
-
 
 @irdl_op_definition
-class UnfoldOp(_ViewLikeOp):
+class UnfoldOp(
+    _ViewLikeOp, torch_name="unfold", relation=_unfold_relation, infer=infer_unfold_type,
+    canonicalization=_PLUMBING_CANONICALIZATION,
+):
     """`input.unfold(dim, size, step)`: a view of the windows of `size`
     elements every `step` along `dim` (batch fusion reads regularly spaced
     pieces of one tensor through it when they do not fill whole periods)."""
 
-    name = "torch.unfold"
-    traits = traits_def(ViewLike(_unfold_relation), _PLUMBING_CANONICALIZATION)
-    dim = prop_def(IntAttr)
-    size = prop_def(IntAttr)
-    step = prop_def(IntAttr)
-    FORMAT: ClassVar[Format] = (("dim", "value"), ("size", "value"), ("step", "value"))
-    INFER = staticmethod(infer_unfold_type)
-
-    def __init__(
-        self, input: Value, dim: int, size: int, step: int, *, result_type: Attribute | None = None
-    ) -> None:
-        windows = {"dim": dim, "size": size, "step": step}
-        self._build(input, result_type, {key: _int_attr(v) for key, v in windows.items()})
-
 
 @irdl_op_definition
-class SelectOp(_ViewLikeOp):
+class SelectOp(
+    _ViewLikeOp, torch_name="select", relation=_select_relation, infer=infer_select_type,
+    canonicalization=_PLUMBING_CANONICALIZATION,
+):
     """`torch.select(input, dim, index)`: drops `dim` (index non-negative when
     the size is static)."""
 
-    name = "torch.select"
-    traits = traits_def(ViewLike(_select_relation), _PLUMBING_CANONICALIZATION)
-    dim = prop_def(IntAttr)
-    index = prop_def(IntAttr)
-    FORMAT: ClassVar[Format] = (("dim", "value"), ("index", "value"))
-    INFER = staticmethod(infer_select_type)
-
-    def __init__(
-        self, input: Value, dim: int, index: int, *, result_type: Attribute | None = None
-    ) -> None:
-        self._build(input, result_type, {"dim": _int_attr(dim), "index": _int_attr(index)})
-
-
-# ---------------------------------------------------------------------------
-# Unary pointwise
-# ---------------------------------------------------------------------------
 
 __all__ = ops_defined_in(globals())
 """The op classes this module defines (the package root re-exports them)."""

@@ -128,7 +128,7 @@ def test_strides_of_size_one_dims_are_not_compared() -> None:
     # instead of 2 on its last dim, which has size 1: no element is ever
     # reached through that stride, and torch treats it as arbitrary. The
     # harness compared it (fuzzer finding 5, a harness false positive;
-    # fixed in fx_graph_strategies._layout).
+    # fixed in fx_graph_check._layout).
     owner = nn.Module()
     g = torch.fx.Graph()
     x0 = g.placeholder("x0")

@@ -21,7 +21,9 @@ from optimus_ir.api.capturing import _dynamo_guarded, _flat_inputs, _keep_captur
 from optimus_ir.api.op_counts import count_compute_ops, count_fx_ops, count_parameter_only_ops, count_per_call_ops
 from optimus_ir.api.report import OptimizeReport
 from optimus_ir.foundation.diagnostics import Diagnostic, Severity, collect_diagnostics
+from optimus_ir.foundation.environment import environment
 from optimus_ir.dialects import fx
+from optimus_ir.translate.attribute_snapshot import SNAPSHOT_ATTRIBUTE, AttributeSnapshot
 from optimus_ir.translate.exporter import FALLBACK_ATTRIBUTE, copy_graph, export_graph, finish_code
 from optimus_ir.api.guards import UNCACHED_GRAPH_ATTRIBUTE
 from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of, import_graph
@@ -222,6 +224,7 @@ def _read_model_tensors(
 
             read_tensors_from_model(result, owner)
             adopt_model_names(result, owner)  # its state dict is the model's
+            result.__dict__[SNAPSHOT_ATTRIBUTE] = AttributeSnapshot(enabled=environment().snapshot)
             fallback = result.__dict__.get(FALLBACK_ATTRIBUTE)
             if isinstance(fallback, torch.fx.GraphModule) and fallback is not owner:  # not the caller's graph
                 read_tensors_from_model(fallback, owner)

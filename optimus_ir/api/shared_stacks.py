@@ -49,6 +49,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from optimus_ir.translate.attribute_snapshot import HOISTED_READ_META, STACK_EPOCH
 from optimus_ir.translate.exporter import ATTR_PATH_META, _read_path, recompile
 
 log = logging.getLogger("optimus_ir.shared_stacks")
@@ -100,6 +101,7 @@ class SharedStack:
             member.data = slot
             _HOMES[member] = self
         self.stack, self.slots = stack, slots
+        STACK_EPOCH[0] += 1  # every snapshot that read a stack reads again
 
     def holds(self, members: Sequence[torch.Tensor]) -> bool:
         """Each of `members` views its slice of the stack (same storage,
@@ -162,6 +164,7 @@ class SharedStack:
         current storage (see `unshare_parameters` to give them their own)."""
         if not self.retired:
             self.retired = True
+            STACK_EPOCH[0] += 1
             log.info("%s", why)
             for member in self.members:
                 if _HOMES.get(member) is self:
@@ -230,6 +233,17 @@ class SharedRead:
                 self._value, self._for = self._apply(stack.stack), stack.stack
             return self._value  # type: ignore[return-value]
         return self._apply(stack.read(members))
+
+    def from_stack(self, value: Any) -> bool:
+        """For `AttributeSnapshot.record`: `value` (this call's read) views
+        the homed stack's storage (not a per-call stack)."""
+        stack = self.stack
+        if stack.retired or not stack.homed or not isinstance(value, torch.Tensor):
+            return False
+        try:
+            return value.untyped_storage().data_ptr() == stack.stack.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001  (a tensor subclass without storage)
+            return False
 
     def __reduce__(self) -> Any:
         return (SharedRead, (self.stack, self.views))
@@ -383,6 +397,7 @@ def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
             holder = gm.graph.get_attr(holder_name)
             read_node = gm.graph.call_function(read_shared_stack, (holder, *reads))
         read_node.meta.update(end.meta)
+        read_node.meta[HOISTED_READ_META] = True  # made in the prologue, kept by its snapshot
         end.replace_all_uses_with(read_node)
         for dead in reversed([node, *_chain_nodes(node, len(views))]):
             gm.graph.erase_node(dead)

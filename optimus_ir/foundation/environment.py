@@ -35,6 +35,10 @@ variable                   meaning (where it applies)
 `OPTIMUS_PLUGINS`          `0`/`false`/`no`/`off`: installed plugins (entry points of
                            group `optimus_ir.plugins`) are not loaded
                            (`optimus_ir.plugins.load_plugins`)
+`OPTIMUS_SNAPSHOT`         `0`/`false`/`no`/`off`: an optimized module reads every
+                           parameter and runs every shared-stack check on each
+                           call, with no snapshot of the last call's reads
+                           (`optimus_ir.translate.attribute_snapshot`)
 =========================  =========================================================
 """
 
@@ -59,6 +63,7 @@ TRITON_ON_CPU_ENV = "OPTIMUS_TRITON_ON_CPU"
 TRITON_INTERPRET_ENV = "TRITON_INTERPRET"
 TRACEBACK_ENV = "OPTIMUS_TRACEBACK"
 PLUGINS_ENV = "OPTIMUS_PLUGINS"
+SNAPSHOT_ENV = "OPTIMUS_SNAPSHOT"
 
 ENVIRONMENT_VARIABLES: tuple[str, ...] = (
     STRICT_ENV,
@@ -71,6 +76,7 @@ ENVIRONMENT_VARIABLES: tuple[str, ...] = (
     TRITON_INTERPRET_ENV,
     TRACEBACK_ENV,
     PLUGINS_ENV,
+    SNAPSHOT_ENV,
 )
 """Every environment variable optimus-ir reads (see the module docs)."""
 
@@ -104,6 +110,9 @@ class Environment:
     plugins: bool = True
     """`OPTIMUS_PLUGINS` is not 0, false, no or off: installed plugins
     (entry points) are loaded."""
+    snapshot: bool = True
+    """`OPTIMUS_SNAPSHOT` is not 0, false, no or off: optimized modules keep
+    a snapshot of their last call's reads (`translate.attribute_snapshot`)."""
 
 
 def environment(environ: Mapping[str, str] | None = None) -> Environment:
@@ -122,6 +131,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         triton_on_cpu=interpret and env.get(TRITON_ON_CPU_ENV) == "1",
         traceback=bool(env.get(TRACEBACK_ENV)),
         plugins=env.get(PLUGINS_ENV, "").strip().lower() not in _FALSE_WORDS,
+        snapshot=env.get(SNAPSHOT_ENV, "").strip().lower() not in _FALSE_WORDS,
     )
 
 

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Operation
 
 from optimus_ir.analysis.op_classes import may_alias_operands
 from optimus_ir.dialects import fx
+from optimus_ir.translate.attribute_snapshot import HOISTED_READ_META, SNAPSHOT_ATTRIBUTE
 from optimus_ir.translate.importer import ImportedGraph, gc_paused, graph_of
 from optimus_ir.dialects.literals import LiteralError, decode_literal
 from optimus_ir.foundation.objects import ObjectTable, UnresolvedNameError
@@ -324,6 +325,32 @@ def _plain_name(var: str) -> str:
     return var.split("#")[0].split(":")[0].split("=")[0].strip()
 
 
+def _hoisted_reads(nodes: Sequence[torch.fx.Node], fetched: set[torch.fx.Node]) -> tuple[list[torch.fx.Node], set[torch.fx.Node]]:
+    """The calls marked `HOISTED_READ_META` whose site is a plain attribute
+    of the module read by nothing else and whose other arguments are all
+    prologue reads (`fetched`), with their site get_attr nodes: both move
+    into the prologue."""
+    reads: list[torch.fx.Node] = []
+    sites: set[torch.fx.Node] = set()
+    for node in nodes:
+        if node.op != "call_function" or not node.meta.get(HOISTED_READ_META) or node.kwargs or not node.args:
+            continue
+        site, *members = node.args
+        if not (
+            isinstance(site, torch.fx.Node)
+            and site.op == "get_attr"
+            and "." not in str(site.target)
+            and str(site.target).isidentifier()
+            and ATTR_PATH_META not in site.meta
+            and len(site.users) == 1
+            and all(isinstance(m, torch.fx.Node) and m in fetched for m in members)
+        ):
+            continue
+        reads.append(node)
+        sites.add(site)
+    return reads, sites
+
+
 class _FastAttributes:
     """Mixin for a CodeGen: get_attr nodes that carry `ATTR_PATH_META` are read
     at the top of `forward` from the modules' dicts (`self._parameters[...]`, a
@@ -369,6 +396,14 @@ class _FastAttributes:
         dicts: dict[tuple[tuple[str, str], ...], str] = {}
         setup: list[str] = []
         reads: list[str] = []
+        walked_dicts: dict[str, None] = {}  # what a snapshot compares: every dict the walk read from
+        walked_singles: dict[tuple[str, str], None] = {}  # (dict, key) read from a `__dict__`
+
+        def walked(table: str, kind: str, key: str) -> None:
+            if kind == "__dict__":
+                walked_singles[(table, repr(key))] = None
+            else:
+                walked_dicts[table] = None
 
         def owner_of(path: tuple[tuple[str, str], ...]) -> str:
             name = owners.get(path)
@@ -377,6 +412,7 @@ class _FastAttributes:
                 kind, key = path[-1]
                 name = local("_mod_" + "_".join(k for _, k in path))
                 setup.append(f"{name} = {parent}.{kind}[{key!r}]")
+                walked(f"{parent}.{kind}", kind, key)
                 owners[path] = name
             return name
 
@@ -389,6 +425,7 @@ class _FastAttributes:
                 table = local(f"_{kind.strip('_')}" + "".join(f"_{k}" for _, k in prefix))
                 setup.append(f"{table} = {owner}.{kind}")
                 dicts[holder] = table
+            walked(table, kind, key)
             return table, key
 
         model_reads: dict[torch.fx.Node, str] = {}
@@ -445,15 +482,52 @@ class _FastAttributes:
         self._attr_globals = ((reader_name, read_attributes),)
         names = ", ".join(repr(n) for n in fetched)
         targets = "".join(f"{str(n.target)!r}, " for n in fetched).rstrip(" ")
-        self._attr_prologue = "".join(
-            [
-                "\n    try:  # parameters and buffers straight from the module dicts",
-                *(f"\n        {line}" for line in lines),
-                "\n    except (KeyError, AttributeError):  # an attribute moved since this code was made",
-                f"\n        {names}, = {reader_name}({root_module}, ({targets}))",
-            ]
+        walked_flag = local("_walked")
+        full_read = [
+            "try:  # parameters and buffers straight from the module dicts",
+            *(f"    {line}" for line in lines),
+            f"    {walked_flag} = True",
+            "except (KeyError, AttributeError):  # an attribute moved since this code was made",
+            f"    {names}, = {reader_name}({root_module}, ({targets}))",
+            f"    {walked_flag} = False",
+        ]
+        stack_reads, sites = _hoisted_reads(all_nodes, set(fetched))
+        read_names: dict[Any, str] = {}
+        for node in stack_reads:
+            if node.target not in read_names:
+                read_names[node.target] = namespace.create_name(getattr(node.target, "__name__", "read"), node.target)
+        self._attr_globals += tuple((name, target) for target, name in read_names.items())
+        full_read += [
+            f"{node!r} = {read_names[node.target]}({root_module}.{node.args[0].target}, "
+            + ", ".join(repr(a) for a in node.args[1:])
+            + ")"
+            for node in stack_reads
+        ]
+        hoisted = set(fetched) | set(stack_reads) | sites
+        own_state = local("_own_state_now")
+        own_ok = f" and {own_state} is not None and not {own_state}.changed" if owned else ""
+        used = [n for n in fetched if any(user not in hoisted for user in n.users)]
+        snapshot = local("_snapshot")
+        fast = [f"{', '.join(repr(n) for n in used)}, = {snapshot}.values"] if used else []
+        if stack_reads:
+            fast.append(f"{', '.join(repr(n) for n in stack_reads)}, = {snapshot}.stack_reads()")
+        record = (
+            f"{snapshot}.record(({''.join(f'{n!r}, ' for n in used)}), "
+            f"({''.join(f'{table}, ' for table in walked_dicts)}), "
+            f"({''.join(f'({table}, {key}), ' for table, key in walked_singles)}), "
+            f"({''.join(f'({root_module}.{n.args[0].target}, {n!r}), ' for n in stack_reads)}))"
         )
-        hoisted = set(fetched)
+        prologue = [
+            f"{snapshot} = {root_module}.__dict__.get({SNAPSHOT_ATTRIBUTE!r})",
+            *([f"{own_state} = {root_module}.__dict__.get({OWN_STATE_ATTRIBUTE!r})"] if owned else []),
+            f"if {snapshot} is not None{own_ok} and {snapshot}.valid():  # the dicts hold what the last call read",
+            *(f"    {line}" for line in fast or ["pass"]),
+            "else:",
+            *(f"    {line}" for line in full_read),
+            f"    if {snapshot} is not None and {walked_flag}{own_ok}:",
+            f"        {record}",
+        ]
+        self._attr_prologue = "".join(f"\n    {line}" for line in prologue)
         index_of = [i for i, n in enumerate(all_nodes) if n not in hoisted]
         kept = [all_nodes[i] for i in index_of]
         try:

@@ -1,0 +1,173 @@
+"""What the generated `forward` read from the model's dicts last time, and a
+cheap test that the dicts still hold exactly those objects.
+
+The prologue of an exported module (`exporter.FastCodeGen`) reads every
+parameter and buffer from its module's dicts on each call, so that
+reassignments, `load_state_dict(assign=True)`, `.to()` and new Parameters are
+followed. On a wide model that is hundreds of dict lookups per call (the
+64-tower model: about 400, 30 us). An `AttributeSnapshot` lets the prologue
+skip them: after a full read it records the values and a copy of every dict
+it walked through; on the next call, if each dict still equals its copy --
+one list comparison, done in C, where each entry compares by identity first
+-- the recorded values are exactly what the walk would read again.
+
+Where an entry changed, comparing it with its copy can call the new value's
+`__eq__`: a tensor's elementwise equality, whose truth value raises for more
+than one element (caught: the snapshot is stale) and is the value's own for
+one element, which could call a new tensor of equal value "the same". Such
+entries (tensors of at most one element, attributes kept in a module's
+`__dict__`) are checked one by one by identity instead. After repeated
+misses (a model whose dicts change on most calls, `torch.func.functional_call`
+in a loop) the snapshot stops trying, so a miss never costs more than a few
+comparisons.
+
+The shared parameter stacks' reads (`optimus_ir.api.shared_stacks`) move
+into the prologue too. Identity is not all they need: a member re-pointed
+with `p.data = t`, `.to()`, or `p.data = p.data.t()` keeps its identity and
+its dict entry, so a valid snapshot still runs each stack's own per-member
+test (`SharedStack.holds`: storage, offset, sizes and strides of every
+member) before it hands out the stack. `STACK_EPOCH` (bumped whenever a
+stack re-homes or retires) makes every snapshot that read a stack stale.
+`OPTIMUS_SNAPSHOT=0` disables the snapshot altogether.
+
+Under `torch.compile` (Dynamo tracing the exported module) the snapshot is
+never used: the traced code reads the dicts, as Dynamo's guards expect.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_ATTRIBUTE = "_optimus_attr_snapshot"
+"""The key in an exported module's `__dict__` of its `AttributeSnapshot`."""
+
+HOISTED_READ_META = "optimus_hoisted_read"
+"""`node.meta` key of a call whose value depends only on the prologue's
+reads (a shared stack read: `read(site, *members)`, the site a get_attr of
+the module's own `__dict__`): the prologue makes it, from the recorded
+members when the snapshot is valid (`stack_reads`). Its site answers
+`from_stack(value)`, `read(members)` and `stack.members`."""
+
+STACK_EPOCH = [0]
+"""Bumped whenever a shared parameter stack re-homes or retires: every
+snapshot that read a stack is stale then."""
+
+MISS_COST = 8
+"""What a stale snapshot adds to a snapshot's miss score; a valid one takes
+1 off. At `MAX_MISS_SCORE` it stops recording: the dicts change on most
+calls (every call, or every other one), so comparing them only adds work."""
+
+MAX_MISS_SCORE = 64
+
+_MISSING = object()
+
+
+def _compiling() -> bool:
+    return torch.compiler.is_compiling()
+
+
+def _compared_one_by_one(value: Any) -> bool:
+    """Entries whose `==` against another object could say True: tensors of
+    at most one element (a new tensor of equal value) and objects with their
+    own `__eq__` other than tensors and modules."""
+    if isinstance(value, torch.Tensor):
+        try:
+            return value.numel() <= 1
+        except Exception:  # noqa: BLE001  (a tensor subclass without storage)
+            return True
+    if value is None or isinstance(value, torch.nn.Module):
+        return type(value).__eq__ is not object.__eq__
+    return True
+
+
+class AttributeSnapshot:
+    """The last full read of an exported module's prologue.
+
+    `record(...)` after a full read; `valid()` before the next one. The
+    values are held strongly (they are the model's own parameters, which the
+    model holds anyway); a copy of the module (`deepcopy`, pickle) starts
+    with an empty snapshot."""
+
+    __slots__ = ("copies", "dicts", "enabled", "epoch", "misses", "singles", "sites", "values")
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.values: tuple[Any, ...] | None = None
+        self.sites: tuple[Any, ...] = ()
+        self.dicts: list[dict[Any, Any]] = []
+        self.copies: list[dict[Any, Any]] = []
+        self.singles: tuple[tuple[dict[Any, Any], Any, Any], ...] = ()
+        self.epoch = -1
+        self.misses = 0
+
+    def valid(self) -> bool:
+        """The dicts hold what the last full read found, and every shared
+        stack read then is as it was: the recorded values and reads stand."""
+        if self.values is None or STACK_EPOCH[0] != self.epoch or _compiling():
+            return False
+        try:
+            same = self.dicts == self.copies
+        except Exception:  # noqa: BLE001  (a changed tensor entry's `==`)
+            same = False
+        if same:
+            for table, key, value in self.singles:
+                if table.get(key, _MISSING) is not value:
+                    same = False
+                    break
+        if not same:
+            self._missed()
+            return False
+        if self.misses:
+            self.misses -= 1
+        return True
+
+    def stack_reads(self) -> tuple[Any, ...]:
+        """The values of the shared stack reads, for a call whose snapshot is
+        `valid()`: each site's read of its stack's members (the dicts hold
+        exactly those), whose per-member test still runs."""
+        return tuple(site.read(site.stack.members) for site in self.sites)
+
+    def _missed(self) -> None:
+        self.values = None
+        self.misses += MISS_COST
+        if self.misses >= MAX_MISS_SCORE and self.enabled:
+            self.enabled = False
+            log.debug("optimus_ir: the attribute snapshot was stale on most calls; reading the dicts on every call")
+
+    def record(
+        self,
+        values: tuple[Any, ...],
+        dicts: Iterable[dict[Any, Any]],
+        singles: Iterable[tuple[dict[Any, Any], Any]],
+        reads: Sequence[tuple[Any, Any]] = (),
+    ) -> None:
+        """After a full read: `values` (the prologue's locals, in order), the
+        dicts it walked, the (dict, key) entries to compare by identity, and
+        the stack reads made (`(site, value)`: `site.from_stack(value)` is
+        False where `value` did not come from a homed stack, a per-call
+        stack, which keeps the snapshot from being used)."""
+        if not self.enabled or _compiling():
+            return
+        for site, value in reads:
+            if not site.from_stack(value):
+                self._missed()
+                return
+        tables = list(dicts)
+        single_entries = [(table, key, table.get(key, _MISSING)) for table, key in singles]
+        for table in tables:
+            single_entries.extend((table, key, value) for key, value in table.items() if _compared_one_by_one(value))
+        self.dicts = tables
+        self.copies = [dict(table) for table in tables]
+        self.singles = tuple(single_entries)
+        self.epoch = STACK_EPOCH[0]
+        self.sites = tuple(site for site, _ in reads)
+        self.values = values
+
+    def __reduce__(self) -> Any:
+        return (AttributeSnapshot, ())

@@ -1,0 +1,156 @@
+"""The prologue's snapshot of the model's dicts
+(`optimus_ir.translate.attribute_snapshot`): a call whose dicts still hold
+what the last call read skips the reads, and every way of changing them
+(or of re-pointing a shared stack's member) is seen by the next call."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+import optimus_ir
+from optimus_ir.translate.attribute_snapshot import MAX_MISS_SCORE, MISS_COST, SNAPSHOT_ATTRIBUTE, AttributeSnapshot
+
+FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
+
+
+class ScaledTowers(nn.Module):
+    """Four `Linear(8, 8)` towers and a one-element scale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.towers = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+        self.scale = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.tanh(tower(x)) for tower in self.towers], dim=1) * self.scale
+
+
+def _setup(stacks: str = "shared") -> tuple[nn.Module, torch.fx.GraphModule, torch.Tensor, AttributeSnapshot]:
+    model = ScaledTowers()
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    opt = optimus_ir.optimize(model, (x,), FUSED, parameter_stacks=stacks)
+    snapshot = opt.__dict__[SNAPSHOT_ATTRIBUTE]
+    with torch.no_grad():
+        for _ in range(3):  # the first call records, the next ones use the snapshot
+            torch.testing.assert_close(opt(x), model(x))
+    assert snapshot.values is not None and snapshot.valid()
+    return model, opt, x, snapshot
+
+
+def _check(model: nn.Module, opt: torch.fx.GraphModule, x: torch.Tensor) -> None:
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(opt(x), model(x))
+
+
+@pytest.mark.parametrize("stacks", ["copy", "shared"])
+def test_a_valid_snapshot_is_used_and_gives_the_same_values(stacks: str) -> None:
+    model, opt, x, snapshot = _setup(stacks)
+    with torch.no_grad():
+        model.towers[1].weight.mul_(3)  # in place: the dicts hold the same objects
+    assert snapshot.valid()
+    _check(model, opt, x)
+
+
+def test_a_one_element_parameter_replaced_by_an_equal_one_is_followed() -> None:
+    """`==` of two one-element tensors of equal value is True: the snapshot
+    compares such entries by identity, so later in-place updates of the new
+    parameter reach the call."""
+    model, opt, x, snapshot = _setup()
+    model.scale = nn.Parameter(torch.tensor(2.0))
+    assert not snapshot.valid()
+    _check(model, opt, x)
+    with torch.no_grad():
+        model.scale.add_(1.0)
+    _check(model, opt, x)
+
+
+def test_a_direct_write_into_the_parameter_dict_is_followed() -> None:
+    model, opt, x, snapshot = _setup()
+    model.towers[2]._parameters["bias"] = nn.Parameter(torch.randn(8))  # noqa: SLF001  (as functional_call does)
+    assert not snapshot.valid()
+    _check(model, opt, x)
+
+
+@pytest.mark.parametrize("route", ["set_", "data", "data-transposed", "data-of-another-member"])
+def test_a_member_repointed_behind_the_dicts_is_followed(route: str) -> None:
+    """Re-pointing keeps the Parameter object, so the dicts (and the
+    snapshot) do not change: the stack's per-member test sees it, the call
+    stacks the members and the stack re-homes."""
+    model, opt, x, snapshot = _setup()
+    weight = model.towers[0].weight
+    with torch.no_grad():
+        if route == "set_":
+            weight.set_(torch.randn(8, 8))
+        elif route == "data":
+            weight.data = torch.randn(8, 8)
+        elif route == "data-transposed":
+            weight.data = weight.data.t()  # the same storage and pointer, other strides
+        else:
+            weight.data = model.towers[1].weight.data  # tied: the same storage, another offset
+    assert snapshot.valid()
+    _check(model, opt, x)
+    with torch.no_grad():
+        model.towers[1].weight.add_(1.0)
+    _check(model, opt, x)
+
+
+def test_a_replaced_submodule_is_followed() -> None:
+    model, opt, x, snapshot = _setup()
+    model.towers[1] = nn.Linear(8, 8)
+    assert not snapshot.valid()
+    _check(model, opt, x)
+
+
+def test_training_steps_through_the_snapshot_match_eager() -> None:
+    """Gradients flow through the reads a valid snapshot gives (a fresh
+    differentiable view of each stack per call)."""
+    model, opt, x, _ = _setup()
+    reference = ScaledTowers()
+    reference.load_state_dict(model.state_dict())
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    reference_optimizer = torch.optim.Adam(reference.parameters(), lr=1e-2)
+    for _ in range(5):
+        for module, opt_ in ((opt, optimizer), (reference, reference_optimizer)):
+            opt_.zero_grad(set_to_none=True)
+            module(x).square().mean().backward()
+            opt_.step()
+    for (name, got), want in zip(model.named_parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(got, want, msg=name)
+
+
+def test_a_snapshot_that_is_stale_on_most_calls_stops_recording(caplog: pytest.LogCaptureFixture) -> None:
+    model, opt, x, snapshot = _setup()
+    with caplog.at_level(logging.DEBUG, logger="optimus_ir.translate.attribute_snapshot"):
+        for i in range(MAX_MISS_SCORE // MISS_COST + 2):
+            model.scale = nn.Parameter(torch.tensor(float(i)))
+            _check(model, opt, x)
+    assert not snapshot.enabled and snapshot.values is None
+    assert any("stale on most calls" in r.getMessage() for r in caplog.records)
+    _check(model, opt, x)
+
+
+def test_without_a_snapshot_the_dicts_are_read_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPTIMUS_SNAPSHOT", "0")
+    model = ScaledTowers()
+    x = torch.randn(4, 8)
+    opt = optimus_ir.optimize(model, (x,), FUSED, parameter_stacks="shared")
+    snapshot = opt.__dict__[SNAPSHOT_ATTRIBUTE]
+    _check(model, opt, x)
+    assert not snapshot.enabled and snapshot.values is None
+
+
+def test_under_torch_compile_the_dicts_are_read() -> None:
+    """Dynamo traces the prologue's full read (the snapshot says it is not
+    valid while compiling) and the compiled module follows updates."""
+    model, opt, x, _ = _setup()
+    compiled = torch.compile(opt, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+        model.towers[0].weight.mul_(0.5)
+        torch.testing.assert_close(compiled(x), model(x))

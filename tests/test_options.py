@@ -278,10 +278,12 @@ def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("OPTIMUS_LOG", "DEBUG")
     monkeypatch.setenv("OPTIMUS_TRITON_ON_CPU", "1")
     monkeypatch.setenv("OPTIMUS_TRACEBACK", "1")
+    monkeypatch.setenv("OPTIMUS_SNAPSHOT", "Off")
     env = environment()
     assert env == Environment(
         strict=True, check_speed=False, verify_each=True, cost_model="default",
         cache_dir="/tmp/somewhere", log_level="debug", triton_on_cpu=False, traceback=True,
+        snapshot=False,
     )  # triton_on_cpu needs TRITON_INTERPRET=1 too
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert environment().triton_on_cpu and environment().triton_interpret

@@ -20,6 +20,7 @@ Usage::
 
     python benchmarks/bench_shared_stacks.py                      # batch 64 and 512
     python benchmarks/bench_shared_stacks.py --batch 64 --rounds 10 --json out.json
+    python benchmarks/bench_shared_stacks.py --compile --batch 64   # under torch.compile
 """
 
 from __future__ import annotations
@@ -104,6 +105,57 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
     return result
 
 
+def measure_compiled(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, Any]:
+    """Steady-state per-call milliseconds under torch.compile (no freezing):
+    Inductor alone, `backend="optimus"` (stacks copied per call) and
+    `backend="optimus"` with `parameter_stacks="shared"`, in inference and
+    training; each checked against the eager model first."""
+    result: dict[str, Any] = {"towers": towers, "batch": batch, "variant": variant}
+    backends: dict[str, dict[str, Any]] = {
+        "inductor": {},
+        "optimus copy": {"backend": "optimus"},
+        "optimus shared": {"backend": "optimus", "options": {"parameter_stacks": "shared"}},
+    }
+    for mode in ("no_grad", "train"):
+        torch._dynamo.reset()
+        base, (x,) = make_recsys_model(num_towers=towers, batch=batch, seed=0, **VARIANTS[variant])
+        base.train(mode == "train")
+        models = {name: copy.deepcopy(base) for name in ("eager", *backends)}
+        calls: dict[str, Callable[[], Any]] = {}
+        for name, kwargs in backends.items():
+            compiled = torch.compile(models[name], **kwargs)
+            if mode == "no_grad":
+                with torch.no_grad():
+                    torch.testing.assert_close(compiled(x), models["eager"](x), msg=name)
+                    compiled(x)
+
+                def call(compiled: Any = compiled) -> None:
+                    with torch.no_grad():
+                        compiled(x)
+
+                calls[name] = call
+            else:
+                step = _step(compiled, list(models[name].parameters()), x)
+                expected = _grads(_step(models["eager"], list(models["eager"].parameters()), x), list(models["eager"].parameters()))
+                for got, want in zip(_grads(step, list(models[name].parameters())), expected, strict=True):
+                    torch.testing.assert_close(got, want, msg=name)
+                calls[name] = step
+        samples, _ = measure_interleaved(calls, rounds, sample_ms)
+        result[mode] = {"ms": {name: statistics.median(values) for name, values in samples.items()}}
+    return result
+
+
+def _print_compiled(result: dict[str, Any]) -> None:
+    print(
+        f"recsys-{result['variant']}-{result['towers']}, batch {result['batch']}, one thread, torch.compile "
+        "steady state: per-call ms (interleaved medians, CPU time)"
+    )
+    for mode in ("no_grad", "train"):
+        ms = result[mode]["ms"]
+        inductor = ms["inductor"]
+        print("  " + " | ".join([f"{mode:<8}"] + [f"{name} {v:.3f} ({inductor / v:.2f}x)" for name, v in ms.items()]))
+
+
 def _print(result: dict[str, Any]) -> None:
     print(
         f"recsys-{result['variant']}-{result['towers']}, batch {result['batch']}, one thread: "
@@ -132,14 +184,21 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--sample-ms", type=float, default=50.0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--compile", action="store_true", help="torch.compile steady state: Inductor alone, optimus copy, optimus shared"
+    )
     args = parser.parse_args(argv)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     results = []
     try:
         for batch in args.batch or [64, 512]:
-            result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms)
-            _print(result)
+            if args.compile:
+                result = measure_compiled(args.towers, batch, args.variant, args.rounds, args.sample_ms)
+                _print_compiled(result)
+            else:
+                result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms)
+                _print(result)
             results.append(result)
     finally:
         torch.set_num_threads(threads)

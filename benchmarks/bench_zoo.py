@@ -5,7 +5,8 @@ For every model of `benchmarks/zoo_models.py` (FuxiCTR's LongCTR DCNv2,
 FinalMLP and DIN, DeepFM and MMoE of FuxiCTR's classes; torchrec's DLRM,
 DLRM_DCN and DeepFM; torchfm's FFM and DeepFM: the packages come with
 `make .venv/.zoo`) and each mode (`frozen`: `optimize(model, example,
-freeze=True)`; `live`: without), one row:
+freeze=True)`; `live`: without; `shared`: without, with
+`parameter_stacks="shared"`, asked for by `--modes`), one row:
 
 * the model, its library, its input structure;
 * the batch sizes called: the example's (fresh inputs) and the others of
@@ -58,7 +59,8 @@ import zoo_models  # noqa: E402
 from optimus_ir.examples.timing import CLOCKS, measure, quantile  # noqa: E402
 from optimus_ir.api.guards import OptimusGuardWarning  # noqa: E402
 
-MODES = ("frozen", "live")
+MODES = ("frozen", "live", "shared")
+DEFAULT_MODES = ("frozen", "live")
 TIMING_SEED = 1000
 """Seed of the fixed input batch the timing calls reuse."""
 
@@ -136,7 +138,8 @@ def bench_row(name: str, mode: str, batches: Sequence[int], *, repeats: int, sam
     start = time.perf_counter()
     try:
         optimized = optimus_ir.optimize(model, zoo_models.make_inputs(name, example_batch, seed=0),
-                                        freeze=mode == "frozen")
+                                        freeze=mode == "frozen",
+                                        parameter_stacks="shared" if mode == "shared" else "copy")
     except Exception as error:  # noqa: BLE001 - reported in the table
         row.failure = f"optimize: {_error(error)}"
         return row
@@ -239,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(zoo_models.ZOO),
                         help=f"comma-separated, of {', '.join(zoo_models.ZOO)}")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of frozen,live")
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES),
+                        help="comma-separated, of frozen,live,shared (default frozen,live)")
     parser.add_argument("--batches", default="64,256,8",
                         help="batch sizes called in order, the first is the example's and the one timed")
     parser.add_argument("--repeats", type=int, help="interleaved repeats (default 15, quick 5)")
@@ -277,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"model zoo; torch {torch.__version__}, 1 thread, {args.clock} clock, {repeats} repeats, "
         f"~{sample_ms:g} ms samples, {time.perf_counter() - started:.0f} s\n"
-        "ours: optimus_ir.optimize(model, example) (frozen: freeze=True), default pipeline and options; "
+        "ours: optimus_ir.optimize(model, example) (frozen: freeze=True; shared: parameter_stacks='shared'), "
+        "default pipeline and options otherwise; "
         "each batch called with fresh inputs, compared with the model; "
         "captured: optimize(model, example, pipeline=\"\") (the graph Dynamo captured, no pass)\n"
     )

@@ -227,3 +227,13 @@ def child_scaling(sizes: Sequence[int]) -> list[dict[str, Any]]:
         print(f"{PROGRESS}  scaling: {rows[-1]['nodes']} nodes, passes {rows[-1]['passes_s']:.2f} s",
               file=sys.stderr, flush=True)
     return rows
+
+
+if __name__ == "__main__":
+    # A module of the benchmark suite, not a benchmark: run as a script it
+    # only answers --help (every script of benchmarks/ does).
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] + " Run benchmarks/suite.py instead."
+    ).parse_args()

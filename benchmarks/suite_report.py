@@ -325,3 +325,13 @@ def render(
     parts += ["", "## Verdict", ""]
     parts += [f"- FAIL: {p}" for p in problems] or ["- ours ran and matched the original on every model"]
     return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    # A module of the benchmark suite, not a benchmark: run as a script it
+    # only answers --help (every script of benchmarks/ does).
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] + " Run benchmarks/suite.py instead."
+    ).parse_args()

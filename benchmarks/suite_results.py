@@ -102,3 +102,13 @@ class Settings:
     """`--vs-inductor`: the compiled variants only, reported as pairs."""
     steady_only: bool = False
     """`--steady-only`: no first-call processes (no compile time, ops or memory)."""
+
+
+if __name__ == "__main__":
+    # A module of the benchmark suite, not a benchmark: run as a script it
+    # only answers --help (every script of benchmarks/ does).
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] + " Run benchmarks/suite.py instead."
+    ).parse_args()

@@ -290,3 +290,13 @@ def _compiled_frames() -> int:
 def vs_inductor_pairs(variants: Sequence[str]) -> list[tuple[str, str]]:
     """The pairs of `VS_INDUCTOR_PAIRS` whose both variants are in `variants`."""
     return [(alone, ours) for alone, ours in VS_INDUCTOR_PAIRS if alone in variants and ours in variants]
+
+
+if __name__ == "__main__":
+    # A module of the benchmark suite, not a benchmark: run as a script it
+    # only answers --help (every script of benchmarks/ does).
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] + " Run benchmarks/suite.py instead."
+    ).parse_args()

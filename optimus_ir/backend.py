@@ -277,7 +277,8 @@ def optimize_dynamo_graph(
     start = time.perf_counter()
     try:
         optimized = _optimize_graph(
-            gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen or free_parameter_stacks
+            gm, example_inputs, options, cache_parameters, _log_ir_after(graph), frozen or free_parameter_stacks,
+            checked=free_parameter_stacks and not frozen,
         )
     except Exception as error:  # noqa: BLE001 - whatever fails, the user's program must run
         reason = _describe_failure(error)
@@ -373,6 +374,8 @@ def _optimize_graph(
     cache_parameters: bool,
     after_pass: Callable[[Any, Any], None] | None,
     frozen: bool = False,
+    *,
+    checked: bool = False,
 ) -> torch.fx.GraphModule:
     """`gm` optimized for the backend (no stride guard: Dynamo guards),
     priced for the compiler that runs it (`options.inner`)."""
@@ -382,7 +385,7 @@ def _optimize_graph(
     return _optimize(
         gm,
         example_inputs,
-        passes_for_target(options.pipeline, options.inner, frozen),
+        passes_for_target(options.pipeline, options.inner, frozen, checked=checked),
         statistics=None,
         example_kwargs=None,
         guard_strides=False,
@@ -392,7 +395,9 @@ def _optimize_graph(
     )
 
 
-def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = False) -> ResolvedPipeline:
+def passes_for_target(
+    pipeline: ResolvedPipeline, inner: str, frozen: bool = False, *, checked: bool = False
+) -> ResolvedPipeline:
     """The pipeline to run when `inner` runs the result (its passes replaced
     in memory): with Inductor, every `batch-fusion` that leaves its `target`
     at the default prices its groups for Inductor (`target=inductor`:
@@ -406,7 +411,8 @@ def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = Fal
     option values equal to the default). `frozen`: Inductor freezes the
     parameters (its `freezing`), so stacks of parameters are folded to
     constants at compile time and cost nothing per call (`constant-parameters`);
-    so do shared stacks (`parameter_stacks="shared"`), with either compiler."""
+    so do shared stacks (`parameter_stacks="shared"`), with either compiler,
+    whose members are checked per call (`checked`: `checked-parameters`)."""
     if inner != "inductor" and not frozen:
         return pipeline
 
@@ -418,7 +424,7 @@ def passes_for_target(pipeline: ResolvedPipeline, inner: str, frozen: bool = Fal
         ):
             pass_ = dataclasses.replace(pass_, target="inductor")
         if frozen and getattr(pass_, "name", None) == "batch-fusion" and not pass_.constant_parameters:
-            pass_ = dataclasses.replace(pass_, constant_parameters=True)
+            pass_ = dataclasses.replace(pass_, constant_parameters=True, checked_parameters=checked)
         return pass_
 
     return pipeline.replacing(for_inductor)

@@ -223,16 +223,17 @@ def test_torch_compile_passes_each_stack_as_one_input(inner: str) -> None:
 
 
 class WideTowers(nn.Module):
-    """Four `Linear(256, 256)` towers at a tiny batch: stacking 1 MiB of
-    weights per call costs far more than the three op calls fusion saves."""
+    """Eight `Linear(128, 128)` towers at a tiny batch: stacking 0.5 MiB of
+    weights per call costs more than the seven op calls fusion saves, which
+    pay for checking the 16 members of shared stacks on every call."""
 
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.towers = nn.ModuleList(nn.Linear(256, 256) for _ in range(4))
+        self.towers = nn.ModuleList(nn.Linear(128, 128) for _ in range(8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([torch.relu(t(xi)) for t, xi in zip(self.towers, x.split(256, 1), strict=True)], 1)
+        return torch.cat([torch.relu(t(xi)) for t, xi in zip(self.towers, x.split(128, 1), strict=True)], 1)
 
 
 def test_the_report_names_the_option_that_would_fuse_groups_declined_for_copies() -> None:
@@ -248,3 +249,27 @@ def test_the_report_names_the_option_that_would_fuse_groups_declined_for_copies(
     assert shared.optimus_report.groups_fused == copied.optimus_report.groups_fused + 1
     with torch.no_grad():
         torch.testing.assert_close(shared(x), WideTowers()(x))
+
+
+def test_shared_stacks_are_priced_with_their_per_call_check() -> None:
+    """A shared stack is free to read but each member is checked on every
+    call: the estimate says so, and four towers whose fusion saves less
+    than checking their eight members stay unfused."""
+    x = torch.randn(2, 1024)
+    shared = optimus_ir.optimize(WideTowers(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared")
+    fused = [str(r) for r in shared.optimus_report.remarks if "torch.linear" in str(r) and "fused" in str(r)]
+    assert any("checks 16 shared members" in r for r in fused), fused
+
+    class FourTowers(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.towers = nn.ModuleList(nn.Linear(256, 256) for _ in range(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([torch.relu(t(xi)) for t, xi in zip(self.towers, x.split(256, 1), strict=True)], 1)
+
+    four = optimus_ir.optimize(FourTowers(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared")
+    declined = [str(r) for r in four.optimus_report.remarks if "torch.linear" in str(r) and "unprofitable" in str(r)]
+    assert declined and "checks 8 shared members" in declined[0], declined
+    assert four.optimus_report.shared_parameter_stacks == 0

@@ -220,6 +220,10 @@ class GroupEstimate(_Gain):
     views_s: float = 0.0
     target: str = attrs.field(default="eager", validator=in_(TARGETS))
     """The `FusionTarget` the group was priced for."""
+    checked_members: int = attrs.field(default=0, validator=ge(0))
+    """Members of shared parameter stacks checked on every call
+    (`parameter_stacks="shared"`), priced at `checks_s`."""
+    checks_s: float = 0.0
     extra_live_bytes: int = 0
     """What the fused group holds at once, at its batch op, beyond what its
     members held at that point of the captured schedule: its stacked
@@ -230,8 +234,9 @@ class GroupEstimate(_Gain):
 
     @property
     def after_s(self) -> float:
-        """The fused version's time per call: the fused op, its copies and views."""
-        return self.fused_s + self.copies_s + self.views_s
+        """The fused version's time per call: the fused op, its copies,
+        views and checks of shared stacks."""
+        return self.fused_s + self.copies_s + self.views_s + self.checks_s
 
     @property
     def gain_s(self) -> float:
@@ -244,9 +249,13 @@ class GroupEstimate(_Gain):
             if self.bytes_copied else ", copies nothing"
         )
         head = "" if self.target == "eager" else f"target {self.target}: "
+        checks = (
+            f", checks {self.checked_members} shared members (~{self.checks_s * 1e6:.1f} us)"
+            if self.checked_members else ""
+        )
         return (
             f"{head}members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
-            f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us): gain ~{self.gain_s * 1e6:.1f} us"
+            f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us){checks}: gain ~{self.gain_s * 1e6:.1f} us"
         )
 
 

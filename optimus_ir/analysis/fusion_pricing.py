@@ -41,6 +41,10 @@ class Provenance:
     constant_parameters: bool = False
     """Stacks of parameters cost nothing per call (`optimize(freeze=True)`
     computes them once); otherwise they are copies like any other."""
+    checked_parameters: bool = False
+    """With `constant_parameters`: each member of a stack of parameters is
+    still checked on every call (`parameter_stacks="shared"`: its per-member
+    `is_set_to`), `SHARED_MEMBER_CHECK_S` each."""
 
     def record(self, results: Sequence[SSAValue | None]) -> None:
         """`results` are the members of one new stack, in order; a None
@@ -51,6 +55,13 @@ class Provenance:
         for i, value in enumerate(results):
             if value is not None:
                 self.members[value] = (stack, i, len(results))
+
+
+SHARED_MEMBER_CHECK_S = 0.3e-6
+"""What checking one member of a shared parameter stack costs per call
+(`SharedStack.holds`: one `Tensor.is_set_to`, 280 ns measured on the 2-core
+CI machine, 2026-12-06): a group of shared stacks pays it for each member of
+each stacked parameter operand, forward and (in training) not again."""
 
 
 def is_parameter(value: SSAValue) -> bool:
@@ -125,12 +136,20 @@ class _Tally:
     bytes_copied: int = 0
     views: int = 0
     views_s: float = 0.0
+    checked_members: int = 0
+
+    def check_shared(self, source: str, members: int, provenance: Provenance) -> None:
+        """A stacked parameter operand: where its stack is shared, each
+        member is checked on every call."""
+        if source == "parameters" and provenance.checked_parameters:
+            self.checked_members += members
 
     def done(self) -> GroupEstimate:
         """The estimate summed up."""
         return GroupEstimate(
             members_s=self.members_s, fused_s=self.fused_s, copies_s=self.copies_s,
             bytes_copied=self.bytes_copied, views=self.views, views_s=self.views_s, target=self.target,
+            checked_members=self.checked_members, checks_s=self.checked_members * SHARED_MEMBER_CHECK_S,
         )
 
 
@@ -180,7 +199,8 @@ def estimate_group(
         tally.fused_s = model.kernel_seconds(member_kind, n * size)
     for values, source in zip(slots, sources):
         if source == "parameters":
-            continue  # stacked once, at optimize time
+            tally.check_shared(source, n, provenance)
+            continue  # stacked once, at optimize time (or shared: checked per call)
         if source == "shared" and (
             kind in ("pointwise", "softmax")
             or (provenance.constant_parameters and is_parameter(values[0]))
@@ -241,7 +261,8 @@ def estimate_group_inductor(
     for values in slots:
         source = slot_source(values, provenance)
         if source in ("parameters", "stack", "pieces"):
-            continue  # folded (freeze), or views of one tensor: free under Inductor
+            tally.check_shared(source, n, provenance)
+            continue  # folded (freeze; shared: checked per call), or views of one tensor: free under Inductor
         if source == "shared" and kind in ("pointwise", "softmax"):
             continue  # broadcast
         copied = _bytes(values[0], dims) * n

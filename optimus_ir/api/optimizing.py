@@ -99,7 +99,9 @@ def _optimize(
     # stacks of parameters are computed once with freeze, read in place when
     # shared: free per call
     free_stacks = freezing or sharing
-    passes = [_with_constant_parameters(p) for p in to_run.passes] if free_stacks else list(to_run.passes)
+    passes = (
+        [_with_constant_parameters(p, checked=sharing) for p in to_run.passes] if free_stacks else list(to_run.passes)
+    )
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
     lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
@@ -282,10 +284,13 @@ def _side_effect_free(module: ModuleOp) -> bool:
 def _has_non_fx_ops(module: ModuleOp) -> bool:
     return any(op.dialect_name() != "fx" for op in graph_of(module).block.ops)
 
-def _with_constant_parameters(pass_: Any) -> Any:
+def _with_constant_parameters(pass_: Any, *, checked: bool = False) -> Any:
     """`pass_`, told that parameters are constants when it is batch fusion
-    (its cost model then prices stacks of parameters as free)."""
+    (its cost model then prices stacks of parameters as free; `checked`:
+    shared stacks, whose members are checked on every call)."""
     if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "constant_parameters"):
+        if checked and hasattr(pass_, "checked_parameters"):
+            return dataclasses.replace(pass_, constant_parameters=True, checked_parameters=True)
         return dataclasses.replace(pass_, constant_parameters=True)
     return pass_
 

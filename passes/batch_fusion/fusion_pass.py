@@ -60,6 +60,9 @@ class BatchFusion(ModulePass):
         constant_parameters: the stacks of parameters and buffers cost
             nothing per call (`optimize(freeze=True)` computes them once);
             by default they are priced as the copies they are on every call.
+        checked_parameters: with constant_parameters, each member of a
+            stacked parameter is still checked on every call
+            (`parameter_stacks="shared"` sets both): a small per-member cost.
         target: what runs the result, "eager" (the exported module) or
             "inductor" (`torch.compile(backend="optimus")` sets it): under
             Inductor pointwise ops fuse vertically anyway, views are free and
@@ -90,6 +93,7 @@ class BatchFusion(ModulePass):
     kinds: str = "all"
     grouped_linear: bool = False
     constant_parameters: bool = False
+    checked_parameters: bool = False
     target: FusionTarget = "eager"
     memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
 

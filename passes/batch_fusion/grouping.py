@@ -41,6 +41,7 @@ class FusionSettings(Protocol):
     max_size: int
     grouped_linear: bool
     constant_parameters: bool
+    checked_parameters: bool
     target: FusionTarget
 
     def enabled(self, kind: str) -> bool:

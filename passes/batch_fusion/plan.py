@@ -153,7 +153,10 @@ def _evaluate(
     live bytes (each part's `PartMemory` and its estimate's `extra_live_bytes`)."""
     ops, options, memory, returned = context.ops, context.options, context.memory, context.returned
     result = find_independent_groups(context.dag, keys, min_size=options.min_size, max_size=options.max_size)
-    provenance = Provenance(constant_parameters=options.constant_parameters)
+    provenance = Provenance(
+        constant_parameters=options.constant_parameters,
+        checked_parameters=options.constant_parameters and options.checked_parameters,
+    )
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     decisions: list[Decision] = []
     gain = 0.0
@@ -242,7 +245,7 @@ class _GroupPricing:
         context = self.context
         if context.model is None or self.provenance.constant_parameters:
             return None
-        free = attrs.evolve(self.provenance, constant_parameters=True)
+        free = attrs.evolve(self.provenance, constant_parameters=True, checked_parameters=True)
         estimate = estimate_group(
             context.model, self.key.kind, members, free, self.group_of, context.dims, target=context.options.target
         )

@@ -137,9 +137,9 @@ def bench_row(name: str, mode: str, batches: Sequence[int], *, repeats: int, sam
     example_batch = batches[0]
     start = time.perf_counter()
     try:
+        shared = {"parameter_stacks": "shared"} if mode == "shared" else {}
         optimized = optimus_ir.optimize(model, zoo_models.make_inputs(name, example_batch, seed=0),
-                                        freeze=mode == "frozen",
-                                        parameter_stacks="shared" if mode == "shared" else "copy")
+                                        freeze=mode == "frozen", **shared)
     except Exception as error:  # noqa: BLE001 - reported in the table
         row.failure = f"optimize: {_error(error)}"
         return row

@@ -9,8 +9,12 @@ default), one thread, interleaved medians of the per-call CPU time
   freeze;
 * a training step (forward + backward of the output's sum; the gradients set
   to None first), train mode: captured, copy, shared;
-* check: the per-call test that every shared stack's members still live in
-  it (`SharedStack.holds`), alone.
+* check: what a call's prologue pays for the shared stacks when nothing
+  moved: the snapshot's test of the model's dicts and each stack's read
+  (`AttributeSnapshot.valid` and `stack_reads`: one flag test per verified
+  stack; under grad, the differentiable view), alone;
+* member test: the per-member test an unverified stack runs
+  (`SharedStack.holds`, every member's `is_set_to`), alone, for scale.
 
 Every module is optimized from its own copy of the model (shared re-homes
 the parameters of the copy it is given); every output, and every gradient of
@@ -46,6 +50,7 @@ from optimus_ir.api import capture  # noqa: E402
 from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
+from optimus_ir.translate.attribute_snapshot import SNAPSHOT_ATTRIBUTE  # noqa: E402
 
 
 def _groups(module: Any) -> int:
@@ -95,7 +100,19 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
                     torch.testing.assert_close(got, want, msg=name)
             calls = dict(steps)
         stacks = shared_stacks(modules["shared"])
-        calls["check"] = lambda: [s.holds(s.members) for s in stacks]
+        snapshot = modules["shared"].__dict__[SNAPSHOT_ATTRIBUTE]
+        if not snapshot.valid():
+            raise RuntimeError("the shared module's attribute snapshot is not valid after its calls")
+
+        def prologue() -> None:  # measure() runs its calls under no_grad
+            snapshot.valid() and snapshot.stack_reads()
+
+        def prologue_with_grad() -> None:  # as a training step's forward runs it
+            with torch.enable_grad():
+                snapshot.valid() and snapshot.stack_reads()
+
+        calls["check"] = prologue if mode == "no_grad" else prologue_with_grad
+        calls["member test"] = lambda: [s.holds(s.members) for s in stacks]
         samples, _ = measure_interleaved(calls, rounds, sample_ms)
         result[mode] = {
             "ms": {name: statistics.median(values) for name, values in samples.items()},
@@ -171,7 +188,8 @@ def _print(result: dict[str, Any]) -> None:
         check = ms["check"]
         line.append(
             f"check {check * 1e3:.1f} us ({check / ms['shared'] * 100:.2f}% of shared; "
-            f"{result[mode]['shared stacks']} stacks), groups {result[mode]['groups']}"
+            f"{result[mode]['shared stacks']} stacks; member test {ms['member test'] * 1e3:.1f} us), "
+            f"groups {result[mode]['groups']}"
         )
         print(" | ".join(line))
 

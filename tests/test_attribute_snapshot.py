@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import optimus_ir
+from optimus_ir.api.shared_stacks import WatchedParameter, shared_stacks
 from optimus_ir.translate.attribute_snapshot import MAX_MISS_SCORE, MISS_COST, SNAPSHOT_ATTRIBUTE, AttributeSnapshot
 
 FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
@@ -77,11 +78,14 @@ def test_a_direct_write_into_the_parameter_dict_is_followed() -> None:
     _check(model, opt, x)
 
 
-@pytest.mark.parametrize("route", ["set_", "data", "data-transposed", "data-of-another-member"])
+@pytest.mark.parametrize(
+    "route", ["set_", "data", "data-transposed", "data-of-another-member", "t_", "as_strided_", "to-double-and-back"]
+)
 def test_a_member_repointed_behind_the_dicts_is_followed(route: str) -> None:
-    """Re-pointing keeps the Parameter object, so the dicts (and the
-    snapshot) do not change: the stack's per-member test sees it, the call
-    stacks the members and the stack re-homes."""
+    """Re-pointing keeps the Parameter object, so the dicts do not change;
+    the member (a `WatchedParameter`) tells its stack, which is tested
+    member by member on the next call: the call stacks the members and the
+    stack re-homes. A later in-place update reaches the call too."""
     model, opt, x, snapshot = _setup()
     weight = model.towers[0].weight
     with torch.no_grad():
@@ -91,13 +95,65 @@ def test_a_member_repointed_behind_the_dicts_is_followed(route: str) -> None:
             weight.data = torch.randn(8, 8)
         elif route == "data-transposed":
             weight.data = weight.data.t()  # the same storage and pointer, other strides
-        else:
+        elif route == "data-of-another-member":
             weight.data = model.towers[1].weight.data  # tied: the same storage, another offset
-    assert snapshot.valid()
+        elif route == "t_":
+            weight.t_()
+        elif route == "as_strided_":
+            weight.as_strided_((8, 8), (1, 8))
+        else:
+            model.double().float()  # `_apply`: `p.data = ...` for every parameter
+    stack = shared_stacks(opt)[0]
+    assert not stack.verified and not snapshot.valid()
     _check(model, opt, x)
     with torch.no_grad():
         model.towers[1].weight.add_(1.0)
     _check(model, opt, x)
+
+
+def test_homed_members_stay_parameters_and_the_untouched_stack_needs_no_member_test() -> None:
+    """A homed member is a `WatchedParameter`: a `Parameter` to `isinstance`,
+    optimizers and `state_dict`; a stack no route touched is verified, so a
+    valid snapshot hands it out without testing each member, and in-place
+    value updates (an optimizer's) keep it verified. `unshare_parameters`
+    gives back plain Parameters."""
+    model, opt, x, snapshot = _setup()
+    stack = shared_stacks(opt)[0]
+    assert stack.verified
+    assert all(type(m) is WatchedParameter and isinstance(m, nn.Parameter) for m in stack.members)
+    calls: list[int] = []
+    original = type(stack).holds
+    type(stack).holds = lambda self, members: calls.append(1) or original(self, members)  # type: ignore[method-assign]
+    try:
+        with torch.no_grad():
+            model.towers[3].weight.mul_(0.5)
+        _check(model, opt, x)
+    finally:
+        type(stack).holds = original  # type: ignore[method-assign]
+    assert calls == [] and stack.verified and snapshot.valid()
+    assert optimus_ir.unshare_parameters(model) == sum(len(s.members) for s in shared_stacks(opt))
+    assert all(type(p) is nn.Parameter for p in model.parameters())
+    _check(model, opt, x)
+
+
+def test_without_the_snapshot_every_member_is_tested_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`OPTIMUS_SNAPSHOT=0`: even a re-pointing no `WatchedParameter` route
+    sees (the base class's `set_`, called directly) is followed."""
+    monkeypatch.setenv("OPTIMUS_SNAPSHOT", "0")
+    model, opt, x, snapshot = _setup_unrecorded()
+    with torch.no_grad():
+        torch.Tensor.set_(model.towers[0].weight, torch.randn(8, 8))
+    _check(model, opt, x)
+
+
+def _setup_unrecorded() -> tuple[nn.Module, torch.fx.GraphModule, torch.Tensor, AttributeSnapshot]:
+    model = ScaledTowers()
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    opt = optimus_ir.optimize(model, (x,), FUSED, parameter_stacks="shared")
+    snapshot = opt.__dict__[SNAPSHOT_ATTRIBUTE]
+    _check(model, opt, x)
+    assert snapshot.values is None
+    return model, opt, x, snapshot
 
 
 def test_a_replaced_submodule_is_followed() -> None:

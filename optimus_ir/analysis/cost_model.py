@@ -221,8 +221,11 @@ class GroupEstimate(_Gain):
     target: str = attrs.field(default="eager", validator=in_(TARGETS))
     """The `FusionTarget` the group was priced for."""
     checked_members: int = attrs.field(default=0, validator=ge(0))
-    """Members of shared parameter stacks checked on every call
-    (`parameter_stacks="shared"`), priced at `checks_s`."""
+    """Members of shared parameter stacks checked one by one on every call
+    (`parameter_stacks="shared"` under torch.compile), priced in `checks_s`."""
+    checked_stacks: int = attrs.field(default=0, validator=ge(0))
+    """Shared parameter stacks whose flag is tested on every call (an
+    optimized module's), priced in `checks_s`."""
     checks_s: float = 0.0
     extra_live_bytes: int = 0
     """What the fused group holds at once, at its batch op, beyond what its
@@ -249,10 +252,12 @@ class GroupEstimate(_Gain):
             if self.bytes_copied else ", copies nothing"
         )
         head = "" if self.target == "eager" else f"target {self.target}: "
-        checks = (
-            f", checks {self.checked_members} shared members (~{self.checks_s * 1e6:.1f} us)"
-            if self.checked_members else ""
-        )
+        checked = [
+            f"{count} shared {what}"
+            for count, what in ((self.checked_members, "members"), (self.checked_stacks, "stacks"))
+            if count
+        ]
+        checks = f", checks {' and '.join(checked)} (~{self.checks_s * 1e6:.1f} us)" if checked else ""
         return (
             f"{head}members ~{self.members_s * 1e6:.1f} us, fused ~{self.fused_s * 1e6:.1f} us"
             f"{copies}, {self.views} views (~{self.views_s * 1e6:.1f} us){checks}: gain ~{self.gain_s * 1e6:.1f} us"

@@ -42,9 +42,10 @@ class Provenance:
     """Stacks of parameters cost nothing per call (`optimize(freeze=True)`
     computes them once); otherwise they are copies like any other."""
     checked_parameters: bool = False
-    """With `constant_parameters`: each member of a stack of parameters is
-    still checked on every call (`parameter_stacks="shared"`: its per-member
-    `is_set_to`), `SHARED_MEMBER_CHECK_S` each."""
+    """With `constant_parameters`: each stack of parameters is still
+    checked on every call (`parameter_stacks="shared"`): in eager, whether a
+    re-pointing route touched it (`SHARED_STACK_CHECK_S` a stack); under
+    Inductor, each member's `is_set_to` (`SHARED_MEMBER_CHECK_S` each)."""
 
     def record(self, results: Sequence[SSAValue | None]) -> None:
         """`results` are the members of one new stack, in order; a None
@@ -60,8 +61,15 @@ class Provenance:
 SHARED_MEMBER_CHECK_S = 0.3e-6
 """What checking one member of a shared parameter stack costs per call
 (`SharedStack.holds`: one `Tensor.is_set_to`, 280 ns measured on the 2-core
-CI machine, 2026-12-06): a group of shared stacks pays it for each member of
-each stacked parameter operand, forward and (in training) not again."""
+CI machine, 2026-12-06): under torch.compile a group of shared stacks pays
+it for each member of each stacked parameter operand."""
+
+SHARED_STACK_CHECK_S = 0.2e-6
+"""What reading one shared parameter stack costs per call in an optimized
+module (`SharedRead.read_own`: the stack's `verified` flag, the grad mode,
+the view made once; 12 stacks in 1.9 us measured on the 2-core CI machine,
+2026-12-06): its members are `WatchedParameter`s, which flag their stack
+when re-pointed, so no member is tested while none moved."""
 
 
 def is_parameter(value: SSAValue) -> bool:
@@ -137,19 +145,25 @@ class _Tally:
     views: int = 0
     views_s: float = 0.0
     checked_members: int = 0
+    checked_stacks: int = 0
 
     def check_shared(self, source: str, members: int, provenance: Provenance) -> None:
-        """A stacked parameter operand: where its stack is shared, each
-        member is checked on every call."""
+        """A stacked parameter operand: where its stack is shared, it is
+        checked on every call (per stack in eager, per member under
+        Inductor)."""
         if source == "parameters" and provenance.checked_parameters:
-            self.checked_members += members
+            if self.target == "eager":
+                self.checked_stacks += 1
+            else:
+                self.checked_members += members
 
     def done(self) -> GroupEstimate:
         """The estimate summed up."""
         return GroupEstimate(
             members_s=self.members_s, fused_s=self.fused_s, copies_s=self.copies_s,
             bytes_copied=self.bytes_copied, views=self.views, views_s=self.views_s, target=self.target,
-            checked_members=self.checked_members, checks_s=self.checked_members * SHARED_MEMBER_CHECK_S,
+            checked_members=self.checked_members, checked_stacks=self.checked_stacks,
+            checks_s=self.checked_members * SHARED_MEMBER_CHECK_S + self.checked_stacks * SHARED_STACK_CHECK_S,
         )
 
 

@@ -16,8 +16,16 @@ hold many parameters in one storage:
   autograd through `_StackView`, whose backward hands each member parameter
   its slice of the stacked gradient (each `p.grad` is what eager computes;
   `AccumulateGrad` gives it the parameter's strides);
-* every call checks that each member still views its slice
-  (`Tensor.is_set_to`: storage, offset, sizes and strides; no value is read). A member re-pointed since
+* every call checks that each member still views its slice. A homed member
+  is a `WatchedParameter` (a `Parameter` subclass, `isinstance` unchanged)
+  whose re-pointing routes (`p.data = t`, so `.to()` and `.half()`, and the
+  in-place metadata methods `p.set_()`, `p.resize_()`, `p.as_strided_()`,
+  `p.t_()`, ...) mark its stack unverified: a verified stack is handed out
+  after one flag test, and an unverified one is tested member by member
+  (`Tensor.is_set_to`: storage, offset, sizes and strides; no value is
+  read) before it is verified again. Calls made through the base class
+  (`torch.Tensor.set_(p, t)`, `torch.as_strided_(p, ...)`) are not seen;
+  `OPTIMUS_SNAPSHOT=0` tests every member on every call. A member re-pointed since
   (`p.data = t`, `load_state_dict(assign=True)`, `.to()`, `.half()`, a
   Parameter reassigned on the model) makes that call stack the members as
   `"copy"` does, and the group re-homes once into a new stack of the
@@ -64,21 +72,100 @@ module optimized again (another batch size, another graph) reuses it."""
 
 _is_set_to = torch.Tensor.is_set_to
 
+GRAD_VIEW_MIN_BYTES = 32 * 1024
+"""Under autograd, a shared stack whose members are smaller than this is
+stacked per call instead of viewed: the view's backward is a Python autograd
+function whose cost per member (about 0.7 us forward and backward) exceeds
+the copy of a small member (`benchmarks/bench_shared_stacks.py`; measured
+on the 2-core CPU machine: 64 members of 4,096 fp32 values, view 375 us
+against stack 357 us a step; of 16,384, 585 us against 928 us)."""
+_TENSOR_DATA = torch._C.TensorBase.data  # the C `data` descriptor, behind `WatchedParameter.data`
+
+
+def _moved(parameter: torch.Tensor) -> None:
+    """`parameter` may view something else now: its stack is tested member
+    by member on its next read, and every snapshot reads its dicts again."""
+    stack = _HOMES.get(parameter)
+    if stack is not None:
+        stack.verified = False
+    STACK_EPOCH[0] += 1
+
+
+def _watched_inplace(name: str) -> Any:
+    base = getattr(torch.Tensor, name)
+
+    def method(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return base(self, *args, **kwargs)
+        finally:
+            _moved(self)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`Tensor.{name}`, then the member's stack is tested again before its next read."
+    return method
+
+
+_METADATA_INPLACE = (
+    "set_ resize_ resize_as_ as_strided_ t_ transpose_ squeeze_ unsqueeze_ swapdims_ swapaxes_ "
+    "share_memory_".split()
+)
+
+
+class WatchedParameter(torch.nn.Parameter):
+    """A parameter homed in a shared stack: a `Parameter` (same object, same
+    values, `isinstance` unchanged) whose re-pointing routes tell its stack,
+    so that the per-call check of a stack nobody re-pointed is one flag
+    test. Pickling and `state_dict` see a plain `Parameter`; a deep copy is
+    a `WatchedParameter` homed nowhere (it tells nothing)."""
+
+    @property  # type: ignore[override]
+    def data(self) -> torch.Tensor:
+        return _TENSOR_DATA.__get__(self)
+
+    @data.setter
+    def data(self, value: torch.Tensor) -> None:
+        try:
+            _TENSOR_DATA.__set__(self, value)
+        finally:
+            _moved(self)
+
+    for _name in _METADATA_INPLACE:
+        locals()[_name] = _watched_inplace(_name)
+    del _name
+
+
+def _watch(parameter: torch.nn.Parameter) -> None:
+    if type(parameter) is torch.nn.Parameter:
+        parameter.__class__ = WatchedParameter
+
+
+def _unwatch(parameter: torch.nn.Parameter) -> None:
+    if type(parameter) is WatchedParameter:
+        parameter.__class__ = torch.nn.Parameter
+
 
 class SharedStack:
     """One fused group's member parameters, homed in one stacked storage.
 
     `holds(members)` is the per-call check; `read(members)` the value the
     fused op reads. `rehomed` counts re-homings (at most one), `retired` is
-    set once the group gave up sharing (it then stacks per call)."""
+    set once the group gave up sharing (it then stacks per call). With
+    `watch`, the members become `WatchedParameter`s and `verified` says
+    that each still views its slice (no re-pointing route ran since the
+    last member-by-member test); without it (the torch.compile backend,
+    whose guards saw plain Parameters) `verified` stays False."""
 
-    __slots__ = ("__weakref__", "label", "members", "rehomed", "retired", "slots", "stack")
+    __slots__ = ("__weakref__", "label", "members", "rehomed", "retired", "slots", "stack", "verified", "watch")
 
-    def __init__(self, members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True) -> None:
+    def __init__(
+        self, members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True, watch: bool = False
+    ) -> None:
         self.members: tuple[torch.nn.Parameter, ...] = tuple(members)
         self.label = label
         self.rehomed = 0
         self.retired = False
+        self.verified = False
+        self.watch = watch
         self.stack = torch.empty(0)
         self.slots: tuple[torch.Tensor, ...] = ()
         for member in self.members:
@@ -98,9 +185,12 @@ class SharedStack:
             stack = torch.stack([m.detach() for m in self.members])
         slots = tuple(stack.unbind(0))
         for member, slot in zip(self.members, slots, strict=True):
-            member.data = slot
+            _TENSOR_DATA.__set__(member, slot)
             _HOMES[member] = self
+            if self.watch:
+                _watch(member)
         self.stack, self.slots = stack, slots
+        self.verified = self.watch
         STACK_EPOCH[0] += 1  # every snapshot that read a stack reads again
 
     def holds(self, members: Sequence[torch.Tensor]) -> bool:
@@ -110,13 +200,29 @@ class SharedStack:
         Parameter made from `p.data`) read the same values, and `_StackView`
         routes the gradients to the objects given, so identity is not
         required; the first member's identity is the cheap way out for other
-        tensors altogether (the guard's proof on fake tensors)."""
-        return (
+        tensors altogether (the guard's proof on fake tensors). A test of the
+        stack's own members that passes verifies the stack again."""
+        held = (
             bool(self.slots)
             and len(members) == len(self.members)
             and members[0] is self.members[0]
             and all(map(_is_set_to, members, self.slots))
         )
+        if held and self.watch and not self.verified and not self.retired:
+            self.verified = all(map(operator.is_, members, self.members))
+        return held
+
+    def differentiable(self, members: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The stack under autograd, for `members` that live in it: a view
+        of the storage whose backward gives each member its slice of the
+        gradient (`_StackView`), where the members are large enough for
+        that to pay; small members (biases) are stacked, because the
+        Python autograd function's per-member cost exceeds their copy
+        (`GRAD_VIEW_MIN_BYTES`). Either way no value is stale: the copy
+        reads the members themselves."""
+        if self.stack.nbytes < GRAD_VIEW_MIN_BYTES * len(members):
+            return torch.stack(list(members))
+        return _StackView.apply(self.stack, *members)
 
     def read(self, members: Sequence[torch.Tensor], *, settle: bool = True) -> torch.Tensor:
         """The stack of `members` along dim 0: the shared storage itself when
@@ -125,7 +231,7 @@ class SharedStack:
         for a compiler's example input)."""
         if not self.retired and self.homed and self.holds(members):
             if torch.is_grad_enabled() and any(m.requires_grad for m in members):
-                return _StackView.apply(self.stack, *members)
+                return self.differentiable(members)
             return self.stack
         stacked = torch.stack(list(members))
         if settle and not self.retired:
@@ -149,6 +255,7 @@ class SharedStack:
         for member in self.members:
             if _HOMES.get(member) is self:
                 del _HOMES[member]
+                _unwatch(member)
         self.members = tuple(members)  # type: ignore[arg-type]
         self.rehomed += 1
         self._home()
@@ -164,11 +271,13 @@ class SharedStack:
         current storage (see `unshare_parameters` to give them their own)."""
         if not self.retired:
             self.retired = True
+            self.verified = False
             STACK_EPOCH[0] += 1
             log.info("%s", why)
             for member in self.members:
                 if _HOMES.get(member) is self:
                     del _HOMES[member]
+                    _unwatch(member)
 
     def __reduce__(self) -> Any:
         # A copy (deepcopy, pickle) of a module reading this stack has its
@@ -181,6 +290,7 @@ def _retired_stack(label: str) -> SharedStack:
     stack = SharedStack.__new__(SharedStack)
     stack.members, stack.slots, stack.stack = (), (), torch.empty(0)
     stack.label, stack.rehomed, stack.retired = label, 0, True
+    stack.verified, stack.watch = False, False
     return stack
 
 
@@ -210,11 +320,12 @@ class SharedRead:
     the chain's result is a view of the storage that stays valid until the
     stack re-homes, so it is made once, not per call."""
 
-    __slots__ = ("_for", "_value", "stack", "views")
+    __slots__ = ("_for", "_value", "own", "stack", "views")
 
     def __init__(self, stack: SharedStack, views: Sequence[ViewStep] = ()) -> None:
         self.stack = stack
         self.views = tuple(views)
+        self.own = False  # the last `read` was of the stack's own members, living in it
         self._for: torch.Tensor | None = None
         self._value: torch.Tensor | None = None
 
@@ -227,23 +338,33 @@ class SharedRead:
         """The view chain applied to `SharedStack.read(members)`."""
         stack = self.stack
         if not stack.retired and stack.homed and stack.holds(members):
+            self.own = all(map(operator.is_, members, stack.members))
             if torch.is_grad_enabled() and any(m.requires_grad for m in members):
-                return self._apply(_StackView.apply(stack.stack, *members))
+                return self._apply(stack.differentiable(members))
             if self._for is not stack.stack:
                 self._value, self._for = self._apply(stack.stack), stack.stack
             return self._value  # type: ignore[return-value]
+        self.own = False
         return self._apply(stack.read(members))
 
-    def from_stack(self, value: Any) -> bool:
-        """For `AttributeSnapshot.record`: `value` (this call's read) views
-        the homed stack's storage (not a per-call stack)."""
+    def read_own(self) -> torch.Tensor:
+        """`read(stack.members)`, for the prologue's valid snapshot (whose
+        dicts hold exactly the stack's members): a verified stack is handed
+        out without testing its members again."""
         stack = self.stack
-        if stack.retired or not stack.homed or not isinstance(value, torch.Tensor):
-            return False
-        try:
-            return value.untyped_storage().data_ptr() == stack.stack.untyped_storage().data_ptr()
-        except Exception:  # noqa: BLE001  (a tensor subclass without storage)
-            return False
+        if not stack.verified:
+            return self.read(stack.members)
+        if torch.is_grad_enabled() and any(m.requires_grad for m in stack.members):
+            return self._apply(stack.differentiable(stack.members))
+        if self._for is not stack.stack:
+            self._value, self._for = self._apply(stack.stack), stack.stack
+        return self._value  # type: ignore[return-value]
+
+    def from_stack(self, value: Any) -> bool:  # noqa: ARG002  (the value is the read's; the site knows)
+        """For `AttributeSnapshot.record`: this call's read (`value`) was of
+        the stack's own members, living in it (not a per-call stack of
+        other or re-pointed members), so `read_own` may stand for it."""
+        return self.own and not self.stack.retired and self.stack.homed
 
     def __reduce__(self) -> Any:
         return (SharedRead, (self.stack, self.views))
@@ -360,7 +481,9 @@ def _value_of(gm: torch.fx.GraphModule, read: torch.fx.Node) -> Any:
         return None
 
 
-def _stack_for(members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True) -> SharedStack | None:
+def _stack_for(
+    members: Sequence[torch.nn.Parameter], label: str, *, home: bool = True, watch: bool = False
+) -> SharedStack | None:
     """The stack homing exactly `members` (in order), a new one where none
     of them is homed yet, or None where some already live elsewhere."""
     existing = _HOMES.get(members[0])
@@ -369,7 +492,7 @@ def _stack_for(members: Sequence[torch.nn.Parameter], label: str, *, home: bool 
         return existing if same and not existing.retired else None
     if any(_HOMES.get(m) is not None for m in members):
         return None
-    return SharedStack(members, label, home=home)
+    return SharedStack(members, label, home=home, watch=watch)
 
 
 def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
@@ -385,7 +508,7 @@ def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
         members = [_value_of(gm, read) for read in reads]
         if not _shareable(members):
             continue
-        stack = _stack_for(members, str(reads[0].target))
+        stack = _stack_for(members, str(reads[0].target), watch=True)
         if stack is None:
             continue
         end, views = _view_chain(node)
@@ -442,7 +565,7 @@ def unshare_parameters(model: torch.nn.Module | Iterable[torch.nn.Parameter]) ->
         with torch.no_grad():
             for member, slot in zip(stack.members, stack.slots, strict=True):
                 if member.is_set_to(slot):
-                    member.data = slot.clone()
+                    _TENSOR_DATA.__set__(member, slot.clone())
                     moved += 1
     return moved
 

@@ -24,9 +24,11 @@ comparisons.
 The shared parameter stacks' reads (`optimus_ir.api.shared_stacks`) move
 into the prologue too. Identity is not all they need: a member re-pointed
 with `p.data = t`, `.to()`, or `p.data = p.data.t()` keeps its identity and
-its dict entry, so a valid snapshot still runs each stack's own per-member
-test (`SharedStack.holds`: storage, offset, sizes and strides of every
-member) before it hands out the stack. `STACK_EPOCH` (bumped whenever a
+its dict entry, so a valid snapshot still asks each stack whether its
+members moved: the members are `WatchedParameter`s, whose re-pointing
+routes mark the stack unverified, and an unverified stack runs its
+per-member test (`SharedStack.holds`: storage, offset, sizes and strides of
+every member) before it is handed out. `STACK_EPOCH` (bumped whenever a
 stack re-homes or retires) makes every snapshot that read a stack stale.
 `OPTIMUS_SNAPSHOT=0` disables the snapshot altogether.
 
@@ -52,7 +54,7 @@ HOISTED_READ_META = "optimus_hoisted_read"
 reads (a shared stack read: `read(site, *members)`, the site a get_attr of
 the module's own `__dict__`): the prologue makes it, from the recorded
 members when the snapshot is valid (`stack_reads`). Its site answers
-`from_stack(value)`, `read(members)` and `stack.members`."""
+`from_stack(value)`, `read(members)`, `read_own()` and `stack.members`."""
 
 STACK_EPOCH = [0]
 """Bumped whenever a shared parameter stack re-homes or retires: every
@@ -130,8 +132,9 @@ class AttributeSnapshot:
     def stack_reads(self) -> tuple[Any, ...]:
         """The values of the shared stack reads, for a call whose snapshot is
         `valid()`: each site's read of its stack's members (the dicts hold
-        exactly those), whose per-member test still runs."""
-        return tuple(site.read(site.stack.members) for site in self.sites)
+        exactly those; `read_own`: a stack no re-pointing route touched since
+        its members were last tested is handed out as it is)."""
+        return tuple(site.read_own() for site in self.sites)
 
     def _missed(self) -> None:
         self.values = None

@@ -339,11 +339,7 @@ class SharedRead:
         stack = self.stack
         if not stack.retired and stack.homed and stack.holds(members):
             self.own = all(map(operator.is_, members, stack.members))
-            if torch.is_grad_enabled() and any(m.requires_grad for m in members):
-                return self._apply(stack.differentiable(members))
-            if self._for is not stack.stack:
-                self._value, self._for = self._apply(stack.stack), stack.stack
-            return self._value  # type: ignore[return-value]
+            return self._held(members)
         self.own = False
         return self._apply(stack.read(members))
 
@@ -352,10 +348,15 @@ class SharedRead:
         dicts hold exactly the stack's members): a verified stack is handed
         out without testing its members again."""
         stack = self.stack
-        if not stack.verified:
-            return self.read(stack.members)
-        if torch.is_grad_enabled() and any(m.requires_grad for m in stack.members):
-            return self._apply(stack.differentiable(stack.members))
+        return self._held(stack.members) if stack.verified else self.read(stack.members)
+
+    def _held(self, members: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The view chain's value for `members` that live in the stack: under
+        autograd applied to the differentiable read, else the view of the
+        storage made once (until the stack re-homes)."""
+        stack = self.stack
+        if torch.is_grad_enabled() and any(m.requires_grad for m in members):
+            return self._apply(stack.differentiable(members))
         if self._for is not stack.stack:
             self._value, self._for = self._apply(stack.stack), stack.stack
         return self._value  # type: ignore[return-value]

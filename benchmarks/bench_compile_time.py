@@ -63,6 +63,7 @@ Usage::
     python benchmarks/bench_compile_time.py --models recsys-mixed-8,DCN --repeats 1
     python benchmarks/bench_compile_time.py --freeze --models MMOE,PLE  # under Inductor freezing
     python benchmarks/bench_compile_time.py --cold-isa --models DCN      # the ISA probe counted
+    python benchmarks/bench_compile_time.py --models '' --towers 512,1024,2048 --repeats 1  # scaling
     python benchmarks/bench_compile_time.py --smoke                      # the runner works (tested)
 """
 
@@ -71,6 +72,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -90,6 +92,8 @@ from bench_third_party import MODELS as THIRD_PARTY  # noqa: E402
 
 VARIANTS = ("inductor", "ours+inductor")
 RECSYS = {"recsys-mixed-8": 8, "recsys-mixed-64": 64}
+"""The recsys models named in the help; any `recsys-mixed-N` (N towers) is
+accepted too (`--towers 512,1024,2048` names them)."""
 MODELS = (*RECSYS, *THIRD_PARTY)
 DEFAULT_MODELS = ("recsys-mixed-8", "recsys-mixed-64", "MMOE", "PLE", "DCN", "DeepFM")
 COMPILE_TARGET = 0.8
@@ -100,14 +104,26 @@ bytecode tracing, our stage, Inductor's vector-ISA probe, the C++ compiler
 on the generated kernels, the rest of the backend compile (AOT, lowering,
 scheduling, codegen, loading), and the rest (torch.compile's set-up and
 imports, guards, the call itself)."""
+OUR_PHASES = ("capture", "import", "passes", "export", "rest")
+"""Our stage's share split (`OptimizeReport.phase_seconds`, summed over the
+graphs): re-capture, import to IR, the passes, export to FX (code
+generation included), and the rest (the hand-off to Inductor, the report,
+passed-through graphs)."""
+
+
+def recsys_towers(name: str) -> int | None:
+    """The tower count of a `recsys-mixed-N` model name (None: not one)."""
+    match = re.fullmatch(r"recsys-mixed-([1-9][0-9]*)", name)
+    return int(match.group(1)) if match else None
 
 
 def build(name: str, batch: int) -> tuple[Any, Any]:
     """The model `name` in eval mode and its one input."""
-    if name in RECSYS:
+    towers = recsys_towers(name)
+    if towers is not None:
         from bench_compile import build as build_recsys
 
-        return build_recsys(RECSYS[name], batch)
+        return build_recsys(towers, batch)
     if name in THIRD_PARTY:
         from bench_third_party import build as build_third_party
 
@@ -212,6 +228,12 @@ def child(name: str, variant: str, batch: int, freeze: bool = False) -> dict[str
         seconds, cpu = time.perf_counter() - start, _cpu_seconds() - start_cpu
     outcomes = ours.outcomes if ours is not None else []
     ours_s = sum(o.seconds for o in outcomes)
+    our_phases = dict.fromkeys(OUR_PHASES, 0.0)
+    for outcome in outcomes:
+        for phase, phase_s in (outcome.report.phase_seconds if outcome.report is not None else {}).items():
+            if phase in our_phases:
+                our_phases[phase] += phase_s
+    our_phases["rest"] = ours_s - sum(our_phases.values())
     leaves = got if isinstance(got, (list, tuple)) else [got]
     wants = expected if isinstance(expected, (list, tuple)) else [expected]
     return {
@@ -219,6 +241,7 @@ def child(name: str, variant: str, batch: int, freeze: bool = False) -> dict[str
         "cpu_s": cpu,
         "ours_s": ours_s,
         "phases": _phases(seconds, ours_s, probe),
+        "our_phases": our_phases,
         "kernels": len(compilation_time_metrics.get("compile_file", [])) - probe.builds,
         "isa_probe_builds": probe.builds,
         "graphs": len(outcomes),
@@ -285,6 +308,8 @@ def _spread(values: Sequence[float]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
+    parser.add_argument("--towers", help="comma-separated tower counts: adds recsys-mixed-N for each "
+                        "(the compile-time scaling: --towers 512,1024,2048 --models '')")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="fresh processes per (model, variant)")
     parser.add_argument("--freeze", action="store_true",
@@ -307,7 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = ["recsys-mixed-8"] if args.smoke else [m.strip() for m in args.models.split(",") if m.strip()]
     if args.smoke:
         args.repeats, args.batch = 1, 8
-    unknown = [m for m in models if m not in MODELS]
+    if args.towers and not args.smoke:
+        models += [f"recsys-mixed-{int(n)}" for n in args.towers.split(",") if n.strip()]
+    unknown = [m for m in models if m not in MODELS and recsys_towers(m) is None]
     if unknown:
         parser.error(f"unknown models {unknown} (known: {', '.join(MODELS)})")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -373,6 +400,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for variant in VARIANTS:
             phases = row["phases"][variant]
             print(f"| {row['model']} | {variant} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES) + " |")
+    print("\nour stage's share (s, medians): " + ", ".join(OUR_PHASES))
+    print("| model | " + " | ".join(OUR_PHASES) + " |")
+    print("|---|" + "---|" * len(OUR_PHASES))
+    for name in models:
+        runs = results[name]["ours+inductor"]
+        print(f"| {name} | " + " | ".join(f"{statistics.median(r['our_phases'][p] for r in runs):.2f}"
+                                        for p in OUR_PHASES) + " |")
     if args.json is not None:
         args.json.write_text(json.dumps({"table": table, "runs": results, "load_start": load,
                                          "freeze": args.freeze, "cold_isa": args.cold_isa}, indent=1))

@@ -41,6 +41,10 @@ def test_smoke_run_measures_both_variants_and_checks_results(capsys, tmp_path: P
         assert run["phases"]["kernel_cxx"] > 0 and run["phases"]["isa_probe"] > 0
         assert run["isa_probe_builds"] == 0
         assert (run["phases"]["ours"] > 0) == (variant == "ours+inductor")
+        # our share split into its phases adds up to it
+        assert sum(run["our_phases"].values()) == pytest.approx(run["phases"]["ours"])
+        if variant == "ours+inductor":
+            assert run["our_phases"]["passes"] > 0 and run["our_phases"]["export"] > 0
     assert "| recsys-mixed-8 | ours+inductor |" in out and "vector-ISA probe (once, not counted)" in out
 
 
@@ -58,6 +62,14 @@ def test_unknown_models_and_variants_are_refused() -> None:
         _bench().main(["--models", "resnet"])
     with pytest.raises(ValueError, match="unknown variant"):
         _bench().child("recsys-mixed-8", "tvm", 8)
+
+
+def test_tower_counts_name_recsys_models() -> None:
+    bench = _bench()
+    assert bench.recsys_towers("recsys-mixed-2048") == 2048
+    assert bench.recsys_towers("recsys-mixed-0") is None and bench.recsys_towers("DCN") is None
+    with pytest.raises(SystemExit):
+        bench.main(["--models", "recsys-mixed-x"])
 
 
 def test_the_third_party_models_are_the_third_party_benchmark_s() -> None:

@@ -57,7 +57,7 @@ from xdsl.ir import Attribute, Operation
 
 from optimus_ir.dialects import fx
 from optimus_ir.foundation.effects import has_global_effects, set_effect_probe
-from optimus_ir.dialects.literals import LiteralError, decode_literal
+from optimus_ir.dialects.literals import LiteralError, decode_literal, decode_scalar
 from optimus_ir.foundation.objects import UnresolvedNameError, resolve_qualified_name
 from optimus_ir.foundation.types import DYNAMIC, UnsupportedDTypeError, device_of, dtype_of
 
@@ -503,6 +503,38 @@ _DEVICE_VARIANTS = ("cpu", "cuda")
 encoding) is tried on: what holds must hold on both."""
 
 
+def _contiguous_strides(ty: TensorType) -> tuple[int, ...]:
+    shape = [STAND_IN_SIZE if size == DYNAMIC else size for size in ty.get_shape()]
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    return tuple(strides)
+
+
+def _tuple_item_facts(op: fx.NodeOp, layouts: Layouts) -> CallFacts | None:
+    """The facts of `operator.getitem(t, i)` on a tuple-typed value, without
+    running it: what a run on a tuple of fresh fake tensors shows (the item
+    is a tensor object of the operand, nothing written or drawn, a tensor item with
+    its type's row-major strides). Running it would build every item of the
+    tuple: a 1024-way split's getitems cost a million fake tensors. None
+    for any other call."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data not in ("_operator.getitem", "operator.getitem"):
+        return None
+    args = op.args.data
+    if len(op.operands) != 1 or len(args) != 2 or op.kwargs.data or not isinstance(args[0], fx.RefAttr):
+        return None
+    tuple_type = op.operands[0].type
+    if not isinstance(tuple_type, TupleType) or (layouts is not None and layouts[0] is not None):
+        return None
+    index = decode_scalar(args[1])
+    items = tuple_type.types.data
+    if type(index) is not int or not -len(items) <= index < len(items):
+        return None
+    item = items[index]
+    strides = _contiguous_strides(item) if isinstance(item, TensorType) else None
+    return CallFacts(known=True, shares_storage=True, is_operand=True, writes=False, random=False, strides=strides)
+
+
 def call_facts(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
     """`run_call(op, layouts)`, cached per op (while its operand types stay)
     and per target, literal arguments, operand types and layouts (so equal
@@ -517,6 +549,8 @@ def call_facts(op: fx.NodeOp, layouts: Layouts = None) -> CallFacts:
             return memo[1]
     key = (op.name, op.target, op.args, op.kwargs, types, layouts)
     facts = _BY_KEY.get(key)
+    if facts is None:
+        facts = _tuple_item_facts(op, layouts)
     if facts is None:
         if any(_unknown_device(t) for t in types) and not _meta_will_do(op):
             facts = _combine([run_call(op, layouts, device) for device in _DEVICE_VARIANTS])
@@ -717,11 +751,63 @@ def call_may_alias(op: fx.NodeOp) -> bool:
     its operands: not known fresh (see the module docstring)."""
     if isinstance(op, fx.CallModuleOp):
         return not _flag(op, FRESH_RESULT_ATTR)
+    if fresh_by_schema(op):
+        return False
     facts = call_facts(op)
     if not facts.fresh:
         return True
     named = aten_name(op)
     return named is not None and named[1] is None and schema_may_alias(named[0])
+
+
+def _schema_returns_fresh(schema: Any) -> bool | None:
+    """True: the overload writes nothing and returns no alias, and has a
+    kernel of its own (a CompositeImplicitAutograd overload is Python-like
+    code its schema does not bind: `dropout` in eval returns its input);
+    False: it returns an alias, writes a positional argument or is
+    composite; None: an `out=` overload (writes keyword-only arguments
+    only) or a TorchScript list builtin, which say nothing of the
+    functional call."""
+    overload = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+    try:
+        if torch._C._dispatch_has_kernel_for_dispatch_key(overload, "CompositeImplicitAutograd"):  # noqa: SLF001
+            return False
+    except RuntimeError:  # a TorchScript builtin (`aten::add.t` on lists): no tensor call
+        return None
+    written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if written:
+        return None if all(a.kwarg_only for a in written) else False
+    return not any(r.alias_info is not None for r in schema.returns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_returns_fresh(name: str) -> bool:
+    """Every overload of `aten::<name>` returns fresh storage (its `out=`
+    forms aside), and there is one."""
+    answers = [_schema_returns_fresh(s) for s in _schemas(name)]
+    return any(a is True for a in answers) and not any(a is False for a in answers)
+
+
+@functools.lru_cache(maxsize=4096)
+def _torch_builtin(name: str) -> bool:
+    return type(getattr(torch, name, None)).__name__ == "builtin_function_or_method"
+
+
+def fresh_by_schema(op: fx.NodeOp) -> bool:
+    """torch's schema alone says the call returns fresh storage, without
+    running it: `torch.ops.aten.<f>.<o>` whose overload writes nothing and
+    returns no alias, or a builtin `torch.<f>` (the ATen binding itself:
+    `torch.cat`, `torch.stack`) every overload of which is so, called
+    without `out=`. Wide joins are the case that matters: running a
+    1024-operand `stack` on fake tensors costs 1024 fake tensors per
+    distinct call."""
+    if not isinstance(op, fx.CallFunctionOp) or "out" in op.kwargs.data:
+        return False
+    parts = op.target.data.split(".")
+    if len(parts) == 5 and parts[:3] == ["torch", "ops", "aten"]:
+        schema = _overload_schema(parts[3], parts[4])
+        return schema is not None and _schema_returns_fresh(schema) is True
+    return len(parts) == 2 and parts[0] == "torch" and _torch_builtin(parts[1]) and _name_returns_fresh(parts[1])
 
 
 def call_is_known(op: fx.NodeOp) -> bool:
@@ -989,6 +1075,10 @@ def call_shows_effects(op: Operation) -> bool:
     False when it cannot be run (the name decides then)."""
     if not isinstance(op, fx.CallFunctionOp | fx.CallMethodOp):
         return False
+    if fresh_by_schema(op):  # writes nothing by its kernel's schema: only a random draw could show
+        parts = op.target.data.split(".")
+        if _RANDOM is None or _RANDOM not in _tags(parts[1] if len(parts) == 2 else parts[3]):
+            return False
     facts = call_facts(op)
     return facts.known and (facts.writes or facts.random)
 

@@ -405,7 +405,8 @@ def passes_for_target(
     are extern calls; see `optimus_ir.analysis.cost_model.InductorCosts`), and every
     `lower-batch` so lowers each batch op in the form Inductor compiles best
     (`target=inductor`: small layer norms whose parameters are graph inputs
-    per member; `optimus_ir.analysis.cost_model.layer_norm_lowering`). A pipeline
+    per member; `optimus_ir.analysis.cost_model.layer_norm_lowering`), and
+    `reinplace` leaves the graph alone (Inductor re-inplaces itself). A pipeline
     that sets `target=inductor` itself is kept as it is; `target=eager` is
     the default and so is replaced too (as `OptimizeOptions.resolve` treats
     option values equal to the default). `frozen`: Inductor freezes the
@@ -419,7 +420,7 @@ def passes_for_target(
     def for_inductor(pass_: Any) -> Any:
         if (
             inner == "inductor"
-            and getattr(pass_, "name", None) in ("batch-fusion", "lower-batch")
+            and getattr(pass_, "name", None) in ("batch-fusion", "lower-batch", "reinplace")
             and getattr(pass_, "target", None) == "eager"
         ):
             pass_ = dataclasses.replace(pass_, target="inductor")

@@ -87,6 +87,8 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     # pass of its own name: `user_replacements.register_replacement_pass`)
     "user-replacements": lazy("optimus_ir.passes.user_replacements", "UserReplacementsPass"),
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
+    # after lower-to-fx: dead operands written in place again
+    "reinplace": lazy("optimus_ir.passes.reinplace"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion", "BatchFusion"),
@@ -111,6 +113,7 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "dce",
     "cse",
     "lower-to-fx",           # back to fx for export
+    "reinplace",             # out-of-place calls on dead temporaries back in place
 )
 DEFAULT_PIPELINE: str = ",".join(DEFAULT_PIPELINE_STAGES)
 """The pipeline `optimize` runs by default (the `-p` text form)."""

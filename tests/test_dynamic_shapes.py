@@ -69,11 +69,13 @@ class Compiled:
 
 
 def op_counts(gm: torch.fx.GraphModule) -> collections.Counter:
-    """Calls per target name (`linear`, `layer_norm`, `baddbmm`, ...)."""
+    """Calls per target name (`linear`, `layer_norm`, `baddbmm`, ...;
+    `reinplace`'s grad-guarded forms by the call they stand for)."""
     counts: collections.Counter = collections.Counter()
     for node in gm.graph.nodes:
         if node.op in ("call_function", "call_method"):
-            counts[getattr(node.target, "__name__", str(node.target))] += 1
+            target = getattr(node.target, "optimus_out_of_place", node.target)
+            counts[getattr(target, "__name__", str(target))] += 1
     return counts
 
 

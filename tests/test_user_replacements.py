@@ -73,7 +73,12 @@ class TwoSwishes(nn.Module):
 
 
 def _calls(gm: torch.fx.GraphModule) -> list[object]:
-    return [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    """The call targets, `reinplace`'s grad-guarded forms as what they stand for."""
+    return [
+        getattr(n.target, "optimus_out_of_place", n.target)
+        for n in gm.graph.nodes
+        if n.op in ("call_function", "call_method")
+    ]
 
 
 def _remarks(report) -> list[str]:

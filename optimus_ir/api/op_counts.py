@@ -41,6 +41,9 @@ def count_view_ops(counts: Counter[str]) -> int:
 def op_kind(node: torch.fx.Node) -> str:
     """A short readable name for what an FX node computes."""
     if node.op == "call_function":
+        reinplaced = getattr(node.target, "optimus_op_kind", None)
+        if reinplaced is not None:  # `reinplace`'s grad-guarded form: the op it computes
+            return reinplaced
         name = getattr(node.target, "__name__", str(node.target))
         overload = getattr(node.target, "_overloadname", None)
         if overload is not None:  # an ATen OpOverload: aten.split.Tensor -> split

@@ -104,13 +104,13 @@ def _optimize(
     )
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
-    lower_last = bool(passes) and passes[-1].name == "lower-to-fx"
-    if lower_last:
-        passes.pop()
+    passes, after_lowering = _split_lowering_tail(passes)
+    lower_last = after_lowering is not None
     rewrites_before = statistics.budget.used if statistics is not None else 0
     with _phase("passes", phases), collect_diagnostics() as diagnostics:
         stats, text, layout_specialized = _run_passes(
-            program, passes, to_run.text, lower_last, statistics, hook, verify_each, rewrites_before
+            program, passes, to_run.text, lower_last, statistics, hook, verify_each, rewrites_before,
+            after_lowering or [],
         )
     remarks = _remarks_warning_the_rest(diagnostics)
 
@@ -272,11 +272,15 @@ def _share_stacks(result: torch.fx.GraphModule, phases: dict[str, float]) -> int
 
 def _side_effect_free(module: ModuleOp) -> bool:
     """No op of the graph has side effects (writes, random numbers, calls of
-    unknown code): running it changes nothing but its outputs."""
+    unknown code): running it changes nothing but its outputs. The
+    `reinplace` pass's calls write only temporaries of the graph's own that
+    die there, which nothing outside sees."""
     from optimus_ir.foundation.traits import is_removable
+    from optimus_ir.kernels import inplace
 
+    own_writes = inplace.__name__ + "."
     return all(
-        is_removable(op)
+        is_removable(op) or isinstance(op, fx.CallFunctionOp) and op.target.data.startswith(own_writes)
         for op in graph_of(module).block.ops
         if not isinstance(op, fx.PlaceholderOp | fx.OutputOp)
     )
@@ -319,6 +323,25 @@ def failed_phase(error: BaseException) -> str | None:
     """The phase of `_optimize` that raised `error` (`_phase`), or None."""
     return getattr(error, FAILED_PHASE_ATTRIBUTE, None)
 
+AFTER_LOWERING_PASSES = frozenset({"reinplace"})
+"""Passes that may follow the pipeline's trailing `lower-to-fx` and still
+run after it when optimize() moves the lowering behind the output-stride
+fix (they work on the lowered fx calls)."""
+
+
+def _split_lowering_tail(passes: list[Any]) -> tuple[list[Any], list[Any] | None]:
+    """(the passes before a trailing `lower-to-fx`, the passes after it), or
+    (`passes`, None) where the pipeline does not end in `lower-to-fx`
+    followed only by `AFTER_LOWERING_PASSES`."""
+    for at in range(len(passes) - 1, -1, -1):
+        name = getattr(passes[at], "name", None)
+        if name == "lower-to-fx":
+            return passes[:at], passes[at + 1:]
+        if name not in AFTER_LOWERING_PASSES:
+            break
+    return passes, None
+
+
 def _run_passes(
     program: ImportedGraph,
     passes: list[Any],
@@ -328,10 +351,12 @@ def _run_passes(
     hook: Any,
     verify_each: bool,
     rewrites_before: int,
+    after_lowering: list[Any],
 ) -> tuple[Any, str, bool]:
-    """Run the pipeline's passes on `program`, then lower what is left to fx;
-    the statistics, the pipeline text as run, and whether the result relies
-    on the example inputs' layout (needs the stride guard)."""
+    """Run the pipeline's passes on `program`, then lower what is left to fx
+    and run `after_lowering` (the pipeline's passes after its trailing
+    lower-to-fx); the statistics, the pipeline text as run, and whether the
+    result relies on the example inputs' layout (needs the stride guard)."""
     from optimus_ir.pipeline import run_pipeline
 
     stats = run_pipeline(
@@ -362,6 +387,14 @@ def _run_passes(
         )
         if not lower_last:
             text = f"{text},lower-to-fx" if text else "lower-to-fx"
+    if after_lowering:
+        run_pipeline(
+            program.module,
+            after_lowering,
+            statistics=stats,
+            validate_each=hook,
+            verify_each=True if verify_each else False,
+        )
     if not verify_each:
         from optimus_ir.foundation.diagnostics import verify_module
 

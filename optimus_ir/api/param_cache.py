@@ -245,6 +245,11 @@ def _inplace_position(target: Any) -> int | None:
         return None
     return parameters.index("inplace") if "inplace" in parameters else None
 
+_REINPLACED = "optimus_ir.kernels.inplace."
+"""The qualified-name prefix of the `reinplace` pass's grad-guarded in-place
+calls (`optimus_ir.kernels.inplace`)."""
+
+
 class _Classifier:
     """Purity and names of FX call targets, memoized per target object."""
 
@@ -329,6 +334,8 @@ class _Classifier:
             return [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.fx.Node)], False
         in_place = name.endswith("_") and not name.startswith("_") and "out" not in node.kwargs
         if node.args and isinstance(node.args[0], torch.fx.Node):
+            if node.op == "call_function" and self.qualified(node.target)[0].startswith(_REINPLACED):
+                return [node.args[0]], False  # `reinplace`'s grad-guarded form writes its first argument
             if name in IN_PLACE_OPERATOR_NAMES and (
                 node.op == "call_method" or self.qualified(node.target)[0].startswith("_operator.")
             ):

@@ -1,0 +1,231 @@
+"""`reinplace`: out-of-place calls whose written operand dies there go back in place.
+
+`maximize-value-semantics` makes the model's in-place writes to temporaries
+out of place so that fusion sees values. Where nothing consumed them, the
+user would pay for it: a fresh buffer per write (on CPU a large one is a new
+mapping, page faults included) and a higher peak. This pass, after
+`lower-to-fx` (anchor: Inductor's `reinplace` FX pass, the inverse of
+functionalization), writes such a call in place again -- and any other
+out-of-place call the user wrote whose first operand dies at it:
+
+    %h = fx.call_function "torch._C._nn.linear"(%x, %w, %b)
+    %r = fx.call_function "torch.relu"(%h)            // %h read by nothing later
+  becomes
+    %r = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%h)
+
+The call written is the grad-guarded form (`optimus_ir.kernels.inplace`): in
+place when gradients are not recorded, the original call otherwise, since
+with autograd on an earlier op may have saved the operand for its backward.
+
+The written operand `x` (the call's first positional argument) must be:
+
+* fresh storage of its own: the result of an op torch shows returns fresh
+  storage (`result_is_fresh`: not an input, parameter, buffer, view or a
+  call that may alias), so nothing else sees the write, and dense as that
+  op made it (so the in-place result has the strides the out-of-place one
+  would have: see below); or the result of a call this pass made in place
+  on such a value (`relu(h) + 1` is two writes into `h`'s storage);
+* dead after the call: every other reader of `x` comes before it in the
+  block, and none of those may alias or write it (a view of `x` made
+  earlier and read later would see the write); the call reads `x` once
+  (`x + x` stays); an output reads it after, so an output is never written;
+* computed per call: made from a graph input (values of parameters and
+  constants alone are what `optimize(freeze=True)` computes once; a write
+  there would make them look effectful);
+* of the result's type exactly: same dtype (no promotion: `int + 0.5`),
+  same static shape (no broadcasting into a bigger result). A call with
+  another tensor operand also needs every dim of `x` static and above 1,
+  so that the out-of-place result's layout follows `x`'s (TensorIterator
+  orders dims by the first operand whose strides tell them apart).
+
+Forms known (`optimus_ir.kernels.inplace`): `torch.<f>` and `aten.<f>.<o>`
+with an in-place twin as torchgen pairs them (`alias_facts.functional_form`:
+`relu`/`relu_`, `add`/`add_`, not random ops nor metadata changes), Tensor
+methods likewise, `operator.add`/`sub`/`mul`/... (`+=`), and
+`torch.nn.functional.<act>` with an `inplace` parameter. `out=` calls stay.
+
+Every call left out of place with an in-place form gets no remark (most
+have a live operand, which is the normal case); the statistics count the
+re-inplaced calls. One forward walk, positions numbered once: linear in the
+block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from optimus_ir.analysis.alias_facts import functional_form
+from optimus_ir.analysis.cost_model import FusionTarget
+from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands, result_is_fresh
+from optimus_ir.dialects import fx
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import DYNAMIC
+from optimus_ir.kernels.inplace import OPERATOR_IN_PLACE, inplace_form_name
+
+PASS_NAME = "reinplace"
+
+_FUNCTIONAL = "torch.nn.functional."
+
+
+def _has_inplace_twin(name: str) -> bool:
+    return functional_form(name + "_") == name
+
+
+def inplace_form(op: Operation) -> str | None:
+    """The qualified name of the grad-guarded in-place form of the fx call
+    `op`, or None where it has none."""
+    if not isinstance(op, fx.CallFunctionOp | fx.CallMethodOp) or "out" in op.kwargs.data:
+        return None
+    target = op.target.data
+    if isinstance(op, fx.CallMethodOp):
+        return inplace_form_name("call_method", target) if _has_inplace_twin(target) else None
+    module, _, last = target.rpartition(".")
+    if module in ("operator", "_operator"):
+        known = last in OPERATOR_IN_PLACE
+    elif target.startswith(_FUNCTIONAL):
+        known = "inplace" not in op.kwargs.data and len(op.args.data) <= _inplace_position(last)
+    elif target.startswith("torch.ops."):
+        parts = target.split(".")
+        known = len(parts) == 5 and _has_inplace_twin(parts[3])
+    else:
+        known = target.startswith("torch.") and _has_inplace_twin(last)
+    return inplace_form_name("call_function", target) if known else None
+
+
+def _inplace_position(name: str) -> int:
+    """The position of `F.<name>`'s `inplace` parameter (-1: none)."""
+    import inspect
+
+    import torch.nn.functional as F
+
+    function = getattr(F, name, None)
+    try:
+        names = list(inspect.signature(function).parameters) if callable(function) else []
+    except (TypeError, ValueError):
+        return -1
+    if "inplace" not in names or "training" in names:  # the dropouts draw random numbers
+        return -1
+    return names.index("inplace")
+
+
+def _written(op: fx.NodeOp) -> SSAValue | None:
+    """The operand the in-place form writes: the first positional argument,
+    a tensor."""
+    args = op.args.data
+    if not args or not isinstance(args[0], fx.RefAttr):
+        return None
+    value = op.operands[args[0].index.data]
+    return value if isinstance(value.type, TensorType) else None
+
+
+def _reads_of(op: fx.NodeOp, x: SSAValue) -> int:
+    """How many times `op`'s arguments name `x` (operands are listed once
+    however often the arguments refer to them)."""
+    indices: list[int] = []
+    for attr in (*op.args.data, *op.kwargs.data.values()):
+        fx.map_refs(attr, indices.append, lambda _: None)
+    return sum(1 for i in indices if op.operands[i] is x)
+
+
+def _static_above_one(ty: TensorType) -> bool:
+    return all(size != DYNAMIC and size > 1 for size in ty.get_shape())
+
+
+def can_reinplace(
+    op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], owned: set[SSAValue] = frozenset()  # type: ignore[assignment]
+) -> bool:
+    """Whether writing `x` in place at `op` is invisible (module docstring).
+    `owned`: results of calls this pass made in place, whose storage (their
+    written operand's, dead but for them) is theirs alone."""
+    if isinstance(x, BlockArgument):
+        return False
+    if x not in owned and not result_is_fresh(x.owner):  # inputs, parameters, views, calls that may alias
+        return False
+    ty = x.type
+    if not isinstance(ty, TensorType) or op.results[0].type != ty:
+        return False
+    if _reads_of(op, x) != 1:
+        return False
+    if any(o is not x and isinstance(o.type, TensorType) for o in op.operands) and not _static_above_one(ty):
+        return False
+    at = position[op]
+    for use in x.uses:
+        reader = use.operation
+        if reader is op:
+            continue
+        where = position.get(reader)
+        if where is None or where > at:
+            return False
+        if may_alias_operands(reader) or may_write_operands(reader):
+            return False
+    return True
+
+
+def reinplace(block: Block) -> int:
+    """Rewrite every out-of-place call of `block` whose first operand dies
+    there into its grad-guarded in-place form; the number rewritten."""
+    position = {op: i for i, op in enumerate(block.ops)}
+    owned: set[SSAValue] = set()
+    per_call: set[Operation] = set()  # ops whose value depends on an input
+    rewritten = 0
+    for op in list(block.ops):
+        if isinstance(op, fx.PlaceholderOp) or any(
+            isinstance(v, BlockArgument) or v.owner in per_call for v in op.operands
+        ):
+            per_call.add(op)
+        else:
+            continue  # parameters and constants alone: `freeze` computes them once
+        form = inplace_form(op)
+        if form is None:
+            continue
+        assert isinstance(op, fx.NodeOp)
+        x = _written(op)
+        if x is None or not can_reinplace(op, x, position, owned):
+            continue
+        new = fx.CallFunctionOp(form, op.args.data, dict(op.kwargs.data), op.operands, op.results[0].type)
+        new.location = op.location
+        new.results[0].name_hint = op.results[0].name_hint
+        block.insert_op_before(new, op)
+        position[new] = position[op]
+        op.results[0].replace_all_uses_with(new.results[0])
+        block.erase_op(op)
+        owned.add(new.results[0])
+        per_call.add(new)
+        rewritten += 1
+    return rewritten
+
+
+@dataclass(frozen=True)
+class ReinplacePass(ModulePass):
+    """Write out-of-place calls in place where their first operand dies.
+
+    After `lower-to-fx`: `torch.relu(h)`, `h + b`, `h.mul(2.0)`, `F.relu(h)`
+    whose `h` is fresh storage of this graph that nothing reads, views or
+    returns afterwards become grad-guarded in-place calls
+    (`optimus_ir.kernels.inplace`: in place without autograd, as before with
+    it). Restores the model's own in-place writes that value semantics took
+    out of place and no fusion consumed, and lowers the peak where the user
+    wrote out-of-place calls on dead values. `target=inductor` (the
+    torch.compile backend sets it) leaves the graph alone: Inductor
+    functionalizes and re-inplaces itself.
+    """
+
+    name = PASS_NAME
+
+    target: FusionTarget = "eager"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target == "inductor":
+            return
+        record = current_pass_context(self.name).record
+        for graph in list(op.ops):
+            if isinstance(graph, fx.GraphOp):
+                record.bump("calls made in place", reinplace(graph.block))
+
+
+__all__ = ["ReinplacePass", "can_reinplace", "inplace_form", "reinplace"]

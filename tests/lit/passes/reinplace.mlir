@@ -1,0 +1,83 @@
+// RUN: optimus-opt %s -p reinplace --split-input-file | filecheck %s
+// RUN: optimus-opt %s -p reinplace{target=inductor} --split-input-file | filecheck %s --check-prefix=INDUCTOR
+
+// Out-of-place calls whose first operand is fresh storage of this graph and
+// dies there become grad-guarded in-place calls; a chain of them keeps
+// writing the one storage (each result is owned by the pass).
+
+// CHECK-LABEL: fx.graph @rewrites
+// CHECK:         %h = fx.call_function "torch._C._nn.linear"(%x, %w, %b)
+// CHECK-NEXT:    %before = fx.call_function "torch.sigmoid"(%h)
+// CHECK-NEXT:    %r = fx.call_function "optimus_ir.kernels.inplace.torch__nn__functional__relu"(%h) :
+// CHECK-NEXT:    %s = fx.call_function "optimus_ir.kernels.inplace._operator__add"(%r, 1) :
+// CHECK-NEXT:    %a = fx.call_function "optimus_ir.kernels.inplace.torch__add"(%s, %y) :
+// CHECK-NEXT:    %m = fx.call_function "optimus_ir.kernels.inplace.method__mul"(%a, 3.0) :
+// CHECK-NEXT:    %t = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%m) :
+// CHECK-NEXT:    %g = fx.call_function "optimus_ir.kernels.inplace.torch__ops__aten__sigmoid__default"(%t) :
+// CHECK-NEXT:    fx.output (%before, %g)
+// INDUCTOR-LABEL: fx.graph @rewrites
+// INDUCTOR-NOT:   optimus_ir.kernels.inplace
+fx.graph @rewrites {
+  %x = fx.placeholder "x" : tensor<2x3xf32>
+  %y = fx.placeholder "y" : tensor<2x3xf32>
+  %w = fx.get_attr "w" : tensor<3x3xf32>
+  %b = fx.get_attr "b" : tensor<3xf32>
+  %h = fx.call_function "torch._C._nn.linear"(%x, %w, %b) : tensor<2x3xf32>
+  %before = fx.call_function "torch.sigmoid"(%h) : tensor<2x3xf32>
+  %r = fx.call_function "torch.nn.functional.relu"(%h) : tensor<2x3xf32>
+  %s = fx.call_function "_operator.add"(%r, 1) : tensor<2x3xf32>
+  %a = fx.call_function "torch.add"(%s, %y) : tensor<2x3xf32>
+  %m = fx.call_method "mul"(%a, 3.0) : tensor<2x3xf32>
+  %t = fx.call_function "torch.tanh"(%m) : tensor<2x3xf32>
+  %g = fx.call_function "torch.ops.aten.sigmoid.default"(%t) : tensor<2x3xf32>
+  fx.output (%before, %g)
+}
+
+// -----
+
+// What must stay out of place: an operand read later, an input, a
+// parameter, a view (of a dead temporary too: the result would not have
+// the out-of-place call's layout), an output, a call reading it twice, type
+// promotion, broadcasting into a bigger result, an earlier view that is
+// read after, a dropout (random), an `out=` call, and a call with another
+// tensor operand where a size-1 dim leaves the result's layout to the
+// other operand.
+
+// CHECK-LABEL: fx.graph @keeps
+// CHECK-NOT:     optimus_ir.kernels.inplace
+// CHECK:         fx.output
+fx.graph @keeps {
+  %x = fx.placeholder "x" : tensor<2x3xf32>
+  %w = fx.get_attr "w" : tensor<3x3xf32>
+  %i = fx.placeholder "i" : tensor<2x3xi64>
+  %h = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %live = fx.call_function "torch.relu"(%h) : tensor<2x3xf32>
+  %later = fx.call_function "torch.sigmoid"(%h) : tensor<2x3xf32>
+  %in = fx.call_function "torch.relu"(%x) : tensor<2x3xf32>
+  %param = fx.call_function "torch.relu"(%w) : tensor<3x3xf32>
+  %h2 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %view = fx.call_method "view"(%h2, 6) : tensor<6xf32>
+  %v = fx.call_function "torch.relu"(%view) : tensor<6xf32>
+  %h3 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %twice = fx.call_function "torch.mul"(%h3, %h3) : tensor<2x3xf32>
+  %n = fx.call_function "torch.neg"(%i) : tensor<2x3xi64>
+  %promoted = fx.call_function "_operator.truediv"(%n, 2) : tensor<2x3xf32>
+  %h4 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %small = fx.call_function "torch.sum"(%h4, 0, true) : tensor<1x3xf32>
+  %broadcast = fx.call_function "torch.add"(%small, %x) : tensor<2x3xf32>
+  %h5 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %early_view = fx.call_function "torch.transpose"(%h5, 0, 1) : tensor<3x2xf32>
+  %after_view = fx.call_function "torch.relu"(%h5) : tensor<2x3xf32>
+  %read_view = fx.call_function "torch.sigmoid"(%early_view) : tensor<3x2xf32>
+  %h6 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %drop = fx.call_function "torch.nn.functional.dropout"(%h6, 0.5, true) : tensor<2x3xf32>
+  %h7 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %out = fx.call_function "torch.relu"(%h7, out = %x) : tensor<2x3xf32>
+  %h8 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %row = fx.call_function "torch.sum"(%h8, 0, true) : tensor<1x3xf32>
+  %h9 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
+  %col = fx.call_function "torch.sum"(%h9, 1, true) : tensor<2x1xf32>
+  %row2 = fx.call_function "torch.ones"(1, 3) : tensor<1x3xf32>
+  %ambiguous = fx.call_function "torch.sub"(%row, %row2) : tensor<1x3xf32>
+  fx.output (%live, %later, %in, %param, %v, %twice, %promoted, %broadcast, %after_view, %read_view, %drop, %out, %col, %ambiguous, %h)
+}

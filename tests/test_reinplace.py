@@ -1,0 +1,129 @@
+"""reinplace (issue 37, item 1): out-of-place calls whose operand dies there
+are written in place again before export, through grad-guarded forms
+(`optimus_ir.kernels.inplace`), so a graph where nothing fused does not pay
+for value semantics; with autograd on they stay out of place, so backward
+works where an earlier op saved the operand."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+import torch
+from torch import nn
+
+import optimus_ir
+from optimus_ir.kernels import inplace
+
+
+class Block(nn.Module):
+    """A residual block as torchvision/timm write it: in-place ReLUs and
+    `out += identity`, plus a tanh whose saved result an in-place write
+    would corrupt under autograd."""
+
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.a = nn.Linear(width, width)
+        self.b = nn.Linear(width, width)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.a(x))
+        out = self.b(out)
+        out += x
+        out = self.relu(out)
+        t = torch.tanh(out)  # saves its result for backward
+        return t * 2.0  # `t` dies here: in place only without autograd
+
+
+def _reinplaced(module: nn.Module) -> int:
+    stats = module.optimus_report.statistics.by_pass("reinplace")
+    return sum(record.counters.get("calls made in place", 0) for record in stats)
+
+
+def _guarded_calls(module: nn.Module) -> list[str]:
+    return [str(n.target.__name__) for n in module.graph.nodes
+            if n.op == "call_function" and getattr(n.target, "__module__", "") == inplace.__name__]
+
+
+def test_the_models_in_place_writes_come_back_and_values_are_bit_equal() -> None:
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(8, 16)
+    x_before = x.clone()
+    with torch.no_grad():
+        want = model(x)
+        opt = optimus_ir.optimize(model, [x])
+        got = opt(x)
+    assert torch.equal(got, want)
+    assert torch.equal(x, x_before)  # an input is never written
+    calls = _guarded_calls(opt)
+    # relu, +=, relu, tanh, * 2.0: every write on a dead temporary
+    assert _reinplaced(opt) == len(calls) == 5, opt.code
+    assert calls == ["torch__relu", "torch__add", "torch__relu", "torch__tanh", "torch__mul"]
+
+
+def test_with_autograd_the_calls_stay_out_of_place_and_backward_matches() -> None:
+    torch.manual_seed(0)
+    model = Block().train()
+    x = torch.randn(8, 16)
+    reference = copy.deepcopy(model)
+    opt = optimus_ir.optimize(model, [x])
+    assert _reinplaced(opt) > 0
+    got = opt(x)
+    want = reference(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    got.sum().backward()  # a tanh result written in place would raise here
+    want.sum().backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=0, msg=name)
+
+
+def test_values_an_output_or_later_reader_holds_are_never_written() -> None:
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            h = self.lin(x)
+            r = torch.relu(h)  # h is returned: stays
+            v = h.view(16)
+            s = torch.sigmoid(v)
+            return h, r, s, s + 1.0  # s is read by the add and returned
+
+    model = Shared().eval()
+    x = torch.randn(4, 4)
+    with torch.no_grad():
+        want = model(x)
+        opt = optimus_ir.optimize(model, [x])
+        got = opt(x)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert len({t.data_ptr() for t in got}) == len(got)  # distinct outputs stay distinct
+    assert _guarded_calls(opt) == []
+
+
+def test_the_guarded_forms_pickle_and_choose_by_grad_mode() -> None:
+    form = inplace.torch__relu
+    assert pickle.loads(pickle.dumps(form)) is form
+    x = torch.randn(5)
+    with torch.no_grad():
+        assert form(x) is x  # in place
+    y = torch.randn(5)
+    assert form(y) is not y  # autograd on: out of place
+    assert inplace.inplace_form_name("call_function", "torch._C._nn.linear") is None
+    assert inplace.inplace_form_name("call_function", "torch.relu_") is None  # in place already
+    with pytest.raises(AttributeError):
+        inplace.torch__nn__functional__gelu  # noqa: B018  (no inplace parameter)
+
+
+def test_an_optimized_module_pickles_with_its_guarded_calls() -> None:
+    model = Block().eval()
+    x = torch.randn(2, 16)
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, [x])
+        assert _guarded_calls(opt)
+        again = pickle.loads(pickle.dumps(opt.graph))
+    assert any(getattr(n.target, "__module__", "") == inplace.__name__ for n in again.nodes)

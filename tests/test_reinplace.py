@@ -127,3 +127,17 @@ def test_an_optimized_module_pickles_with_its_guarded_calls() -> None:
         assert _guarded_calls(opt)
         again = pickle.loads(pickle.dumps(opt.graph))
     assert any(getattr(n.target, "__module__", "") == inplace.__name__ for n in again.nodes)
+
+
+def test_the_report_counts_in_place_ops_before_and_after() -> None:
+    model = Block().eval()
+    x = torch.randn(2, 16)
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, [x])
+    report = opt.optimus_report
+    # the model writes in place three times: two ReLU(inplace=True), one +=
+    assert (report.inplace_before.total, report.inplace_before.grad_guarded) == (3, 0)
+    assert (report.inplace_after.total, report.inplace_after.grad_guarded) == (5, 5)
+    assert "in-place ops: 3 -> 5 (5 of them in place without autograd, out of place with it)" in report.format()
+    # the op table counts a guarded form as the op it computes
+    assert report.ops_after["relu"] == 2 and "torch__relu" not in report.ops_after

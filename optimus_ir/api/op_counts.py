@@ -53,6 +53,74 @@ def op_kind(node: torch.fx.Node) -> str:
         return f".{node.target}"
     return node.op
 
+_AUGMENTED = frozenset(
+    "iadd isub imul itruediv ifloordiv imod ipow iand ior ixor ilshift irshift imatmul setitem".split()
+)
+"""`operator` functions that write their first argument (`x += y`, `x[i] = v`)."""
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    """The call writes its first argument in place: a method or torch
+    function named with a trailing `_` (`add_`, `torch.relu_`), an
+    augmented assignment, `inplace=True` (by keyword, or by position where
+    the function's signature puts it), or a module called with its
+    `inplace` attribute set."""
+    if node.op == "call_method":
+        name = str(node.target)
+        return name.endswith("_") and not name.startswith("_")
+    if node.op == "call_module":
+        owner = node.graph.owning_module
+        module = owner.get_submodule(str(node.target)) if owner is not None else None
+        return bool(getattr(module, "inplace", False))
+    if node.op != "call_function":
+        return False
+    if node.kwargs.get("inplace") is True:
+        return True
+    name = getattr(node.target, "__name__", "")
+    module = getattr(node.target, "__module__", "") or ""
+    if module in ("operator", "_operator"):
+        return name in _AUGMENTED
+    if name.endswith("_") and not name.startswith("_") and (module.startswith("torch") or module == ""):
+        return True
+    overload = getattr(node.target, "_overloadname", None)
+    if overload is not None:
+        return str(node.target).split(".")[1].endswith("_")
+    position = _inplace_position(node.target)
+    return position is not None and len(node.args) > position and node.args[position] is True
+
+
+def _inplace_position(target: Any) -> int | None:
+    import inspect
+
+    try:
+        names = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
+@attrs.frozen
+class InPlaceCount:
+    """The in-place calls of a graph: `total`, of which `grad_guarded` are
+    `reinplace`'s forms (in place when gradients are not recorded)."""
+
+    total: int = 0
+    grad_guarded: int = 0
+
+
+def count_inplace_ops(gm: torch.fx.GraphModule) -> InPlaceCount:
+    """How many calls of `gm` write their first argument in place
+    (`_writes_in_place`), `reinplace`'s grad-guarded forms included."""
+    total = guarded = 0
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "optimus_op_kind", None) is not None:
+            total += 1
+            guarded += 1
+        elif _writes_in_place(node):
+            total += 1
+    return InPlaceCount(total, guarded)
+
+
 def count_fx_ops(gm: torch.fx.GraphModule) -> Counter[str]:
     """Operations per kind in a GraphModule (placeholders/attrs/output left out)."""
     counts: Counter[str] = Counter()

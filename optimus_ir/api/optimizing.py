@@ -18,7 +18,7 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
 from optimus_ir.api.capturing import _dynamo_guarded, _flat_inputs, _keep_capture_guard, capture
-from optimus_ir.api.op_counts import count_compute_ops, count_fx_ops, count_parameter_only_ops, count_per_call_ops
+from optimus_ir.api.op_counts import count_compute_ops, count_fx_ops, count_inplace_ops, count_parameter_only_ops, count_per_call_ops
 from optimus_ir.api.report import OptimizeReport
 from optimus_ir.foundation.diagnostics import Diagnostic, Severity, collect_diagnostics
 from optimus_ir.foundation.environment import environment
@@ -139,6 +139,8 @@ def _optimize(
     result.optimus_report = OptimizeReport(  # type: ignore[attr-defined]
         ops_before=count_fx_ops(gm),
         ops_after=ops_after,
+        inplace_before=count_inplace_ops(gm),
+        inplace_after=count_inplace_ops(result),
         pipeline=text,
         phase_seconds=phases,
         statistics=stats,

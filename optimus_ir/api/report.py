@@ -143,6 +143,12 @@ class OptimizeReport:
     remarks: list[Any] = attrs.field(factory=list)
     """The passes' remarks (`optimus_ir.foundation.diagnostics.Diagnostic`), e.g. why each
     batch-fusion candidate group was or was not fused."""
+    inplace_before: Any = None
+    """In-place calls of the captured graph (`op_counts.InPlaceCount`; None
+    where not counted): `relu(inplace=True)`, `+=`, `add_`."""
+    inplace_after: Any = None
+    """In-place calls of the result, `reinplace`'s grad-guarded forms
+    (`grad_guarded`: in place when gradients are not recorded) included."""
     side_effect_free: bool = False
     """The graph has no op with side effects (so it may be run to time it)."""
     speed_check: SpeedCheck | None = None
@@ -316,6 +322,13 @@ class OptimizeReport:
             lines.append(row + (f"  {once[kind]:>4}" if once else ""))
         total = f"{'total':<{width}}  {sum(self.ops_before.values()):>6}  {sum(per_call.values()):>8}"
         lines.append(total + (f"  {sum(once.values()):>4}" if once else ""))
+        if self.inplace_before is not None and self.inplace_after is not None:
+            if self.inplace_before.total or self.inplace_after.total:
+                guarded = self.inplace_after.grad_guarded
+                lines.append(
+                    f"in-place ops: {self.inplace_before.total} -> {self.inplace_after.total}"
+                    + (f" ({guarded} of them in place without autograd, out of place with it)" if guarded else "")
+                )
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:

@@ -25,9 +25,13 @@ parameters held after `del model` with freeze.
     .venv/bin/python benchmarks/bench_memory.py --third-party MMOE,PLE,DCN,DeepFM   # deepctr-torch models
 
 With `--third-party`, real models written by others (deepctr-torch's, as
-`bench_third_party.py` builds them, at `--batches`' first size) instead:
-forward peak of the captured graph and of ours under each `--budgets`
-budget, with the groups fused, results checked against the model.
+`bench_third_party.py` builds them, and the zoo's FuxiCTR/torchrec models,
+as `zoo_models.py` builds them, at each of `--batches`) instead: forward
+peak of the captured graph and of ours under each `--budgets` budget, with
+the groups fused, results checked against the model; the speed of ours
+under the first budget against the captured graph (interleaved medians of
+`--rounds` samples, one thread) and the in-place ops of both (issue 37:
+`reinplace` restores the model's own).
 """
 
 from __future__ import annotations
@@ -109,20 +113,47 @@ def measure(towers: int, hidden: int, batch: int, cost_model: str) -> dict[str, 
     return row
 
 
-def measure_third_party(name: str, batch: int, budgets: list[str]) -> dict[str, Any]:
+def _third_party_model(name: str, batch: int) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+    """A deepctr-torch model of `bench_third_party` or a zoo model of
+    `zoo_models` (FuxiCTR, torchrec, ...), in eval mode, with its inputs."""
+    from bench_third_party import MODELS, build
+
+    if name in MODELS:
+        model, inputs = build(name, batch)
+        return model.eval(), tuple(inputs)
+    import zoo_models
+
+    if name not in zoo_models.ZOO:
+        known = ", ".join([*MODELS, *zoo_models.ZOO])
+        raise SystemExit(f"unknown third-party model {name!r} (known: {known})")
+    return zoo_models.build(name, train=False), zoo_models.make_inputs(name, batch)
+
+
+def measure_third_party(
+    name: str, batch: int, budgets: list[str], rounds: int = 7, sample_ms: float = 20.0
+) -> dict[str, Any]:
     """Forward peak (dispatch tracker, no_grad, after a warm-up call) of a
-    third-party model's captured graph and of ours under each budget."""
+    third-party model's captured graph and of ours under each budget; the
+    speed of ours under the first budget against the captured graph
+    (interleaved medians, `rounds` samples of about `sample_ms` each), and
+    the in-place ops of both."""
+    import statistics
+
     import optimus_ir
-    from bench_third_party import build
     from optimus_ir.api import capture
+    from optimus_ir.api.op_counts import count_inplace_ops
+    from optimus_ir.examples.timing import measure as measure_interleaved
     from optimus_ir.memory import measure_call_memory
 
-    model, inputs = build(name, batch)
+    model, inputs = _third_party_model(name, batch)
     row: dict[str, Any] = {"model": name, "batch": batch, "budgets": {}}
+    timed: dict[str, Any] = {}
     with torch.no_grad():
         captured = capture(model, inputs)
         captured(*inputs)
+        timed["captured"] = lambda: captured(*inputs)
         row["captured_forward_peak"] = measure_call_memory(captured, *inputs, method="dispatch").peak_bytes
+        row["captured_inplace"] = count_inplace_ops(captured).total
         for budget in budgets:
             ours = optimus_ir.optimize(model, inputs, memory_budget=budget, check_speed=False)
             ours(*inputs)
@@ -130,22 +161,35 @@ def measure_third_party(name: str, batch: int, budgets: list[str]) -> dict[str, 
             row["budgets"][budget] = {
                 "forward_peak": measure_call_memory(ours, *inputs, method="dispatch").peak_bytes,
                 "groups_fused": ours.optimus_report.groups_fused,
+                "inplace": ours.optimus_report.inplace_after.total,
             }
+            if len(timed) == 1:
+                timed["ours"] = lambda ours=ours: ours(*inputs)
+    samples, _ = measure_interleaved(timed, rounds, sample_ms)
+    row["captured_ms"], row["ours_ms"] = (statistics.median(samples[k]) for k in ("captured", "ours"))
+    row["speed"] = row["captured_ms"] / row["ours_ms"]
     return row
 
 
 def third_party_table(rows: list[dict[str, Any]]) -> str:
     budgets = list(rows[0]["budgets"]) if rows else []
     lines = [
-        "| model | batch | captured peak MiB | " + " | ".join(f"ours, budget {b}: peak MiB (groups)" for b in budgets) + " |",
-        "|---|---|---|" + "---|" * len(budgets),
+        "| model | batch | captured peak MiB | "
+        + " | ".join(f"ours, budget {b}: peak MiB (groups)" for b in budgets)
+        + f" | ms captured / ours, budget {budgets[0] if budgets else ''} (speed) | in-place ops captured / ours |",
+        "|---|---|---|" + "---|" * len(budgets) + "---|---|",
     ]
     for r in rows:
         cells = [
             f"{_mib(c['forward_peak'])} ({c['forward_peak'] / r['captured_forward_peak']:.2f}x, {c['groups_fused']})"
             for c in r["budgets"].values()
         ]
-        lines.append(f"| {r['model']} | {r['batch']} | {_mib(r['captured_forward_peak'])} | " + " | ".join(cells) + " |")
+        first = next(iter(r["budgets"].values()))
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {_mib(r['captured_forward_peak'])} | " + " | ".join(cells)
+            + f" | {r['captured_ms']:.3f} / {r['ours_ms']:.3f} ({r['speed']:.2f}x) "
+            f"| {r['captured_inplace']} / {first['inplace']} |"
+        )
     return "\n".join(lines)
 
 
@@ -184,13 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--third-party",
         default="",
-        help="comma-separated deepctr-torch models (bench_third_party.py's names) to measure instead of recsys",
+        help="comma-separated models written by others to measure instead of recsys: deepctr-torch's "
+        "(bench_third_party.py's names: DeepFM, DCN, xDeepFM, MMOE, PLE) and the zoo's (zoo_models.py: "
+        "fuxictr.DCNv2, fuxictr.FinalMLP, ...)",
     )
     parser.add_argument(
         "--budgets",
         default="1.5x+1MiB,none,1.0x",
         help="memory budgets for --third-party (default: the default budget, none, 1.0x)",
     )
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved speed samples for --third-party")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
@@ -203,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         third = []
         for name in models:
             print(f"{name}: measuring ...", file=sys.stderr, flush=True)
-            third.append(measure_third_party(name, batches[0], budgets))
+            for batch in batches:
+                third.append(measure_third_party(name, batch, budgets, rounds=args.rounds))
         print(third_party_table(third))
         if args.json:
             args.json.write_text(json.dumps(third, indent=2))

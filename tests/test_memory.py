@@ -458,10 +458,18 @@ def test_bench_memory_third_party_smoke(tmp_path: object, capsys: pytest.Capture
     pytest.importorskip("deepctr_torch")
     bench = load_benchmark("bench_memory")
     out = Path(str(tmp_path)) / "third.json"
-    argv = ["--third-party", "DCN", "--batches", "8", "--budgets", "none,1.0x", "--json", str(out)]
+    argv = ["--third-party", "DCN,fuxictr.DCNv2", "--batches", "8", "--budgets", "none,1.0x",
+            "--rounds", "1", "--json", str(out)]
     assert bench.main(argv) == 0
-    [row] = json.loads(out.read_text())
-    assert row["model"] == "DCN" and row["captured_forward_peak"] > 0
-    assert set(row["budgets"]) == {"none", "1.0x"}
-    assert all(c["forward_peak"] > 0 for c in row["budgets"].values())
-    assert "| DCN | 8 |" in capsys.readouterr().out
+    rows = json.loads(out.read_text())
+    assert [row["model"] for row in rows] == ["DCN", "fuxictr.DCNv2"]  # deepctr-torch's and the zoo's
+    for row in rows:
+        assert row["captured_forward_peak"] > 0
+        assert set(row["budgets"]) == {"none", "1.0x"}
+        assert all(c["forward_peak"] > 0 for c in row["budgets"].values())
+        assert row["captured_ms"] > 0 and row["ours_ms"] > 0  # the speed column
+        assert row["captured_inplace"] >= 0 and row["budgets"]["none"]["inplace"] >= 0
+    out_text = capsys.readouterr().out
+    assert "| DCN | 8 |" in out_text and "| fuxictr.DCNv2 | 8 |" in out_text and "(speed)" in out_text
+    with pytest.raises(SystemExit):
+        bench.main(["--third-party", "NoSuchModel", "--batches", "8"])

@@ -33,10 +33,19 @@ The written operand `x` (the call's first positional argument) must be:
   constants alone are what `optimize(freeze=True)` computes once; a write
   there would make them look effectful);
 * of the result's type exactly: same dtype (no promotion: `int + 0.5`),
-  same static shape (no broadcasting into a bigger result). A call with
-  another tensor operand also needs every dim of `x` static and above 1,
-  so that the out-of-place result's layout follows `x`'s (TensorIterator
-  orders dims by the first operand whose strides tell them apart).
+  same shape (no broadcasting into a bigger result). A call with another
+  tensor operand also needs every dim of `x` static: a dynamic dim could be
+  1 at run time and broadcast against the other operand's.
+
+Layout: the in-place result has `x`'s strides. The out-of-place result has
+them too where it matters: `x` is dense (fresh storage of its own), so its
+dims of size above 1 have distinct strides, and TensorIterator orders the
+result's dims by the first operand whose strides tell them apart -- `x`,
+the first argument of every form. Only the strides of size-1 dims can
+differ, which the project's layout contract ignores as `is_contiguous`
+does (`match-output-strides`). Where the model wrote the call in place
+(value semantics took it out of place) the in-place form is exactly what
+the captured graph computed.
 
 Forms known (`optimus_ir.kernels.inplace`): `torch.<f>` and `aten.<f>.<o>`
 with an in-place twin as torchgen pairs them (`alias_facts.functional_form`:
@@ -132,10 +141,6 @@ def _reads_of(op: fx.NodeOp, x: SSAValue) -> int:
     return sum(1 for i in indices if op.operands[i] is x)
 
 
-def _static_above_one(ty: TensorType) -> bool:
-    return all(size != DYNAMIC and size > 1 for size in ty.get_shape())
-
-
 def can_reinplace(
     op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], owned: set[SSAValue] = frozenset()  # type: ignore[assignment]
 ) -> bool:
@@ -151,8 +156,8 @@ def can_reinplace(
         return False
     if _reads_of(op, x) != 1:
         return False
-    if any(o is not x and isinstance(o.type, TensorType) for o in op.operands) and not _static_above_one(ty):
-        return False
+    if any(o is not x and isinstance(o.type, TensorType) for o in op.operands) and DYNAMIC in ty.get_shape():
+        return False  # a dynamic dim of 1 could broadcast against the other operand's
     at = position[op]
     for use in x.uses:
         reader = use.operation

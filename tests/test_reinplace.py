@@ -141,3 +141,31 @@ def test_the_report_counts_in_place_ops_before_and_after() -> None:
     assert "in-place ops: 3 -> 5 (5 of them in place without autograd, out of place with it)" in report.format()
     # the op table counts a guarded form as the op it computes
     assert report.ops_after["relu"] == 2 and "torch__relu" not in report.ops_after
+
+
+def test_a_logit_accumulated_with_plus_equals_is_written_in_place_again() -> None:
+    """deepctr's DeepFM: `logit = x.new_zeros(B, 1); logit += ...` on a
+    [B, 1] value (size-1 dims do not keep a call out of place)."""
+
+    class Logits(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(8, 1)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            logit = x.new_zeros((x.shape[0], 1))
+            logit += self.a(x)
+            logit += self.b(x)
+            return torch.sigmoid(logit)
+
+    model = Logits().eval()
+    x = torch.randn(16, 8)
+    with torch.no_grad():
+        want = model(x)
+        opt = optimus_ir.optimize(model, [x])
+        got = opt(x)
+    assert torch.equal(got, want) and got.stride() == want.stride()
+    report = opt.optimus_report
+    assert report.inplace_before.total == 2
+    assert report.inplace_after.grad_guarded >= 2, opt.code  # both += back in place

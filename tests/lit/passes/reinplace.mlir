@@ -40,8 +40,7 @@ fx.graph @rewrites {
 // the out-of-place call's layout), an output, a call reading it twice, type
 // promotion, broadcasting into a bigger result, an earlier view that is
 // read after, a dropout (random), an `out=` call, and a call with another
-// tensor operand where a size-1 dim leaves the result's layout to the
-// other operand.
+// tensor operand where a dynamic dim could broadcast against it.
 
 // CHECK-LABEL: fx.graph @keeps
 // CHECK-NOT:     optimus_ir.kernels.inplace
@@ -77,7 +76,33 @@ fx.graph @keeps {
   %row = fx.call_function "torch.sum"(%h8, 0, true) : tensor<1x3xf32>
   %h9 = fx.call_function "torch._C._nn.linear"(%x, %w) : tensor<2x3xf32>
   %col = fx.call_function "torch.sum"(%h9, 1, true) : tensor<2x1xf32>
-  %row2 = fx.call_function "torch.ones"(1, 3) : tensor<1x3xf32>
-  %ambiguous = fx.call_function "torch.sub"(%row, %row2) : tensor<1x3xf32>
-  fx.output (%live, %later, %in, %param, %v, %twice, %promoted, %broadcast, %after_view, %read_view, %drop, %out, %col, %ambiguous, %h)
+  %d = fx.placeholder "d" : tensor<?x3xf32>
+  %e = fx.placeholder "e" : tensor<?x3xf32>
+  %dyn = fx.call_function "torch.exp"(%d) : tensor<?x3xf32>
+  %dynamic = fx.call_function "torch.sub"(%dyn, %e) : tensor<?x3xf32>
+  fx.output (%live, %later, %in, %param, %v, %twice, %promoted, %broadcast, %after_view, %read_view, %drop, %out, %col, %row, %dynamic, %h)
+}
+
+// -----
+
+// Size-1 dims do not keep a call out of place (`logit += x` on a [B, 1]
+// logit, deepctr's DeepFM): only their strides could differ, which the
+// layout contract ignores. A dynamic dim of a one-tensor call is fine too.
+
+// CHECK-LABEL: fx.graph @size_one_and_dynamic
+// CHECK:         %l = fx.call_method "new_zeros"(%x, [4, 1])
+// CHECK-NEXT:    %l1 = fx.call_function "optimus_ir.kernels.inplace._operator__add"(%l, %y) :
+// CHECK-NEXT:    %l2 = fx.call_function "optimus_ir.kernels.inplace._operator__add"(%l1, %y) :
+// CHECK-NEXT:    %e = fx.call_function "torch.exp"(%d)
+// CHECK-NEXT:    %r = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%e) :
+fx.graph @size_one_and_dynamic {
+  %x = fx.placeholder "x" : tensor<4x3xf32>
+  %y = fx.placeholder "y" : tensor<4x1xf32>
+  %d = fx.placeholder "d" : tensor<?x3xf32>
+  %l = fx.call_method "new_zeros"(%x, [4, 1]) : tensor<4x1xf32>
+  %l1 = fx.call_function "_operator.add"(%l, %y) : tensor<4x1xf32>
+  %l2 = fx.call_function "_operator.add"(%l1, %y) : tensor<4x1xf32>
+  %e = fx.call_function "torch.exp"(%d) : tensor<?x3xf32>
+  %r = fx.call_function "torch.relu"(%e) : tensor<?x3xf32>
+  fx.output (%l2, %r)
 }

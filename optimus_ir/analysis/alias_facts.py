@@ -20,8 +20,15 @@ The answers come from torch:
   may alias whatever the run showed, since whether it returns a view or a
   copy can depend on the operand strides, which passes change after the
   import (a run on contiguous operands is only one case). A schema alone
-  never makes a call fresh: `aten::einsum` is declared fresh and returns a
-  view for `'bd->db'`;
+  makes a call fresh only for wide calls of ATen kernels proper
+  (`fresh_by_schema`: 16 operands or more, not CompositeImplicitAutograd,
+  no `_`/`unsafe` names; `torch.stack`/`torch.cat` of a 1024-tower model,
+  whose fake runs made export quadratic): `aten::einsum` is declared fresh
+  and returns a view for `'bd->db'`, but it is composite, Python-like code
+  its schema does not bind;
+* **a tuple's item** (`operator.getitem(t, i)` of a tuple-typed value) is
+  answered from its type (`_tuple_item_facts`: what a run shows, without
+  building the whole tuple of fake tensors);
 * for `fx.call_module`, whose module the IR does not hold, the importer
   runs the module (torch's own classes only, without hooks) on fake
   tensors and records the result as the op's `fresh_result` and
@@ -793,17 +800,28 @@ def _torch_builtin(name: str) -> bool:
     return type(getattr(torch, name, None)).__name__ == "builtin_function_or_method"
 
 
+WIDE_CALL_OPERANDS = 16
+"""Calls with at least this many operands may be answered by their schema
+(`fresh_by_schema`); narrower ones are run, which costs little."""
+
+
 def fresh_by_schema(op: fx.NodeOp) -> bool:
-    """torch's schema alone says the call returns fresh storage, without
-    running it: `torch.ops.aten.<f>.<o>` whose overload writes nothing and
-    returns no alias, or a builtin `torch.<f>` (the ATen binding itself:
-    `torch.cat`, `torch.stack`) every overload of which is so, called
-    without `out=`. Wide joins are the case that matters: running a
+    """torch's schema says a wide call returns fresh storage, without
+    running it: a call of `WIDE_CALL_OPERANDS` operands or more of
+    `torch.ops.aten.<f>.<o>` whose overload writes nothing, returns no
+    alias and has a kernel of its own, or of a builtin `torch.<f>` (the ATen
+    binding itself: `torch.cat`, `torch.stack`) every overload of which is
+    so, called without `out=`; never a name with a leading underscore or
+    `unsafe` in it (`_unsafe_view`, `unsafe_split` return views their schema
+    does not declare). Wide joins are the case that matters: running a
     1024-operand `stack` on fake tensors costs 1024 fake tensors per
-    distinct call."""
-    if not isinstance(op, fx.CallFunctionOp) or "out" in op.kwargs.data:
+    distinct call, and a wide graph has hundreds of distinct ones."""
+    if not isinstance(op, fx.CallFunctionOp) or "out" in op.kwargs.data or len(op.operands) < WIDE_CALL_OPERANDS:
         return False
     parts = op.target.data.split(".")
+    name = parts[3] if len(parts) == 5 else parts[-1]
+    if name.startswith("_") or "unsafe" in name:
+        return False
     if len(parts) == 5 and parts[:3] == ["torch", "ops", "aten"]:
         schema = _overload_schema(parts[3], parts[4])
         return schema is not None and _schema_returns_fresh(schema) is True

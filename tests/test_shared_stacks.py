@@ -264,9 +264,19 @@ def test_shared_stacks_are_priced_with_their_per_call_check() -> None:
     optimized module once per stack (its members are `WatchedParameter`s),
     under torch.compile member by member. The estimate says which."""
     x = torch.randn(2, 1024)
-    shared = optimus_ir.optimize(WideTowers(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared")
+    shared = optimus_ir.optimize(
+        WideTowers().eval(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared"
+    )
     fused = [str(r) for r in shared.optimus_report.remarks if "torch.linear" in str(r) and "fused" in str(r)]
     assert any("checks 2 shared stacks (~0.4 us)" in r for r in fused), fused
+    # In training mode the stacks are read under autograd: members under
+    # GRAD_VIEW_MIN_BYTES (the biases) are stacked per call, priced as the
+    # copies they are; larger ones pay the view's autograd function per member.
+    trained = optimus_ir.optimize(
+        WideTowers().train(), (x,), check_speed=False, cost_model="default", parameter_stacks="shared"
+    )
+    remarks = [str(r) for r in trained.optimus_report.remarks if "torch.linear" in str(r)]
+    assert any("shared members" in r and "copies" in r for r in remarks), remarks
 
     class FourTowers(nn.Module):
         def __init__(self) -> None:

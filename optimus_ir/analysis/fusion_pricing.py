@@ -46,6 +46,12 @@ class Provenance:
     checked on every call (`parameter_stacks="shared"`): in eager, whether a
     re-pointing route touched it (`SHARED_STACK_CHECK_S` a stack); under
     Inductor, each member's `is_set_to` (`SHARED_MEMBER_CHECK_S` each)."""
+    autograd_parameters: bool = False
+    """With `checked_parameters`: the shared stacks are read under autograd
+    (a model optimized in training mode), where a stack whose members are
+    smaller than `GRAD_VIEW_MIN_BYTES` is stacked on every call
+    (`SharedStack.differentiable`): such an operand is priced as the copy
+    it is."""
 
     def record(self, results: Sequence[SSAValue | None]) -> None:
         """`results` are the members of one new stack, in order; a None
@@ -63,6 +69,18 @@ SHARED_MEMBER_CHECK_S = 0.3e-6
 (`SharedStack.holds`: one `Tensor.is_set_to`, 280 ns measured on the 2-core
 CI machine, 2026-12-06): under torch.compile a group of shared stacks pays
 it for each member of each stacked parameter operand."""
+
+GRAD_VIEW_MIN_BYTES = 32 * 1024
+"""The member size from which a shared stack read under autograd is a view
+of the stack (`SharedStack.differentiable`'s `_StackView`: ~0.7 us of
+Python per member); smaller members are stacked per call (a copy, cheaper
+than that). Shared by the pricing and the run time."""
+
+GRAD_VIEW_MEMBER_S = 0.7e-6
+"""What a member of a shared stack read under autograd costs per call
+(`_StackView`'s Python forward and backward, ~0.7 us a member measured on
+the 2-core CI machine, 2026-12-06): members of `GRAD_VIEW_MIN_BYTES` or
+more, in a model optimized in training mode."""
 
 SHARED_STACK_CHECK_S = 0.2e-6
 """What reading one shared parameter stack costs per call in an optimized
@@ -108,6 +126,8 @@ def slot_source(values: Sequence[SSAValue], provenance: Provenance) -> str:
     if all(v is values[0] for v in values):
         return "shared"
     if provenance.constant_parameters and all(is_parameter(v) for v in values):
+        if provenance.autograd_parameters and _bytes(values[0]) < GRAD_VIEW_MIN_BYTES:
+            return "copy"  # stacked per call under autograd
         return "parameters"
     sources = [provenance.members.get(v) for v in values]
     if all(s is not None for s in sources):
@@ -147,13 +167,18 @@ class _Tally:
     checked_members: int = 0
     checked_stacks: int = 0
 
+    grad_view_members: int = 0
+
     def check_shared(self, source: str, members: int, provenance: Provenance) -> None:
         """A stacked parameter operand: where its stack is shared, it is
         checked on every call (per stack in eager, per member under
-        Inductor)."""
+        Inductor); read under autograd in eager, each member also pays the
+        view's Python autograd function (`GRAD_VIEW_MEMBER_S`)."""
         if source == "parameters" and provenance.checked_parameters:
             if self.target == "eager":
                 self.checked_stacks += 1
+                if provenance.autograd_parameters:
+                    self.grad_view_members += members
             else:
                 self.checked_members += members
 
@@ -162,8 +187,9 @@ class _Tally:
         return GroupEstimate(
             members_s=self.members_s, fused_s=self.fused_s, copies_s=self.copies_s,
             bytes_copied=self.bytes_copied, views=self.views, views_s=self.views_s, target=self.target,
-            checked_members=self.checked_members, checked_stacks=self.checked_stacks,
-            checks_s=self.checked_members * SHARED_MEMBER_CHECK_S + self.checked_stacks * SHARED_STACK_CHECK_S,
+            checked_members=self.checked_members + self.grad_view_members, checked_stacks=self.checked_stacks,
+            checks_s=self.checked_members * SHARED_MEMBER_CHECK_S + self.checked_stacks * SHARED_STACK_CHECK_S
+            + self.grad_view_members * GRAD_VIEW_MEMBER_S,
         )
 
 

@@ -99,8 +99,11 @@ def _optimize(
     # stacks of parameters are computed once with freeze, read in place when
     # shared: free per call
     free_stacks = freezing or sharing
+    # a model optimized in training mode reads its shared stacks under autograd
+    autograd = sharing and bool(getattr(owner, "training", False))
     passes = (
-        [_with_constant_parameters(p, checked=sharing) for p in to_run.passes] if free_stacks else list(to_run.passes)
+        [_with_constant_parameters(p, checked=sharing, autograd=autograd) for p in to_run.passes]
+        if free_stacks else list(to_run.passes)
     )
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
@@ -290,13 +293,15 @@ def _side_effect_free(module: ModuleOp) -> bool:
 def _has_non_fx_ops(module: ModuleOp) -> bool:
     return any(op.dialect_name() != "fx" for op in graph_of(module).block.ops)
 
-def _with_constant_parameters(pass_: Any, *, checked: bool = False) -> Any:
+def _with_constant_parameters(pass_: Any, *, checked: bool = False, autograd: bool = False) -> Any:
     """`pass_`, told that parameters are constants when it is batch fusion
     (its cost model then prices stacks of parameters as free; `checked`:
-    shared stacks, whose members are checked on every call)."""
+    shared stacks, whose members are checked on every call; `autograd`:
+    read under autograd, small members stacked per call)."""
     if getattr(pass_, "name", None) == "batch-fusion" and hasattr(pass_, "constant_parameters"):
         if checked and hasattr(pass_, "checked_parameters"):
-            return dataclasses.replace(pass_, constant_parameters=True, checked_parameters=True)
+            extra = {"autograd_parameters": True} if autograd and hasattr(pass_, "autograd_parameters") else {}
+            return dataclasses.replace(pass_, constant_parameters=True, checked_parameters=True, **extra)
         return dataclasses.replace(pass_, constant_parameters=True)
     return pass_
 

@@ -57,6 +57,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from optimus_ir.analysis.fusion_pricing import GRAD_VIEW_MIN_BYTES as _PRICED_GRAD_VIEW_MIN_BYTES
 from optimus_ir.translate.attribute_snapshot import HOISTED_READ_META, STACK_EPOCH
 from optimus_ir.translate.exporter import ATTR_PATH_META, _read_path, recompile
 
@@ -72,8 +73,9 @@ module optimized again (another batch size, another graph) reuses it."""
 
 _is_set_to = torch.Tensor.is_set_to
 
-GRAD_VIEW_MIN_BYTES = 32 * 1024
-"""Under autograd, a shared stack whose members are smaller than this is
+GRAD_VIEW_MIN_BYTES = _PRICED_GRAD_VIEW_MIN_BYTES
+"""(The pricing's constant, `fusion_pricing.GRAD_VIEW_MIN_BYTES`: batch fusion
+prices a model optimized in training mode with it.) Under autograd, a shared stack whose members are smaller than this is
 stacked per call instead of viewed: the view's backward is a Python autograd
 function whose cost per member (about 0.7 us forward and backward) exceeds
 the copy of a small member (`benchmarks/bench_shared_stacks.py`; measured

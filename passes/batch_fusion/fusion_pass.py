@@ -63,6 +63,10 @@ class BatchFusion(ModulePass):
         checked_parameters: with constant_parameters, each member of a
             stacked parameter is still checked on every call
             (`parameter_stacks="shared"` sets both): a small per-member cost.
+        autograd_parameters: with checked_parameters, the shared stacks are
+            read under autograd (`optimize()` of a model in training mode):
+            stacks of members under `GRAD_VIEW_MIN_BYTES` are stacked per
+            call there and priced as copies.
         target: what runs the result, "eager" (the exported module) or
             "inductor" (`torch.compile(backend="optimus")` sets it): under
             Inductor pointwise ops fuse vertically anyway, views are free and
@@ -94,6 +98,7 @@ class BatchFusion(ModulePass):
     grouped_linear: bool = False
     constant_parameters: bool = False
     checked_parameters: bool = False
+    autograd_parameters: bool = False
     target: FusionTarget = "eager"
     memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
 

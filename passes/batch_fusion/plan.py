@@ -156,6 +156,7 @@ def _evaluate(
     provenance = Provenance(
         constant_parameters=options.constant_parameters,
         checked_parameters=options.constant_parameters and options.checked_parameters,
+        autograd_parameters=options.constant_parameters and options.checked_parameters and options.autograd_parameters,
     )
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     decisions: list[Decision] = []
@@ -245,7 +246,10 @@ class _GroupPricing:
         context = self.context
         if context.model is None or self.provenance.constant_parameters:
             return None
-        free = attrs.evolve(self.provenance, constant_parameters=True, checked_parameters=True)
+        free = attrs.evolve(
+            self.provenance, constant_parameters=True, checked_parameters=True,
+            autograd_parameters=context.options.autograd_parameters,
+        )
         estimate = estimate_group(
             context.model, self.key.kind, members, free, self.group_of, context.dims, target=context.options.target
         )

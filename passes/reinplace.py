@@ -75,6 +75,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.foundation.statistics import current_pass_context
 from optimus_ir.foundation.types import DYNAMIC
 from optimus_ir.kernels.inplace import OPERATOR_IN_PLACE, inplace_form_name
+from optimus_ir.passes.value_semantics import FUNCTIONAL_INPLACE_POSITION
 
 PASS_NAME = "reinplace"
 
@@ -97,29 +98,14 @@ def inplace_form(op: Operation) -> str | None:
     if module in ("operator", "_operator"):
         known = last in OPERATOR_IN_PLACE
     elif target.startswith(_FUNCTIONAL):
-        known = "inplace" not in op.kwargs.data and len(op.args.data) <= _inplace_position(last)
+        position = FUNCTIONAL_INPLACE_POSITION.get(last)  # the activations; not the (random) dropouts
+        known = position is not None and "inplace" not in op.kwargs.data and len(op.args.data) <= position
     elif target.startswith("torch.ops."):
         parts = target.split(".")
         known = len(parts) == 5 and _has_inplace_twin(parts[3])
     else:
         known = target.startswith("torch.") and _has_inplace_twin(last)
     return inplace_form_name("call_function", target) if known else None
-
-
-def _inplace_position(name: str) -> int:
-    """The position of `F.<name>`'s `inplace` parameter (-1: none)."""
-    import inspect
-
-    import torch.nn.functional as F
-
-    function = getattr(F, name, None)
-    try:
-        names = list(inspect.signature(function).parameters) if callable(function) else []
-    except (TypeError, ValueError):
-        return -1
-    if "inplace" not in names or "training" in names:  # the dropouts draw random numbers
-        return -1
-    return names.index("inplace")
 
 
 def _written(op: fx.NodeOp) -> SSAValue | None:
@@ -141,9 +127,7 @@ def _reads_of(op: fx.NodeOp, x: SSAValue) -> int:
     return sum(1 for i in indices if op.operands[i] is x)
 
 
-def can_reinplace(
-    op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], owned: set[SSAValue] = frozenset()  # type: ignore[assignment]
-) -> bool:
+def can_reinplace(op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], owned: set[SSAValue]) -> bool:
     """Whether writing `x` in place at `op` is invisible (module docstring).
     `owned`: results of calls this pass made in place, whose storage (their
     written operand's, dead but for them) is theirs alone."""

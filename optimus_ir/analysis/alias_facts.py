@@ -510,14 +510,6 @@ _DEVICE_VARIANTS = ("cpu", "cuda")
 encoding) is tried on: what holds must hold on both."""
 
 
-def _contiguous_strides(ty: TensorType) -> tuple[int, ...]:
-    shape = [STAND_IN_SIZE if size == DYNAMIC else size for size in ty.get_shape()]
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
-    return tuple(strides)
-
-
 def _tuple_item_facts(op: fx.NodeOp, layouts: Layouts) -> CallFacts | None:
     """The facts of `operator.getitem(t, i)` on a tuple-typed value, without
     running it: what a run on a tuple of fresh fake tensors shows (the item
@@ -538,7 +530,10 @@ def _tuple_item_facts(op: fx.NodeOp, layouts: Layouts) -> CallFacts | None:
     if type(index) is not int or not -len(items) <= index < len(items):
         return None
     item = items[index]
-    strides = _contiguous_strides(item) if isinstance(item, TensorType) else None
+    strides = (
+        fx.row_major_strides([STAND_IN_SIZE if n == DYNAMIC else n for n in item.get_shape()])
+        if isinstance(item, TensorType) else None
+    )
     return CallFacts(known=True, shares_storage=True, is_operand=True, writes=False, random=False, strides=strides)
 
 

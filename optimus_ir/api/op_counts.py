@@ -85,18 +85,10 @@ def _writes_in_place(node: torch.fx.Node) -> bool:
     overload = getattr(node.target, "_overloadname", None)
     if overload is not None:
         return str(node.target).split(".")[1].endswith("_")
+    from optimus_ir.api.param_cache import _inplace_position  # memoized per target
+
     position = _inplace_position(node.target)
     return position is not None and len(node.args) > position and node.args[position] is True
-
-
-def _inplace_position(target: Any) -> int | None:
-    import inspect
-
-    try:
-        names = list(inspect.signature(target).parameters)
-    except (TypeError, ValueError):
-        return None
-    return names.index("inplace") if "inplace" in names else None
 
 
 @attrs.frozen

@@ -5,7 +5,10 @@ that resolves by import path, as the importer spells it), chosen to compute
 exactly the values of every spelling `raise-fx` accepts, bit for bit:
 
     torch.linear      -> torch._C._nn.linear           (F.linear)
-    torch.layer_norm  -> torch.nn.functional.layer_norm
+    torch.layer_norm  -> torch.nn.functional.layer_norm; without affine
+                         parameters optimus_ir.kernels.norms.layer_norm (F.layer_norm
+                         with a weight of ones on CPU fp32: its faster
+                         kernel path, the same values)
     torch.split       -> torch.split_with_sizes(x, [sections], dim) + getitems
                          (the ATen binding itself: torch.functional.split is
                          two Python frames more per call, the same views)
@@ -47,6 +50,7 @@ from xdsl.passes import ModulePass
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.foundation.rewriting import patch_operands
+from optimus_ir.kernels.norms import LAYER_NORM_TARGET
 from optimus_ir.dialects.literals import LiteralError, encode_literal
 
 
@@ -287,8 +291,6 @@ def call_lowering(target: str, arguments: Callable[[Any], list[Any]]) -> Lowerin
 
 
 _POSITIONAL_CALLS: tuple[tuple[type[Operation], str, Callable[[Any], list[Any]]], ...] = (
-    (T.LayerNormOp, "torch.nn.functional.layer_norm",
-     lambda op: [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps]),
     (T.UnsqueezeOp, "torch.unsqueeze", lambda op: [op.input, op.dim]),
     (T.ReshapeOp, "torch.reshape", lambda op: [op.input, _ints(op.shape)]),
     (T.ViewOp, "torch.Tensor.view", lambda op: [op.input, _ints(op.shape)]),
@@ -306,6 +308,18 @@ arguments: (op class, target, the arguments of an op)."""
 
 for _cls, _target, _arguments in _POSITIONAL_CALLS:
     LOWERINGS[_cls] = call_lowering(_target, _arguments)
+
+LAYER_NORM_WITHOUT_AFFINE = LAYER_NORM_TARGET
+"""What a layer norm without affine parameters lowers to: `F.layer_norm` with a
+weight of ones on CPU fp32 tensors (the kernel's faster path, the same
+values bit for bit; `optimus_ir/kernels/norms.py`), unchanged elsewhere."""
+
+
+@lowers(T.LayerNormOp)
+def _layer_norm(op):
+    plain = op.weight is None and op.bias is None
+    target = LAYER_NORM_WITHOUT_AFFINE if plain else "torch.nn.functional.layer_norm"
+    return [call(target, [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps], {}, op.result.type)]
 
 
 # ---------------------------------------------------------------------------

@@ -133,7 +133,10 @@ def _layer_norm_op(r, x, normalized_shape, w, b, eps, out) -> Operation:
     return T.LayerNormOp(x, ns, w, b, eps=lit_float(eps), result_type=out)
 
 
-@function("torch.nn.functional.layer_norm", "torch.layer_norm", *aten("layer_norm.default"))
+@function(
+    "torch.nn.functional.layer_norm", "torch.layer_norm", *aten("layer_norm.default"),
+    "optimus_ir.kernels.norms.layer_norm",  # what lower-to-fx emits without a weight
+)
 def _layer_norm(r: Raiser, input, normalized_shape, weight=None, bias=None, eps=1e-5,
                 cudnn_enable=True):
     return _layer_norm_op(

@@ -336,14 +336,25 @@ def _is_tensor_method(name: str) -> bool:
     return callable(getattr(torch.Tensor, name, None))
 
 
+OWN_RUNNABLE_FUNCTIONS = frozenset({"optimus_ir.kernels.norms.layer_norm"})
+"""Functions of this package the exported code calls that are torch calls
+with the same aliasing (`optimus_ir.kernels.norms.layer_norm`: F.layer_norm,
+a fresh result), run on fake tensors like them."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _runnable_function(target: str) -> Callable[..., Any] | None:
     """The callable of a call_function target that may be run on fake
     tensors: a torch function or operator without global effects
-    (`effects.has_global_effects`), a Python operator, `getattr`. None for
-    anything else (a user's function may do anything)."""
+    (`effects.has_global_effects`), a Python operator, `getattr`, one of
+    `OWN_RUNNABLE_FUNCTIONS`. None for anything else (a user's function
+    may do anything)."""
     name = target[1:] if target.startswith("_operator.") else target
-    if not name.startswith(("torch.", "operator.", "builtins.getattr")) and name != "getattr":
+    if (
+        not name.startswith(("torch.", "operator.", "builtins.getattr"))
+        and name != "getattr"
+        and name not in OWN_RUNNABLE_FUNCTIONS
+    ):
         return None
     if name.startswith("torch.ops.") and name.split(".")[2] not in ("aten", "prims"):
         return None  # custom-op namespaces: their fake kernels may be anything

@@ -33,8 +33,12 @@ fx.graph @split_unbind {
 // CHECK-NEXT:    %bm = fx.call_function "torch.bmm"(%bx, %by)
 // CHECK-NEXT:    %mm = fx.call_function "torch.matmul"(%bx, %wt)
 // CHECK-NEXT:    %n = fx.call_function "torch.nn.functional.layer_norm"(%l0, [3], %b, none, 1.0e-06)
-// CHECK-NEXT:    %n2 = fx.call_function "torch.nn.functional.layer_norm"(%l0, [3], none, none, 1.0e-05)
-// CHECK-NEXT:    fx.output (%l1, %m, %am, %bm, %mm, %n, %n2)
+// A layer norm without affine parameters: the helper that takes the CPU
+// kernel's faster path (a weight of ones, the same values); with a bias and
+// no weight F.layer_norm itself (the two paths round differently).
+// CHECK-NEXT:    %n2 = fx.call_function "optimus_ir.kernels.norms.layer_norm"(%l0, [3], none, none, 1.0e-05)
+// CHECK-NEXT:    %n3 = fx.call_function "torch.nn.functional.layer_norm"(%l0, [3], none, %b, 1.0e-05)
+// CHECK-NEXT:    fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3)
 fx.graph @linalg {
   %x = fx.placeholder "x" : tensor<2x4xf32>
   %w = fx.get_attr "w" : tensor<3x4xf32>
@@ -50,7 +54,8 @@ fx.graph @linalg {
   %mm = torch.matmul %bx, %wt : tensor<2x2x4xf32>, tensor<4x3xf32> -> tensor<2x2x3xf32>
   %n = torch.layer_norm %l0 normalized_shape [3] weight %b eps 1.0e-06 : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
   %n2 = torch.layer_norm %l0 normalized_shape [3] : tensor<2x3xf32> -> tensor<2x3xf32>
-  fx.output (%l1, %m, %am, %bm, %mm, %n, %n2)
+  %n3 = torch.layer_norm %l0 normalized_shape [3] bias %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3)
 }
 
 // -----

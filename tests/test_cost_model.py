@@ -7,6 +7,7 @@ stub, so the file stays fast and deterministic."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -37,6 +38,7 @@ FAKE = {
     "spread": 1.02,
     "rounds": 3.0,
 }
+FAKE_FRESH = (32 * 2**20, 4.0e-10)
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +61,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(cm, "measure", fake_measure)
     monkeypatch.setattr(cm, "measure_kernels", lambda device="cpu": {"pointwise": [(1.0, 1e-6), (1e6, 1e-4)]})
+    monkeypatch.setattr(cm, "measure_fresh_allocations", lambda device="cpu": FAKE_FRESH)
     return calls
 
 
@@ -68,6 +71,7 @@ def _forbid_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(cm, "measure", fail)
     monkeypatch.setattr(cm, "measure_kernels", fail)
+    monkeypatch.setattr(cm, "measure_fresh_allocations", fail)
 
 
 # --- estimate ------------------------------------------------------------------------------
@@ -186,6 +190,31 @@ def test_cache_round_trip(tmp_path: Path, measured: list[str], monkeypatch: pyte
     second = calibrated_cost_model("cpu", cache_dir=tmp_path)
     assert second.source == "cached"
     assert [getattr(second, name) for name in cm._CONSTANTS] == [FAKE[name] for name in cm._CONSTANTS]
+    assert (second.fresh_allocation_bytes, second.fresh_page_s_per_byte) == FAKE_FRESH
+    assert (first.fresh_allocation_bytes, first.fresh_page_s_per_byte) == FAKE_FRESH
+
+
+def test_fresh_pages_are_priced_from_their_size_on() -> None:
+    model = dataclasses.replace(default_cost_model("cpu"), fresh_allocation_bytes=2**20, fresh_page_s_per_byte=1e-9)
+    assert model.fresh_pages_seconds(2**20 - 1) == 0.0
+    assert model.fresh_pages_seconds(2**20) == pytest.approx(2**20 * 1e-9)
+    none_seen = dataclasses.replace(model, fresh_allocation_bytes=0)
+    assert none_seen.fresh_pages_seconds(2**30) == 0.0
+    cpu, cuda = default_cost_model("cpu"), default_cost_model("cuda")
+    assert cpu.fresh_allocation_bytes == 32 * 2**20 and cpu.fresh_page_s_per_byte > 0
+    assert cuda.fresh_allocation_bytes == 0  # the caching allocator keeps its blocks
+    with pytest.raises(ValueError, match="fresh_allocation_bytes"):
+        dataclasses.replace(model, fresh_page_s_per_byte=-1.0)
+
+
+def test_fresh_allocations_are_measured_where_the_allocator_maps_them() -> None:
+    """On this machine's allocator (glibc: blocks of 32 MiB and more are
+    mapped afresh) the probe finds a size in its range and a positive cost a
+    byte; never a size it did not probe; nothing on a caching device."""
+    threshold, per_byte = cm.measure_fresh_allocations("cpu")
+    probed = {mib * 2**20 for mib in cm._FRESH_PROBE_MIB}
+    assert (threshold, per_byte) == (0, 0.0) or (threshold in probed and per_byte >= cm._FRESH_MIN_S_PER_BYTE)
+    assert cm.measure_fresh_allocations("cuda") == (0, 0.0)
 
 
 def test_a_cached_model_says_when_it_was_measured_and_how_steadily(

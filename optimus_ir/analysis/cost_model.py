@@ -76,7 +76,7 @@ from attrs.validators import ge, in_
 # calibration cache (`~/.cache/optimus-ir` when unset).
 from optimus_ir.foundation.environment import CACHE_DIR_ENV, COST_MODEL_ENV, environment
 
-CACHE_SCHEMA = 6  # 5: the fastest of repeats (load-robust), 7 repeats; 6: the best round, more rounds while noisy, the spread kept
+CACHE_SCHEMA = 7  # 5: the fastest of repeats (load-robust), 7 repeats; 6: the best round, more rounds while noisy, the spread kept; 7: fresh allocations
 """Version of the cache file's content; a file of another version is stale."""
 
 SOURCES = ("calibrated", "cached", "default", "options")
@@ -304,6 +304,15 @@ class CostModel:
     calibrated_at: str = ""
     """When the constants were measured (ISO 8601, local time with its
     offset), for `calibrated` and `cached` models; "" for the others."""
+    fresh_allocation_bytes: int = 0
+    """The size from which an allocation gets fresh pages from the operating
+    system on every call (glibc's allocator maps blocks of 32 MiB and more
+    and unmaps them when freed, so every call page-faults them in again);
+    0: no such size was seen (a caching allocator)."""
+    fresh_page_s_per_byte: float = 0.0
+    """What the fresh pages of such an allocation cost per byte (the page
+    faults and the zeroing the operating system does); see
+    `fresh_pages_seconds`."""
     spread: float = 1.0
     """How much the calibration's rounds disagreed: the largest ratio, over
     the measurements, of a measurement's median round to its best round
@@ -330,6 +339,17 @@ class CostModel:
                 return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
         x_last, y_last = curve[-1]
         return y_last * size / x_last
+
+    def fresh_pages_seconds(self, nbytes: float) -> float:
+        """What one allocation of `nbytes` pays for fresh pages each time it
+        is made: nothing below `fresh_allocation_bytes`. On the 2-core CI
+        machine a training step of the 64-tower model at batch 512 with
+        32 MiB fused results page-faulted 4,371 times per step, 37 ms
+        against 28 ms with the same groups cut in halves of 16 MiB (no
+        faults); batch fusion prices it, so such groups are cut in chunks."""
+        if self.fresh_allocation_bytes <= 0 or nbytes < self.fresh_allocation_bytes:
+            return 0.0
+        return float(nbytes) * self.fresh_page_s_per_byte
 
     def data_seconds(self, kind: str, size: float) -> float:
         """The part of a `kind` op's time that grows with its `size`, linear
@@ -361,6 +381,11 @@ class CostModel:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"cost model {name} must be a positive finite number, got {value!r}")
+        if not (self.fresh_allocation_bytes >= 0 and math.isfinite(self.fresh_page_s_per_byte) and self.fresh_page_s_per_byte >= 0):
+            raise ValueError(
+                "cost model fresh_allocation_bytes and fresh_page_s_per_byte must be non-negative, got "
+                f"{self.fresh_allocation_bytes!r} and {self.fresh_page_s_per_byte!r}"
+            )
         if self.source not in SOURCES:
             raise ValueError(f"cost model source must be one of {SOURCES}, got {self.source!r}")
 
@@ -516,11 +541,26 @@ def device_type(device: str | torch.device) -> str:
     return kind
 
 
+_FRESH_DEFAULTS: dict[str, tuple[int, float]] = {
+    "cpu": (32 * 2**20, 0.5e-9),
+    "cuda": (0, 0.0),
+}
+"""(fresh_allocation_bytes, fresh_page_s_per_byte) of the default models:
+on CPU glibc's largest mmap threshold (32 MiB: blocks that big are always
+mapped afresh) and about 0.5 ns a byte (2 us a 4 KiB page fault, measured
+on the 2-core CI machine, 2026-12-07); CUDA's caching allocator keeps its
+blocks."""
+
+
 def default_cost_model(device: str = "cpu") -> CostModel:
     """The documented constants of `device`, without measuring anything (tests,
     hand-written IR, `OPTIMUS_COST_MODEL=default`, a CUDA request without a GPU)."""
     kind = device_type(device)
-    return CostModel(device=kind, source="default", **_DEFAULTS[kind])
+    fresh_bytes, fresh_s = _FRESH_DEFAULTS[kind]
+    return CostModel(
+        device=kind, source="default", fresh_allocation_bytes=fresh_bytes, fresh_page_s_per_byte=fresh_s,
+        **_DEFAULTS[kind],
+    )
 
 
 def cost_model_from_options(
@@ -764,6 +804,75 @@ def measure_kernels(device: str = "cpu") -> dict[str, list[tuple[float, float]]]
     return curves
 
 
+_FRESH_PROBE_MIB = (4, 8, 16, 32, 64)
+"""Allocation sizes (MiB) probed for fresh pages, up to twice glibc's
+largest mmap threshold."""
+
+_FRESH_MIN_S_PER_BYTE = 0.05e-9
+"""Below this extra cost a byte (a 4 KiB page in 0.2 us) an allocation is
+not counted as fresh: the noise of two fills."""
+
+
+_FRESH_REPEATS = 4
+"""Timed calls per probe (after one untimed): each is tens of
+milliseconds at the largest sizes."""
+
+
+def _fastest_of(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    fn()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _fresh_extra_per_byte(dev: torch.device) -> dict[int, float]:
+    """One pass over `_FRESH_PROBE_MIB`, largest first (as in a warm process,
+    the allocator's thresholds have seen the big blocks before the small
+    ones): bytes -> the extra time a byte of a new allocation's fill over a
+    kept tensor's."""
+    extra: dict[int, float] = {}
+    for mib in reversed(_FRESH_PROBE_MIB):
+        count = mib * 2**20 // 4
+        kept = torch.empty(count, device=dev)
+        reused = _fastest_of(lambda: kept.fill_(1.0), _FRESH_REPEATS)
+        del kept
+        fresh = _fastest_of(lambda: torch.empty(count, device=dev).fill_(1.0), _FRESH_REPEATS)
+        extra[count * 4] = max(fresh - reused, 0.0) / (count * 4)
+    return extra
+
+
+def measure_fresh_allocations(device: str = "cpu") -> tuple[int, float]:
+    """(fresh_allocation_bytes, fresh_page_s_per_byte) of `device`: for each
+    of `_FRESH_PROBE_MIB`, the fastest `torch.empty(n).fill_(1)` (a new
+    allocation each time, freed before the next) against the fastest fill of
+    one kept tensor, in two passes. A size is fresh where its extra time a
+    byte reaches half the largest size's in both passes (glibc maps some
+    sizes below its threshold afresh in one process and not in the next:
+    16 MiB here); fresh pages begin at the smallest size from which every
+    size is fresh, and cost the largest size's extra a byte. (0, 0.0) where
+    the largest size pays nothing (a caching allocator: CUDA, or a CPU
+    allocator that keeps its blocks)."""
+    dev = torch.device(device)
+    if dev.type != "cpu":
+        return 0, 0.0
+    with torch.no_grad():
+        passes = [_fresh_extra_per_byte(dev), _fresh_extra_per_byte(dev)]
+    sizes = sorted(passes[0])
+    largest = min(p[sizes[-1]] for p in passes)
+    if largest < _FRESH_MIN_S_PER_BYTE:
+        return 0, 0.0
+    threshold = sizes[-1]
+    for nbytes in reversed(sizes):  # the smallest size from which every size pays
+        if any(p[nbytes] < largest / 2 for p in passes):
+            break
+        threshold = nbytes
+    return threshold, largest
+
+
 def _measure_round(dev: torch.device) -> dict[str, float]:
     """One round of every measurement (see `measure`)."""
     # no_grad, as inference runs: no autograd bookkeeping in any op.
@@ -907,10 +1016,12 @@ def _read_cache(path: Path, key: dict[str, Any], device: str) -> CostModel | Non
             return None
         constants = data["constants"]
         kernels = _kernels_tuple(data["kernels"])
+        fresh_bytes, fresh_s = data["fresh_allocations"]
         return CostModel(
             device=device, source="cached", kernels=kernels,
             calibrated_at=str(data.get("created", "")),
             spread=float(data.get("measurements", {}).get("spread", 1.0)),
+            fresh_allocation_bytes=int(fresh_bytes), fresh_page_s_per_byte=float(fresh_s),
             **{name: float(constants[name]) for name in _CONSTANTS},
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -931,8 +1042,11 @@ def _write_cache(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> N
         "key": key,
         "constants": {name: measured[name] for name in _CONSTANTS},
         "kernels": measured.get("kernels", {}),
+        "fresh_allocations": list(measured.get("fresh_allocations", (0, 0.0))),
         "measurements": {
-            name: value for name, value in measured.items() if name not in (*_CONSTANTS, "kernels", "created")
+            name: value
+            for name, value in measured.items()
+            if name not in (*_CONSTANTS, "kernels", "created", "fresh_allocations")
         },
         "created": measured.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -986,10 +1100,12 @@ def calibrated_cost_model(
             return cached
     measured: dict[str, Any] = dict(measure(device))
     measured["kernels"] = measure_kernels(device)
+    fresh_bytes, fresh_s = measured["fresh_allocations"] = measure_fresh_allocations(device)
     measured["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     model = CostModel(
         device=kind, source="calibrated", kernels=_kernels_tuple(measured["kernels"]),
         calibrated_at=measured["created"], spread=float(measured.get("spread", 1.0)),
+        fresh_allocation_bytes=fresh_bytes, fresh_page_s_per_byte=fresh_s,
         **{name: measured[name] for name in _CONSTANTS},
     )
     try:
@@ -1035,6 +1151,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"view_overhead_s   {model.view_overhead_s:.3e}  ({_us(model.view_overhead_s)})")
     print(f"copy_bytes_per_s  {model.copy_bytes_per_s:.3e}  ({model.copy_bytes_per_s / 1e9:.2f} GB/s)")
     print(f"flops_per_s       {model.flops_per_s:.3e}  ({model.flops_per_s / 1e9:.1f} GFLOP/s)")
+    if model.fresh_allocation_bytes:
+        print(
+            f"fresh pages       from {format_bytes(model.fresh_allocation_bytes)} on, "
+            f"{model.fresh_page_s_per_byte * 4096 * 1e6:.2f} us a 4 KiB page"
+        )
+    else:
+        print("fresh pages       none seen (the allocator keeps its blocks)")
     if model.calibrated_at:
         print(f"calibrated        {model.calibrated_at}{_age(model.calibrated_at)}")
         print(f"spread            {model.spread:.3f}x (rounds' median over best; {SPREAD_LIMIT}x and above: noisy)")

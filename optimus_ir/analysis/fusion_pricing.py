@@ -168,6 +168,12 @@ class _Tally:
     checked_stacks: int = 0
 
     grad_view_members: int = 0
+    copy_sizes: list[int] = attrs.field(factory=list)
+
+    def add_copy(self, nbytes: int) -> None:
+        """A stacked copy of `nbytes` (its kernel priced by the caller)."""
+        self.bytes_copied += nbytes
+        self.copy_sizes.append(nbytes)
 
     def check_shared(self, source: str, members: int, provenance: Provenance) -> None:
         """A stacked parameter operand: where its stack is shared, it is
@@ -251,12 +257,29 @@ def estimate_group(
             tally.views += 1 if source == "stack" else 3
             continue
         copied = _bytes(values[0], dims) * n
-        tally.bytes_copied += copied
+        tally.add_copy(copied)
         tally.copies_s += model.kernel_seconds("stack", copied)
     if not results_feed_one_group(members, group_of):
         tally.views += 1  # the unpack (cancelled when one group reads them all)
     tally.views_s = tally.views * model.view_overhead_s
+    _price_fresh_pages(model, tally, members, dims)
     return tally.done()
+
+
+def _price_fresh_pages(
+    model: CostModel, tally: _Tally, members: Sequence[Operation], dims: SymbolicDims | None
+) -> None:
+    """The fresh pages of every allocation at least `fresh_allocation_bytes`
+    big (`CostModel.fresh_pages_seconds`): the fused result, each member's
+    result, each stacked copy. A group whose fused result crosses that size
+    pays it on every call where its members did not, and is cut in chunks
+    below it (`plan._choose_parts`)."""
+    if model.fresh_allocation_bytes <= 0:
+        return
+    result = _bytes(members[0].results[0], dims)
+    tally.fused_s += model.fresh_pages_seconds(result * len(members))
+    tally.members_s += len(members) * model.fresh_pages_seconds(result)
+    tally.copies_s += sum(model.fresh_pages_seconds(nbytes) for nbytes in tally.copy_sizes)
 
 
 def estimate_group_inductor(
@@ -306,7 +329,7 @@ def estimate_group_inductor(
         if source == "shared" and kind in ("pointwise", "softmax"):
             continue  # broadcast
         copied = _bytes(values[0], dims) * n
-        tally.bytes_copied += copied
+        tally.add_copy(copied)
         # a copy kernel as eagerly (computed values, or an extern torch.stack
         # of many graph inputs: `inductor_handoff`), and where Inductor
         # concatenates few graph inputs itself, its slow generated loop
@@ -326,8 +349,9 @@ def estimate_group_inductor(
         # every pointwise group fused, 1.11x with none; regular parts, every
         # other tower, do pay: recsys-uniform-64 1.56x with them, 1.31x without).
         copied = _bytes(members[0].results[0], dims) * n
-        tally.bytes_copied += copied
+        tally.add_copy(copied)
         tally.copies_s += model.kernel_seconds("stack", copied)
+    _price_fresh_pages(model, tally, members, dims)
     return tally.done()
 
 

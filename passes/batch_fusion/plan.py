@@ -19,7 +19,8 @@ import attrs
 from xdsl.ir import Operation
 
 from optimus_ir.analysis.independent_sets import find_independent_groups
-from optimus_ir.analysis.cost_model import GroupEstimate
+from optimus_ir.analysis.cost_model import GroupEstimate, format_bytes
+from optimus_ir.analysis.live_bytes import tensor_bytes
 from optimus_ir.analysis.fusion_pricing import Provenance, estimate_group, operand_slots, slot_source
 from optimus_ir.passes.batch_fusion.grouping import (
     Candidates,
@@ -160,6 +161,7 @@ def _evaluate(
     )
     group_of = {ops[i]: g for g, ids in enumerate(result.groups) for i in ids}
     decisions: list[Decision] = []
+    notes: list[tuple[Operation, str]] = []
     gain = 0.0
     for group_ids in producers_first(result.groups, ops):
         members = [ops[i] for i in group_ids]
@@ -171,6 +173,9 @@ def _evaluate(
             continue
         pricing = _GroupPricing(context, key, provenance, group_of)
         parts = _choose_parts(pricing, members)
+        fresh_note = _fresh_pages_note(pricing, members, [part for part, _ in parts])
+        if fresh_note:
+            notes.append((first, fresh_note))
         limited = limits.get(first) if limits else None
         if limited is not None:
             limit, note = limited
@@ -198,7 +203,28 @@ def _evaluate(
             decisions.append(Decision(key, part, estimate, "fuse", first, held))
             if estimate is not None:
                 gain += estimate.gain_s
-    return Plan(keys, result, decisions, gain)
+    plan = Plan(keys, result, decisions, gain)
+    plan.notes.extend(notes)
+    return plan
+
+
+def _fresh_pages_note(pricing: _GroupPricing, members: Sequence[Operation], parts: Sequence[Sequence[Operation]]) -> str:
+    """The remark of a group cut in chunks because its one fused result
+    would be allocated in fresh pages on every call and its chunks' would
+    not (`CostModel.fresh_pages_seconds`); "" for any other group."""
+    model = pricing.context.model
+    if model is None or len(parts) < 2 or model.fresh_allocation_bytes <= 0:
+        return ""
+    result = tensor_bytes(members[0].results[0], pricing.context.dims)
+    whole = model.fresh_pages_seconds(result * len(members))
+    if whole <= 0 or any(model.fresh_pages_seconds(result * len(part)) > 0 for part in parts):
+        return ""
+    return (
+        f"batch-fusion: {len(members)} {pricing.key.op_name}{member_names(members)} cut in {len(parts)} chunks: "
+        f"one fused result of {format_bytes(result * len(members))} would take fresh pages from the allocator "
+        f"on every call (from {format_bytes(model.fresh_allocation_bytes)} on; ~{whole * 1e6:.1f} us), "
+        "its chunks' do not"
+    )
 
 
 FREE_STACKS_NOTE = (

@@ -113,22 +113,6 @@ def measure(towers: int, hidden: int, batch: int, cost_model: str) -> dict[str, 
     return row
 
 
-def _third_party_model(name: str, batch: int) -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    """A deepctr-torch model of `bench_third_party` or a zoo model of
-    `zoo_models` (FuxiCTR, torchrec, ...), in eval mode, with its inputs."""
-    from bench_third_party import MODELS, build
-
-    if name in MODELS:
-        model, inputs = build(name, batch)
-        return model.eval(), tuple(inputs)
-    import zoo_models
-
-    if name not in zoo_models.ZOO:
-        known = ", ".join([*MODELS, *zoo_models.ZOO])
-        raise SystemExit(f"unknown third-party model {name!r} (known: {known})")
-    return zoo_models.build(name, train=False), zoo_models.make_inputs(name, batch)
-
-
 def measure_third_party(
     name: str, batch: int, budgets: list[str], rounds: int = 7, sample_ms: float = 20.0
 ) -> dict[str, Any]:
@@ -145,7 +129,9 @@ def measure_third_party(
     from optimus_ir.examples.timing import measure as measure_interleaved
     from optimus_ir.memory import measure_call_memory
 
-    model, inputs = _third_party_model(name, batch)
+    from bench_third_party import build_any
+
+    model, inputs = build_any(name, batch)
     row: dict[str, Any] = {"model": name, "batch": batch, "budgets": {}}
     timed: dict[str, Any] = {}
     with torch.no_grad():

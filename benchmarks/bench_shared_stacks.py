@@ -25,6 +25,11 @@ Usage::
     python benchmarks/bench_shared_stacks.py                      # batch 64 and 512
     python benchmarks/bench_shared_stacks.py --batch 64 --rounds 10 --json out.json
     python benchmarks/bench_shared_stacks.py --compile --batch 64   # under torch.compile
+    python benchmarks/bench_shared_stacks.py --third-party MMOE,PLE,fuxictr.MMoE --batch 64
+
+`--third-party`: others' models (deepctr-torch's, the zoo's FuxiCTR and
+torchrec models) instead of the recsys model: the captured graph, copy and
+shared, in inference and a training step, and shared's speed over copy's.
 """
 
 from __future__ import annotations
@@ -122,6 +127,74 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
     return result
 
 
+def _loss(output: Any) -> torch.Tensor:
+    """The sum of every floating tensor an output holds (a tensor, tuple,
+    list or dict of them): what a training step differentiates."""
+    leaves = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return sum(t.sum() for t in leaves)  # type: ignore[return-value]
+
+
+def measure_third_party(name: str, batch: int, rounds: int, sample_ms: float) -> dict[str, Any]:
+    """Per-call milliseconds of a third-party model (`bench_third_party.build_any`:
+    deepctr-torch, FuxiCTR, torchrec, ...): the captured graph, `copy` and
+    `shared`, in inference (eval, no_grad) and a training step (train mode,
+    forward + backward of the outputs' sum, gradients set to None first);
+    each output and gradient checked against the captured graph's first."""
+    from bench_third_party import build_any
+
+    result: dict[str, Any] = {"model": name, "batch": batch}
+    for mode in ("no_grad", "train"):
+        base, inputs = build_any(name, batch, train=mode == "train")
+        models = {key: copy.deepcopy(base) for key in ("captured", "copy", "shared")}
+        modules: dict[str, Any] = {"captured": capture(models["captured"], inputs)}
+        for key in ("copy", "shared"):
+            modules[key] = optimus_ir.optimize(models[key], inputs, check_speed=False, parameter_stacks=key)
+        calls: dict[str, Callable[[], Any]] = {}
+        if mode == "no_grad":
+            with torch.no_grad():
+                expected = modules["captured"](*inputs)
+                for key, module in modules.items():
+                    torch.testing.assert_close(module(*inputs), expected, rtol=1e-4, atol=1e-5, msg=key)
+                    calls[key] = lambda module=module: module(*inputs)
+        else:
+            grads: dict[str, list[torch.Tensor | None]] = {}
+            for key, module in modules.items():
+                parameters = [p for p in models[key].parameters() if p.requires_grad]
+
+                def step(module: Any = module, parameters: list[torch.Tensor] = parameters) -> None:
+                    for p in parameters:
+                        p.grad = None
+                    with torch.enable_grad():
+                        _loss(module(*inputs)).backward()
+
+                step()
+                grads[key] = [None if p.grad is None else p.grad.clone() for p in parameters]
+                calls[key] = step
+            for key in ("copy", "shared"):
+                for got, want in zip(grads[key], grads["captured"], strict=True):
+                    if want is None or got is None:
+                        assert got is None and want is None, key
+                    else:
+                        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, msg=key)
+        samples, _ = measure_interleaved(calls, rounds, sample_ms)
+        result[mode] = {
+            "ms": {key: statistics.median(values) for key, values in samples.items()},
+            "groups": {key: _groups(m) for key, m in modules.items() if key != "captured"},
+        }
+    return result
+
+
+def _print_third_party(result: dict[str, Any]) -> None:
+    print(f"{result['model']}, batch {result['batch']}, one thread: per-call ms (interleaved medians, CPU time)")
+    for mode in ("no_grad", "train"):
+        ms, groups = result[mode]["ms"], result[mode]["groups"]
+        captured = ms["captured"]
+        cells = [f"  {mode:<8}", f"captured {captured:.3f}"]
+        cells += [f"{key} {ms[key]:.3f} ({captured / ms[key]:.2f}x, {groups[key]} groups)" for key in ("copy", "shared")]
+        cells.append(f"shared/copy speed {ms['copy'] / ms['shared']:.2f}x")
+        print(" | ".join(cells))
+
+
 def measure_compiled(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, Any]:
     """Steady-state per-call milliseconds under torch.compile (no freezing):
     Inductor alone, `backend="optimus"` (stacks copied per call) and
@@ -205,12 +278,23 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument(
         "--compile", action="store_true", help="torch.compile steady state: Inductor alone, optimus copy, optimus shared"
     )
+    parser.add_argument(
+        "--third-party", default=None, metavar="NAMES",
+        help="comma-separated third-party models instead of the recsys model (bench_third_party.py's: MMOE, PLE, "
+        "DCN, ...; zoo_models.py's: fuxictr.MMoE, torchrec.DLRM, ...): captured, copy and shared",
+    )
     args = parser.parse_args(argv)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     results = []
     try:
         for batch in args.batch or [64, 512]:
+            if args.third_party:
+                for name in (n.strip() for n in args.third_party.split(",") if n.strip()):
+                    result = measure_third_party(name, batch, args.rounds, args.sample_ms)
+                    _print_third_party(result)
+                    results.append(result)
+                continue
             if args.compile:
                 result = measure_compiled(args.towers, batch, args.variant, args.rounds, args.sample_ms)
                 _print_compiled(result)

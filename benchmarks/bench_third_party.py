@@ -140,6 +140,21 @@ class Row:
     """Std of the captured graph's outputs over the batch: not ~0 (the re-initialisation worked)."""
 
 
+def build_any(name: str, batch: int, *, train: bool = False) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+    """A deepctr-torch model of `MODELS` or a zoo model of `zoo_models`
+    (FuxiCTR, torchrec, ...), in train or eval mode, with its inputs at
+    `batch`; an unknown name exits naming the known ones."""
+    if name in MODELS:
+        model, inputs = build(name, batch)
+        return model.train(train), tuple(inputs)
+    import zoo_models
+
+    if name not in zoo_models.ZOO:
+        known = ", ".join([*MODELS, *zoo_models.ZOO])
+        raise SystemExit(f"unknown third-party model {name!r} (known: {known})")
+    return zoo_models.build(name, train=train), zoo_models.make_inputs(name, batch)
+
+
 def _fall_back_reason(report: Any) -> str | None:
     if report.fallback is not None:
         return report.fallback

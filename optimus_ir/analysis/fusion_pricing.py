@@ -76,11 +76,21 @@ of the stack (`SharedStack.differentiable`'s `_StackView`: ~0.7 us of
 Python per member); smaller members are stacked per call (a copy, cheaper
 than that). Shared by the pricing and the run time."""
 
-GRAD_VIEW_MEMBER_S = 0.7e-6
-"""What a member of a shared stack read under autograd costs per call
-(`_StackView`'s Python forward and backward, ~0.7 us a member measured on
-the 2-core CI machine, 2026-12-06): members of `GRAD_VIEW_MIN_BYTES` or
-more, in a model optimized in training mode."""
+GRAD_VIEW_MEMBER_S = 2.0e-6
+"""What a member of a shared stack read under autograd costs per step
+beyond what its own parameter costs unfused (`_StackView`: its input edge
+in the forward, its slice of the unbound gradient in the backward; measured
+on the 2-core CI machine, 2026-12-07, forward and backward of 2 to 64
+members: ~4.7 us a member against ~2.5 us for the accumulation every
+parameter pays): members of `GRAD_VIEW_MIN_BYTES` or more, in a model
+optimized in training mode."""
+
+GRAD_VIEW_STACK_S = 20e-6
+"""What one shared stack read under autograd costs per step whatever its
+members (`_StackView`'s Python forward and backward calls: ~20 us over a
+plain leaf's forward and backward, measured as `GRAD_VIEW_MEMBER_S` was).
+deepctr MMOE at batch 64 fused a 4-member shared-input linear priced
+~0.5 us ahead without it, and the training step ran at 0.91x of `copy`."""
 
 SHARED_STACK_CHECK_S = 0.2e-6
 """What reading one shared parameter stack costs per call in an optimized
@@ -168,6 +178,7 @@ class _Tally:
     checked_stacks: int = 0
 
     grad_view_members: int = 0
+    grad_view_stacks: int = 0
     copy_sizes: list[int] = attrs.field(factory=list)
 
     def add_copy(self, nbytes: int) -> None:
@@ -179,12 +190,14 @@ class _Tally:
         """A stacked parameter operand: where its stack is shared, it is
         checked on every call (per stack in eager, per member under
         Inductor); read under autograd in eager, each member also pays the
-        view's Python autograd function (`GRAD_VIEW_MEMBER_S`)."""
+        view's Python autograd function (`GRAD_VIEW_MEMBER_S` a member,
+        `GRAD_VIEW_STACK_S` a stack)."""
         if source == "parameters" and provenance.checked_parameters:
             if self.target == "eager":
                 self.checked_stacks += 1
                 if provenance.autograd_parameters:
                     self.grad_view_members += members
+                    self.grad_view_stacks += 1
             else:
                 self.checked_members += members
 
@@ -195,7 +208,7 @@ class _Tally:
             bytes_copied=self.bytes_copied, views=self.views, views_s=self.views_s, target=self.target,
             checked_members=self.checked_members + self.grad_view_members, checked_stacks=self.checked_stacks,
             checks_s=self.checked_members * SHARED_MEMBER_CHECK_S + self.checked_stacks * SHARED_STACK_CHECK_S
-            + self.grad_view_members * GRAD_VIEW_MEMBER_S,
+            + self.grad_view_members * GRAD_VIEW_MEMBER_S + self.grad_view_stacks * GRAD_VIEW_STACK_S,
         )
 
 

@@ -99,11 +99,12 @@ def _optimize(
     # stacks of parameters are computed once with freeze, read in place when
     # shared: free per call
     free_stacks = freezing or sharing
-    # a model optimized in training mode reads its shared stacks under autograd
-    autograd = sharing and bool(getattr(owner, "training", False))
+    # a model optimized in training mode reads shared stacks under autograd;
+    # told so with copies too, its remarks price what "shared" would fuse
+    autograd = bool(getattr(owner, "training", False)) and not freezing and isinstance(owner, torch.nn.Module)
     passes = (
         [_with_constant_parameters(p, checked=sharing, autograd=autograd) for p in to_run.passes]
-        if free_stacks else list(to_run.passes)
+        if free_stacks else [_read_under_autograd(p) if autograd else p for p in to_run.passes]
     )
     # A trailing lower-to-fx runs after the output layouts are fixed (the
     # layout facts are known on operator ops only).
@@ -292,6 +293,20 @@ def _side_effect_free(module: ModuleOp) -> bool:
 
 def _has_non_fx_ops(module: ModuleOp) -> bool:
     return any(op.dialect_name() != "fx" for op in graph_of(module).block.ops)
+
+def _read_under_autograd(pass_: Any) -> Any:
+    """`pass_`, told the model runs under autograd when it is batch fusion:
+    with copies of the parameters this changes no price, only what its
+    remarks say `parameter_stacks="shared"` would fuse (`plan`'s
+    `with_free_parameter_stacks`)."""
+    if (
+        getattr(pass_, "name", None) == "batch-fusion"
+        and hasattr(pass_, "autograd_parameters")
+        and not getattr(pass_, "constant_parameters", True)  # a pipeline that prices stacks its own way: as given
+    ):
+        return dataclasses.replace(pass_, autograd_parameters=True)
+    return pass_
+
 
 def _with_constant_parameters(pass_: Any, *, checked: bool = False, autograd: bool = False) -> Any:
     """`pass_`, told that parameters are constants when it is batch fusion

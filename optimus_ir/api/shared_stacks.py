@@ -77,8 +77,9 @@ GRAD_VIEW_MIN_BYTES = _PRICED_GRAD_VIEW_MIN_BYTES
 """(The pricing's constant, `fusion_pricing.GRAD_VIEW_MIN_BYTES`: batch fusion
 prices a model optimized in training mode with it.) Under autograd, a shared stack whose members are smaller than this is
 stacked per call instead of viewed: the view's backward is a Python autograd
-function whose cost per member (about 0.7 us forward and backward) exceeds
-the copy of a small member (`benchmarks/bench_shared_stacks.py`; measured
+function whose cost (about 20 us a stack and 2 us a member beyond a
+parameter's own, forward and backward: `fusion_pricing.GRAD_VIEW_STACK_S`,
+`GRAD_VIEW_MEMBER_S`) exceeds the copy of a small member (`benchmarks/bench_shared_stacks.py`; measured
 on the 2-core CPU machine: 64 members of 4,096 fp32 values, view 375 us
 against stack 357 us a step; of 16,384, 585 us against 928 us)."""
 _TENSOR_DATA = torch._C.TensorBase.data  # the C `data` descriptor, behind `WatchedParameter.data`

@@ -66,7 +66,12 @@ class BatchFusion(ModulePass):
         autograd_parameters: with checked_parameters, the shared stacks are
             read under autograd (`optimize()` of a model in training mode):
             stacks of members under `GRAD_VIEW_MIN_BYTES` are stacked per
-            call there and priced as copies.
+            call there and priced as copies, larger ones at the view's
+            autograd cost (`GRAD_VIEW_STACK_S`, `GRAD_VIEW_MEMBER_S`).
+            Without checked_parameters (`optimize()` sets it for a model in
+            training mode with copies too) it changes no price, only what
+            the remark of a group declined for its copies says
+            `parameter_stacks="shared"` would do.
         target: what runs the result, "eager" (the exported module) or
             "inductor" (`torch.compile(backend="optimus")` sets it): under
             Inductor pointwise ops fuse vertically anyway, views are free and

@@ -72,9 +72,9 @@ it for each member of each stacked parameter operand."""
 
 GRAD_VIEW_MIN_BYTES = 32 * 1024
 """The member size from which a shared stack read under autograd is a view
-of the stack (`SharedStack.differentiable`'s `_StackView`: ~0.7 us of
-Python per member); smaller members are stacked per call (a copy, cheaper
-than that). Shared by the pricing and the run time."""
+of the stack (`SharedStack.differentiable`'s `_StackView`: Python
+autograd, `GRAD_VIEW_STACK_S` + `GRAD_VIEW_MEMBER_S` a member); smaller
+members are stacked per call (a copy, cheaper than that). Shared by the pricing and the run time."""
 
 GRAD_VIEW_MEMBER_S = 2.0e-6
 """What a member of a shared stack read under autograd costs per step

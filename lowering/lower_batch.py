@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter
@@ -70,6 +70,7 @@ from optimus_ir.foundation.diagnostics import OptimusError, emit_remark
 from optimus_ir.dialects import batch as B
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
+from optimus_ir.kernels.norms import STACKED_LAYER_NORM_ATTR
 from optimus_ir.lowering.lower_batch_kernels import _Emitter, kernel_patterns
 from optimus_ir.foundation.environment import KernelChoice
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
@@ -542,6 +543,8 @@ class LowerLayerNorm(_TargetedLowering):
         ops: list[Operation] = [
             T.LayerNormOp(op.input, T.ints(op.normalized_shape), eps=op.eps)
         ]
+        if self.target == "eager":  # the faster kernel path under autograd too (`lower-to-fx`)
+            ops[0].attributes[STACKED_LAYER_NORM_ATTR] = UnitAttr()
         y = ops[-1].results[0]
         if op.weight is not None:
             w = _broadcast_member(op.weight, rank, ops)

@@ -50,7 +50,7 @@ from xdsl.passes import ModulePass
 from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.foundation.rewriting import patch_operands
-from optimus_ir.kernels.norms import LAYER_NORM_TARGET
+from optimus_ir.kernels.norms import LAYER_NORM_TARGET, STACKED_LAYER_NORM_ATTR, STACKED_LAYER_NORM_TARGET
 from optimus_ir.dialects.literals import LiteralError, encode_literal
 
 
@@ -318,7 +318,10 @@ values bit for bit; `optimus_ir/kernels/norms.py`), unchanged elsewhere."""
 @lowers(T.LayerNormOp)
 def _layer_norm(op):
     plain = op.weight is None and op.bias is None
-    target = LAYER_NORM_WITHOUT_AFFINE if plain else "torch.nn.functional.layer_norm"
+    if plain and STACKED_LAYER_NORM_ATTR in op.attributes:
+        target = STACKED_LAYER_NORM_TARGET
+    else:
+        target = LAYER_NORM_WITHOUT_AFFINE if plain else "torch.nn.functional.layer_norm"
     return [call(target, [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps], {}, op.result.type)]
 
 

@@ -135,7 +135,8 @@ def _layer_norm_op(r, x, normalized_shape, w, b, eps, out) -> Operation:
 
 @function(
     "torch.nn.functional.layer_norm", "torch.layer_norm", *aten("layer_norm.default"),
-    "optimus_ir.kernels.norms.layer_norm",  # what lower-to-fx emits without a weight
+    "optimus_ir.kernels.norms.layer_norm",  # what lower-to-fx emits without affine parameters
+    "optimus_ir.kernels.norms.stacked_layer_norm",  # ... over a batched layer norm's stacked members
 )
 def _layer_norm(r: Raiser, input, normalized_shape, weight=None, bias=None, eps=1e-5,
                 cudnn_enable=True):

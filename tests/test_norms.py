@@ -79,3 +79,19 @@ def test_exported_graph_calls_it_and_matches_the_model() -> None:
     assert norms.layer_norm in targets
     with torch.no_grad():
         torch.testing.assert_close(optimized(x), model(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("shape", "normalized"), SHAPES)
+def test_stacked_layer_norm_forward_is_exact_and_gradient_within_an_ulp(shape, normalized) -> None:
+    """`stacked_layer_norm` (over a batched layer norm's members) takes the
+    faster path under autograd too: the same values, the input's gradient
+    within rounding of F.layer_norm's."""
+    torch.manual_seed(0)
+    x = torch.randn(shape) * 3 + 1
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = norms.stacked_layer_norm(xa, normalized), F.layer_norm(xb, normalized)
+    torch.testing.assert_close(ya, yb, rtol=0, atol=0)
+    grad = torch.randn(shape)
+    ya.backward(grad)
+    yb.backward(grad)
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-6, atol=1e-6)

@@ -336,7 +336,7 @@ def _is_tensor_method(name: str) -> bool:
     return callable(getattr(torch.Tensor, name, None))
 
 
-OWN_RUNNABLE_FUNCTIONS = frozenset({"optimus_ir.kernels.norms.layer_norm"})
+OWN_RUNNABLE_FUNCTIONS = frozenset({"optimus_ir.kernels.norms.layer_norm", "optimus_ir.kernels.norms.stacked_layer_norm"})
 """Functions of this package the exported code calls that are torch calls
 with the same aliasing (`optimus_ir.kernels.norms.layer_norm`: F.layer_norm,
 a fresh result), run on fake tensors like them."""

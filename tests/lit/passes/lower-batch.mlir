@@ -42,11 +42,12 @@ fx.graph @strided_pieces {
 
 // -----
 
-// layer_norm without affine, then the per-member weight and bias; every
-// other member of a stack is a strided slice; members that are runs of
-// stacks are one cat; an interleaving cat is one stack + flatten.
+// layer_norm without affine (marked `optimus.stacked`: lower-to-fx emits the
+// kernel's faster path under autograd too), then the per-member weight and
+// bias; every other member of a stack is a strided slice; members that are
+// runs of stacks are one cat; an interleaving cat is one stack + flatten.
 // CHECK-LABEL: fx.graph @layer_norm_and_regrouping
-// CHECK:         %n = torch.layer_norm %x normalized_shape [8] :
+// CHECK:         %n = torch.layer_norm %x normalized_shape [8] {optimus.stacked} :
 // CHECK-NEXT:    %[[G:.*]] = torch.reshape %g shape [4, 1, 8]
 // CHECK-NEXT:    %[[MUL:.*]] = torch.mul %n, %[[G]]
 // CHECK-NEXT:    %[[B:.*]] = torch.reshape %b shape [4, 1, 8]

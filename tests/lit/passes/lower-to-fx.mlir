@@ -38,7 +38,10 @@ fx.graph @split_unbind {
 // no weight F.layer_norm itself (the two paths round differently).
 // CHECK-NEXT:    %n2 = fx.call_function "optimus_ir.kernels.norms.layer_norm"(%l0, [3], none, none, 1.0e-05)
 // CHECK-NEXT:    %n3 = fx.call_function "torch.nn.functional.layer_norm"(%l0, [3], none, %b, 1.0e-05)
-// CHECK-NEXT:    fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3)
+// Over a batched layer norm's stacked members (lower-batch marks it): the
+// faster path under autograd too.
+// CHECK-NEXT:    %n4 = fx.call_function "optimus_ir.kernels.norms.stacked_layer_norm"(%l0, [3], none, none, 1.0e-05)
+// CHECK-NEXT:    fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3, %n4)
 fx.graph @linalg {
   %x = fx.placeholder "x" : tensor<2x4xf32>
   %w = fx.get_attr "w" : tensor<3x4xf32>
@@ -55,7 +58,8 @@ fx.graph @linalg {
   %n = torch.layer_norm %l0 normalized_shape [3] weight %b eps 1.0e-06 : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
   %n2 = torch.layer_norm %l0 normalized_shape [3] : tensor<2x3xf32> -> tensor<2x3xf32>
   %n3 = torch.layer_norm %l0 normalized_shape [3] bias %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
-  fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3)
+  %n4 = torch.layer_norm %l0 normalized_shape [3] {optimus.stacked} : tensor<2x3xf32> -> tensor<2x3xf32>
+  fx.output (%l1, %m, %am, %bm, %mm, %n, %n2, %n3, %n4)
 }
 
 // -----

@@ -23,7 +23,7 @@
 // REMARK:        remark: lower-batch: target inductor: layer norm of 4 members lowered per member (F.layer_norm each): at most 8 members
 // EAGER-LABEL: fx.graph @small_inputs
 // EAGER:         torch.stack %g0, %g1, %g2, %g3
-// EAGER:         torch.layer_norm %x normalized_shape [16] :
+// EAGER:         torch.layer_norm %x normalized_shape [16] {optimus.stacked} :
 // EAGER:         torch.mul
 // EAGER:         torch.add
 fx.graph @small_inputs {
@@ -55,7 +55,7 @@ fx.graph @small_inputs {
 // IND-NOT:       torch.layer_norm
 // REMARK:        remark: lower-batch: target inductor: layer norm of 9 members lowered batched (layer norm over the stack, stacked affine): more than 8 members
 // EAGER-LABEL: fx.graph @nine_inputs
-// EAGER:         torch.layer_norm %x normalized_shape [16] :
+// EAGER:         torch.layer_norm %x normalized_shape [16] {optimus.stacked} :
 fx.graph @nine_inputs {
   %x = fx.placeholder "x" : tensor<9x8x16xf32>
   %g0 = fx.placeholder "g0" : tensor<16xf32>

@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
 from optimus_ir.backend import optimus_backend
 from optimus_ir.translate.importer import import_graph
 
@@ -70,12 +71,14 @@ class Compiled:
 
 def op_counts(gm: torch.fx.GraphModule) -> collections.Counter:
     """Calls per target name (`linear`, `layer_norm`, `baddbmm`, ...;
-    `reinplace`'s grad-guarded forms by the call they stand for)."""
+    `reinplace`'s grad-guarded forms by the call they stand for, the
+    lowering's layer norm helpers as `layer_norm`)."""
     counts: collections.Counter = collections.Counter()
     for node in gm.graph.nodes:
         if node.op in ("call_function", "call_method"):
             target = getattr(node.target, "optimus_out_of_place", node.target)
-            counts[getattr(target, "__name__", str(target))] += 1
+            name = getattr(target, COUNTS_AS_ATTRIBUTE, None) or getattr(target, "__name__", str(target))
+            counts[name] += 1
     return counts
 
 

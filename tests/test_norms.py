@@ -95,3 +95,13 @@ def test_stacked_layer_norm_forward_is_exact_and_gradient_within_an_ulp(shape, n
     ya.backward(grad)
     yb.backward(grad)
     torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-6, atol=1e-6)
+
+
+def test_the_report_counts_both_helpers_as_layer_norms() -> None:
+    from optimus_ir.api.op_counts import op_kind
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    for helper in (norms.layer_norm, norms.stacked_layer_norm):
+        node = graph.call_function(helper, (x, [4]))
+        assert op_kind(node) == "layer_norm"

@@ -13,6 +13,8 @@ import attrs
 import torch
 import torch.fx
 
+from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
+
 PLUMBING_KINDS = frozenset(
     "getitem view reshape unsqueeze squeeze flatten unflatten movedim permute transpose t "
     "expand expand_as unfold unbind split split_with_sizes chunk narrow select slice as_strided "
@@ -44,6 +46,9 @@ def op_kind(node: torch.fx.Node) -> str:
         reinplaced = getattr(node.target, "optimus_op_kind", None)
         if reinplaced is not None:  # `reinplace`'s grad-guarded form: the op it computes
             return reinplaced
+        helper = getattr(node.target, COUNTS_AS_ATTRIBUTE, None)
+        if helper is not None:  # a helper the lowering calls (`kernels.norms`): the op it computes
+            return helper
         name = getattr(node.target, "__name__", str(node.target))
         overload = getattr(node.target, "_overloadname", None)
         if overload is not None:  # an ATen OpOverload: aten.split.Tensor -> split

@@ -101,6 +101,13 @@ reads its inputs, writes nothing, returns fresh storage)."""
 STACKED_LAYER_NORM_TARGET = f"{__name__}.stacked_layer_norm"
 """`stacked_layer_norm`'s qualified name: pure, like `LAYER_NORM_TARGET`."""
 
+COUNTS_AS_ATTRIBUTE = "optimus_counts_as"
+"""The attribute naming the op a helper of this package computes, for the
+report's op counts (`op_counts.op_kind`): both helpers are layer norms."""
+
+layer_norm.optimus_counts_as = "layer_norm"  # type: ignore[attr-defined]
+stacked_layer_norm.optimus_counts_as = "layer_norm"  # type: ignore[attr-defined]
+
 STACKED_LAYER_NORM_ATTR = "optimus.stacked"
 """The unit attribute `lower-batch` puts on the `torch.layer_norm` over a
 batched layer norm's stacked members: `lower-to-fx` lowers it (without
@@ -109,4 +116,4 @@ affine parameters) to `stacked_layer_norm`."""
 register_pure_function(LAYER_NORM_TARGET)
 register_pure_function(STACKED_LAYER_NORM_TARGET)
 
-__all__ = ["LAYER_NORM_TARGET", "STACKED_LAYER_NORM_ATTR", "STACKED_LAYER_NORM_TARGET", "layer_norm", "stacked_layer_norm"]
+__all__ = ["COUNTS_AS_ATTRIBUTE", "LAYER_NORM_TARGET", "STACKED_LAYER_NORM_ATTR", "STACKED_LAYER_NORM_TARGET", "layer_norm", "stacked_layer_norm"]

@@ -309,19 +309,13 @@ arguments: (op class, target, the arguments of an op)."""
 for _cls, _target, _arguments in _POSITIONAL_CALLS:
     LOWERINGS[_cls] = call_lowering(_target, _arguments)
 
-LAYER_NORM_WITHOUT_AFFINE = LAYER_NORM_TARGET
-"""What a layer norm without affine parameters lowers to: `F.layer_norm` with a
-weight of ones on CPU fp32 tensors (the kernel's faster path, the same
-values bit for bit; `optimus_ir/kernels/norms.py`), unchanged elsewhere."""
-
-
 @lowers(T.LayerNormOp)
 def _layer_norm(op):
     plain = op.weight is None and op.bias is None
     if plain and STACKED_LAYER_NORM_ATTR in op.attributes:
         target = STACKED_LAYER_NORM_TARGET
     else:
-        target = LAYER_NORM_WITHOUT_AFFINE if plain else "torch.nn.functional.layer_norm"
+        target = LAYER_NORM_TARGET if plain else "torch.nn.functional.layer_norm"
     return [call(target, [op.input, _ints(op.normalized_shape), op.weight, op.bias, op.eps], {}, op.result.type)]
 
 

@@ -22,6 +22,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as T
 from optimus_ir.dialects.torch.facts import INPLACE, Argument
 from optimus_ir.foundation.types import DYNAMIC
+from optimus_ir.kernels.norms import LAYER_NORM_TARGET, STACKED_LAYER_NORM_TARGET
 from optimus_ir.passes.raise_binding import (
     DType,
     Opaque,
@@ -135,8 +136,8 @@ def _layer_norm_op(r, x, normalized_shape, w, b, eps, out) -> Operation:
 
 @function(
     "torch.nn.functional.layer_norm", "torch.layer_norm", *aten("layer_norm.default"),
-    "optimus_ir.kernels.norms.layer_norm",  # what lower-to-fx emits without affine parameters
-    "optimus_ir.kernels.norms.stacked_layer_norm",  # ... over a batched layer norm's stacked members
+    LAYER_NORM_TARGET,  # what lower-to-fx emits without affine parameters
+    STACKED_LAYER_NORM_TARGET,  # ... over a batched layer norm's stacked members
 )
 def _layer_norm(r: Raiser, input, normalized_shape, weight=None, bias=None, eps=1e-5,
                 cudnn_enable=True):

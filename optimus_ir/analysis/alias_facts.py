@@ -67,6 +67,7 @@ from optimus_ir.foundation.effects import has_global_effects, set_effect_probe
 from optimus_ir.dialects.literals import LiteralError, decode_literal, decode_scalar
 from optimus_ir.foundation.objects import UnresolvedNameError, resolve_qualified_name
 from optimus_ir.foundation.types import DYNAMIC, UnsupportedDTypeError, device_of, dtype_of
+from optimus_ir.kernels.norms import LAYER_NORM_TARGET, STACKED_LAYER_NORM_TARGET
 
 _INPLACE_VIEW = getattr(torch.Tag, "inplace_view", None)
 _RANDOM = getattr(torch.Tag, "nondeterministic_seeded", None)
@@ -336,7 +337,7 @@ def _is_tensor_method(name: str) -> bool:
     return callable(getattr(torch.Tensor, name, None))
 
 
-OWN_RUNNABLE_FUNCTIONS = frozenset({"optimus_ir.kernels.norms.layer_norm", "optimus_ir.kernels.norms.stacked_layer_norm"})
+OWN_RUNNABLE_FUNCTIONS = frozenset({LAYER_NORM_TARGET, STACKED_LAYER_NORM_TARGET})
 """Functions of this package the exported code calls that are torch calls
 with the same aliasing (`optimus_ir.kernels.norms.layer_norm`: F.layer_norm,
 a fresh result), run on fake tensors like them."""

@@ -753,15 +753,18 @@ _KERNEL_ROWS = (64, 512, 4096, 32768, 131072)
 memory while each member's op worked in cache)."""
 
 
-def _fastest_seconds(fn: Callable[[], Any], device: torch.device, *, calls: int) -> float:
-    """The fastest of `_REPEATS` repeats of the mean time of `calls` calls:
-    load from other processes only ever adds time, so the minimum is the
-    kernel's own cost (the curves compare kernels with each other)."""
-    for _ in range(_WARMUP):
+def _fastest_seconds(
+    fn: Callable[[], Any], device: torch.device, *, calls: int, repeats: int = _REPEATS, warmup: int = _WARMUP
+) -> float:
+    """The fastest of `repeats` repeats of the mean time of `calls` calls
+    (after `warmup` calls): load from other processes only ever adds time, so
+    the minimum is the kernel's own cost (the curves compare kernels with
+    each other)."""
+    for _ in range(warmup):
         fn()
     _sync(device)
     best = math.inf
-    for _ in range(_REPEATS):
+    for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -814,19 +817,8 @@ not counted as fresh: the noise of two fills."""
 
 
 _FRESH_REPEATS = 4
-"""Timed calls per probe (after one untimed): each is tens of
+"""Timed calls per probe (after two untimed): each is tens of
 milliseconds at the largest sizes."""
-
-
-def _fastest_of(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    fn()
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _fresh_extra_per_byte(dev: torch.device) -> dict[int, float]:
@@ -838,9 +830,11 @@ def _fresh_extra_per_byte(dev: torch.device) -> dict[int, float]:
     for mib in reversed(_FRESH_PROBE_MIB):
         count = mib * 2**20 // 4
         kept = torch.empty(count, device=dev)
-        reused = _fastest_of(lambda: kept.fill_(1.0), _FRESH_REPEATS)
+        reused = _fastest_seconds(lambda: kept.fill_(1.0), dev, calls=1, repeats=_FRESH_REPEATS, warmup=2)
         del kept
-        fresh = _fastest_of(lambda: torch.empty(count, device=dev).fill_(1.0), _FRESH_REPEATS)
+        fresh = _fastest_seconds(
+            lambda: torch.empty(count, device=dev).fill_(1.0), dev, calls=1, repeats=_FRESH_REPEATS, warmup=2
+        )
         extra[count * 4] = max(fresh - reused, 0.0) / (count * 4)
     return extra
 

@@ -171,7 +171,6 @@ class _Tally:
     fused_s: float
     target: FusionTarget = "eager"
     copies_s: float = 0.0
-    bytes_copied: int = 0
     views: int = 0
     views_s: float = 0.0
     checked_members: int = 0
@@ -183,8 +182,12 @@ class _Tally:
 
     def add_copy(self, nbytes: int) -> None:
         """A stacked copy of `nbytes` (its kernel priced by the caller)."""
-        self.bytes_copied += nbytes
         self.copy_sizes.append(nbytes)
+
+    @property
+    def bytes_copied(self) -> int:
+        """The bytes every stacked copy writes."""
+        return sum(self.copy_sizes)
 
     def check_shared(self, source: str, members: int, provenance: Provenance) -> None:
         """A stacked parameter operand: where its stack is shared, it is

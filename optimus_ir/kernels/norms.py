@@ -62,15 +62,9 @@ def layer_norm(
     passes a weight of ones, which takes the kernel's faster path, where no
     gradient is taken (with a bias, or in the backward, the two paths can
     round differently: unchanged there)."""
-    if (
-        weight is None
-        and bias is None
-        and input.dtype is torch.float32
-        and input.device.type == "cpu"
-        and not (input.requires_grad and _grad_enabled())
-    ):
-        weight = _unit_weight(input, tuple(normalized_shape))
-    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+    if input.requires_grad and _grad_enabled():
+        return F.layer_norm(input, normalized_shape, weight, bias, eps)
+    return stacked_layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def stacked_layer_norm(

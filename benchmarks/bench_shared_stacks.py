@@ -9,10 +9,13 @@ default), one thread, interleaved medians of the per-call CPU time
   freeze;
 * a training step (forward + backward of the output's sum; the gradients set
   to None first), train mode: captured, copy, shared;
-* check: what a call's prologue pays for the shared stacks when nothing
-  moved: the snapshot's test of the model's dicts and each stack's read
-  (`AttributeSnapshot.valid` and `stack_reads`: one flag test per verified
-  stack; under grad, the differentiable view), alone;
+* check: what a call's whole prologue pays when nothing moved: the input
+  guard (`InputGuard.check`), the snapshot's test of the model's dicts
+  (`AttributeSnapshot.valid`: with shared stacks the dicts are watched, so
+  one epoch test) and each stack's read (`stack_reads`: one flag test per
+  verified stack), alone, under no_grad; for a training step also with the
+  differentiable views the stacks are read through (`_StackView`: what
+  replaces the per-call `torch.stack` copies, not a test);
 * member test: the per-member test an unverified stack runs
   (`SharedStack.holds`, every member's `is_set_to`), alone, for scale.
 
@@ -55,6 +58,7 @@ for _path in (_ROOT, _ROOT / "benchmarks"):
 
 import optimus_ir  # noqa: E402
 from optimus_ir.api import capture  # noqa: E402
+from optimus_ir.api.guards import GUARD_ATTRIBUTE  # noqa: E402
 from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
@@ -112,14 +116,19 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
         if not snapshot.valid():
             raise RuntimeError("the shared module's attribute snapshot is not valid after its calls")
 
+        guard = modules["shared"].__dict__.get(GUARD_ATTRIBUTE)
+        guard_check = guard.check if guard is not None else (lambda _x: True)
+
         def prologue() -> None:  # measure() runs its calls under no_grad
-            snapshot.valid() and snapshot.stack_reads()
+            guard_check(x) and snapshot.valid() and snapshot.stack_reads()
 
         def prologue_with_grad() -> None:  # as a training step's forward runs it
             with torch.enable_grad():
-                snapshot.valid() and snapshot.stack_reads()
+                guard_check(x) and snapshot.valid() and snapshot.stack_reads()
 
-        calls["check"] = prologue if mode == "no_grad" else prologue_with_grad
+        calls["check"] = prologue  # under no_grad: the tests alone
+        if mode == "train":
+            calls["check + grad views"] = prologue_with_grad
         calls["member test"] = lambda: [s.holds(s.members) for s in stacks]
         samples, _ = measure_interleaved(calls, rounds, sample_ms)
         result[mode] = {
@@ -266,8 +275,9 @@ def _print(result: dict[str, Any]) -> None:
             if name in ms:
                 line.append(f"{name} {ms[name]:.3f} ({captured / ms[name]:.2f}x)")
         check = ms["check"]
+        views = f" (with grad views {ms['check + grad views'] * 1e3:.1f} us)" if "check + grad views" in ms else ""
         line.append(
-            f"check {check * 1e3:.1f} us ({check / ms['shared'] * 100:.2f}% of shared; "
+            f"check {check * 1e3:.1f} us{views} ({check / ms['shared'] * 100:.2f}% of shared; "
             f"{result[mode]['shared stacks']} stacks; member test {ms['member test'] * 1e3:.1f} us), "
             f"groups {result[mode]['groups']}"
         )

@@ -5,15 +5,23 @@ what the last call read skips the reads, and every way of changing them
 
 from __future__ import annotations
 
+import copy
 import logging
+import pickle
 
 import pytest
 import torch
 from torch import nn
 
 import optimus_ir
-from optimus_ir.api.shared_stacks import WatchedParameter, shared_stacks
-from optimus_ir.translate.attribute_snapshot import MAX_MISS_SCORE, MISS_COST, SNAPSHOT_ATTRIBUTE, AttributeSnapshot
+from optimus_ir.api.shared_stacks import WatchedParameter, shared_stacks, unshare_parameters
+from optimus_ir.translate.attribute_snapshot import (
+    MAX_MISS_SCORE,
+    MISS_COST,
+    SNAPSHOT_ATTRIBUTE,
+    AttributeSnapshot,
+    WatchedDict,
+)
 
 FUSED = "raise-fx,split-cat-simplify,batch-fusion{cost-model=none},lower-batch,split-cat-simplify,canonicalize,dce,cse,lower-to-fx"
 
@@ -210,3 +218,71 @@ def test_under_torch_compile_the_dicts_are_read() -> None:
         torch.testing.assert_close(compiled(x), model(x))
         model.towers[0].weight.mul_(0.5)
         torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_with_shared_stacks_the_module_dicts_are_watched_and_not_compared() -> None:
+    """The model's dicts become `WatchedDict`s: while nothing writes to one,
+    a valid snapshot does not compare them (its copies are never looked at)."""
+    model, opt, x, snapshot = _setup()
+    assert snapshot.watched and all(type(table) is WatchedDict for table in snapshot.dicts)
+    assert type(model.towers[0]._parameters) is WatchedDict  # noqa: SLF001
+    snapshot.copies = [object()] * len(snapshot.dicts)  # would compare unequal
+    assert snapshot.valid()
+    _check(model, opt, x)
+
+
+_DICT_WRITES = {
+    "setitem": lambda table, new: table.__setitem__("bias", new),
+    "update": lambda table, new: table.update(bias=new),
+    "ior": lambda table, new: table.__ior__({"bias": new}),
+    "pop-setdefault": lambda table, new: (table.pop("bias"), table.setdefault("bias", new)),
+    "popitem-setitem": lambda table, new: (table.popitem(), table.__setitem__("bias", new)),
+    "del-setitem": lambda table, new: (table.__delitem__("bias"), table.__setitem__("bias", new)),
+    "clear-update": lambda table, new: (
+        weight := table["weight"],
+        table.clear(),
+        table.update({"weight": weight, "bias": new}),
+    ),
+}
+
+
+@pytest.mark.parametrize("route", sorted(_DICT_WRITES))
+def test_every_write_to_a_watched_dict_is_followed(route: str) -> None:
+    model, opt, x, snapshot = _setup()
+    new_bias = nn.Parameter(torch.randn(8))
+    _DICT_WRITES[route](model.towers[2]._parameters, new_bias)  # noqa: SLF001
+    assert model.towers[2].bias is new_bias
+    assert not snapshot.valid()
+    _check(model, opt, x)
+    with torch.no_grad():
+        new_bias.add_(1.0)
+    _check(model, opt, x)
+
+
+def test_a_snapshot_recorded_before_the_dicts_were_watched_reads_them_again() -> None:
+    """Watching replaces the dict objects: a module optimized before (whose
+    snapshot holds the replaced ones) reads the dicts again, so later writes
+    to the watched ones reach it."""
+    model = ScaledTowers()
+    x = torch.randn(4, 8)
+    earlier = optimus_ir.optimize(model, (x,), FUSED)
+    _check(model, earlier, x)
+    assert earlier.__dict__[SNAPSHOT_ATTRIBUTE].valid()
+    optimus_ir.optimize(model, (x,), FUSED, parameter_stacks="shared")
+    assert not earlier.__dict__[SNAPSHOT_ATTRIBUTE].valid()
+    _check(model, earlier, x)
+    model.towers[2]._parameters["bias"] = nn.Parameter(torch.randn(8))  # noqa: SLF001
+    _check(model, earlier, x)
+
+
+def test_copies_of_a_watched_model_have_plain_dicts_and_unshare_restores_them() -> None:
+    model, opt, x, _ = _setup()
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert all(type(m._parameters) is dict and type(m._modules) is dict for m in clone.modules())  # noqa: SLF001
+        torch.testing.assert_close(clone(x), model(x))
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), model(x))
+    unshare_parameters(model)
+    assert all(type(m._parameters) is dict for m in model.modules())  # noqa: SLF001
+    model.towers[2]._parameters["bias"] = nn.Parameter(torch.randn(8))  # noqa: SLF001
+    _check(model, opt, x)

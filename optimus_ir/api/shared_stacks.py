@@ -35,8 +35,11 @@ hold many parameters in one storage:
 
 What changes for the user: the members' storage is the stack's
 (`p.untyped_storage()` is shared, and `torch.save(p)` of one member saves
-the whole stack); `state_dict()` round trips are unaffected.
-`unshare_parameters(model)` gives every member its own storage again.
+the whole stack); the modules' dicts become `WatchedDict`s, so that the
+prologue's snapshot needs no comparison while nothing writes to them
+(`attribute_snapshot.watch_module_dicts`); `state_dict()` round trips are
+unaffected. `unshare_parameters(model)` gives every member its own storage
+and every module plain dicts again.
 
 A stack is shared only where that is exact: the members are distinct,
 contiguous parameters of one dtype, device and shape, stacked along dim 0,
@@ -58,7 +61,12 @@ import torch
 import torch.fx
 
 from optimus_ir.analysis.fusion_pricing import GRAD_VIEW_MIN_BYTES as _PRICED_GRAD_VIEW_MIN_BYTES
-from optimus_ir.translate.attribute_snapshot import HOISTED_READ_META, STACK_EPOCH
+from optimus_ir.translate.attribute_snapshot import (
+    HOISTED_READ_META,
+    STACK_EPOCH,
+    unwatch_module_dicts,
+    watch_module_dicts,
+)
 from optimus_ir.translate.exporter import ATTR_PATH_META, _read_path, recompile
 
 log = logging.getLogger("optimus_ir.shared_stacks")
@@ -532,7 +540,20 @@ def share_parameter_stacks(gm: torch.fx.GraphModule) -> int:
     if shared:
         gm.__dict__[SHARED_STACKS_ATTRIBUTE] = tuple(shared)
         recompile(gm)
+        watch_module_dicts(_modules_read_by(gm))
     return len(shared)
+
+
+def _modules_read_by(gm: torch.nn.Module) -> list[torch.nn.Module]:
+    """Every module whose dicts `gm`'s prologue may walk: its own tree and
+    the trees of modules it keeps as plain attributes (the model it reads
+    from)."""
+    seen: dict[int, torch.nn.Module] = {}
+    roots = [gm, *(value for value in gm.__dict__.values() if isinstance(value, torch.nn.Module))]
+    for root in roots:
+        for module in root.modules():
+            seen.setdefault(id(module), module)
+    return list(seen.values())
 
 
 def _chain_nodes(node: torch.fx.Node, length: int) -> list[torch.fx.Node]:
@@ -561,6 +582,8 @@ def unshare_parameters(model: torch.nn.Module | Iterable[torch.nn.Parameter]) ->
     storage again (a copy of its current value; the same Parameter object),
     and stop sharing those stacks (modules reading them stack per call from
     then on); returns how many parameters were given their own storage."""
+    if isinstance(model, torch.nn.Module):
+        unwatch_module_dicts(model.modules())
     parameters = model.parameters() if isinstance(model, torch.nn.Module) else model
     stacks = {id(s): s for s in (_HOMES.get(p) for p in parameters) if s is not None}
     moved = 0

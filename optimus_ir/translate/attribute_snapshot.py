@@ -32,6 +32,15 @@ every member) before it is handed out. `STACK_EPOCH` (bumped whenever a
 stack re-homes or retires) makes every snapshot that read a stack stale.
 `OPTIMUS_SNAPSHOT=0` disables the snapshot altogether.
 
+A model whose parameters live in shared stacks has its module dicts
+(`_parameters`, `_buffers`, `_modules`) replaced by `WatchedDict`s
+(`watch_module_dicts`): every write through them bumps `DICT_EPOCH`, so a
+snapshot whose dicts are all watched skips the comparison while the epoch
+stands (on the 64-tower model, 199 dicts: ~8 us of a ~1.2 ms call), and
+compares them as before once anything wrote to any watched dict. Writes
+through `dict`'s own methods on the object (`dict.__setitem__(d, k, v)`)
+are not seen; `OPTIMUS_SNAPSHOT=0` reads the dicts on every call.
+
 Under `torch.compile` (Dynamo tracing the exported module) the snapshot is
 never used: the traced code reads the dicts, as Dynamo's guards expect.
 """
@@ -59,6 +68,10 @@ members when the snapshot is valid (`stack_reads`). Its site answers
 STACK_EPOCH = [0]
 """Bumped whenever a shared parameter stack re-homes or retires: every
 snapshot that read a stack is stale then."""
+
+DICT_EPOCH = [0]
+"""Bumped by every write to a `WatchedDict`: a snapshot whose dicts are all
+watched and were compared at this epoch still holds."""
 
 MISS_COST = 8
 """What a stale snapshot adds to a snapshot's miss score; a valid one takes
@@ -88,6 +101,86 @@ def _compared_one_by_one(value: Any) -> bool:
     return True
 
 
+class WatchedDict(dict):  # type: ignore[type-arg]
+    """A module dict (`_parameters`, `_buffers`, `_modules`) that tells
+    `DICT_EPOCH` of every write made through it. Reads are `dict`'s own (C,
+    unchanged cost); pickling and deep copies give a plain `dict`."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        DICT_EPOCH[0] += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        DICT_EPOCH[0] += 1
+        dict.__delitem__(self, key)
+
+    def __ior__(self, other: Any) -> WatchedDict:
+        DICT_EPOCH[0] += 1
+        dict.update(self, other)
+        return self
+
+    def pop(self, *args: Any) -> Any:
+        DICT_EPOCH[0] += 1
+        return dict.pop(self, *args)
+
+    def popitem(self) -> Any:
+        DICT_EPOCH[0] += 1
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        DICT_EPOCH[0] += 1
+        dict.clear(self)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        DICT_EPOCH[0] += 1
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        DICT_EPOCH[0] += 1
+        return dict.setdefault(self, key, default)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (dict, (dict(self),))
+
+
+WATCHED_MODULE_DICTS = ("_parameters", "_buffers", "_modules")
+
+
+def watch_module_dicts(modules: Iterable[torch.nn.Module]) -> int:
+    """Replace each module's `WATCHED_MODULE_DICTS` with `WatchedDict`s of
+    the same entries; how many were replaced. Every snapshot reads its dicts
+    again (`STACK_EPOCH`): one recorded before holds the replaced objects."""
+    replaced = 0
+    for module in modules:
+        own = module.__dict__
+        for name in WATCHED_MODULE_DICTS:
+            table = own.get(name)
+            if type(table) is dict:
+                own[name] = WatchedDict(table)
+                replaced += 1
+    if replaced:
+        STACK_EPOCH[0] += 1
+    return replaced
+
+
+def unwatch_module_dicts(modules: Iterable[torch.nn.Module]) -> int:
+    """Give each module plain dicts again (`watch_module_dicts` undone);
+    how many were replaced."""
+    replaced = 0
+    for module in modules:
+        own = module.__dict__
+        for name in WATCHED_MODULE_DICTS:
+            table = own.get(name)
+            if type(table) is WatchedDict:
+                own[name] = dict(table)
+                replaced += 1
+    if replaced:
+        STACK_EPOCH[0] += 1
+    return replaced
+
+
 class AttributeSnapshot:
     """The last full read of an exported module's prologue.
 
@@ -96,7 +189,18 @@ class AttributeSnapshot:
     model holds anyway); a copy of the module (`deepcopy`, pickle) starts
     with an empty snapshot."""
 
-    __slots__ = ("copies", "dicts", "enabled", "epoch", "misses", "singles", "sites", "values")
+    __slots__ = (
+        "copies",
+        "dict_epoch",
+        "dicts",
+        "enabled",
+        "epoch",
+        "misses",
+        "singles",
+        "sites",
+        "values",
+        "watched",
+    )
 
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -106,6 +210,8 @@ class AttributeSnapshot:
         self.copies: list[dict[Any, Any]] = []
         self.singles: tuple[tuple[dict[Any, Any], Any, Any], ...] = ()
         self.epoch = -1
+        self.dict_epoch = -1
+        self.watched = False
         self.misses = 0
 
     def valid(self) -> bool:
@@ -113,10 +219,16 @@ class AttributeSnapshot:
         stack read then is as it was: the recorded values and reads stand."""
         if self.values is None or STACK_EPOCH[0] != self.epoch or _compiling():
             return False
-        try:
-            same = self.dicts == self.copies
-        except Exception:  # noqa: BLE001  (a changed tensor entry's `==`)
-            same = False
+        if self.watched and DICT_EPOCH[0] == self.dict_epoch:
+            same = True  # no watched dict was written to since they last compared equal
+        else:
+            epoch = DICT_EPOCH[0]
+            try:
+                same = self.dicts == self.copies
+            except Exception:  # noqa: BLE001  (a changed tensor entry's `==`)
+                same = False
+            if same:
+                self.dict_epoch = epoch
         if same:
             for table, key, value in self.singles:
                 if table.get(key, _MISSING) is not value:
@@ -167,6 +279,8 @@ class AttributeSnapshot:
             single_entries.extend((table, key, value) for key, value in table.items() if _compared_one_by_one(value))
         self.dicts = tables
         self.copies = [dict(table) for table in tables]
+        self.watched = all(type(table) is WatchedDict for table in tables)
+        self.dict_epoch = DICT_EPOCH[0]
         self.singles = tuple(single_entries)
         self.epoch = STACK_EPOCH[0]
         self.sites = tuple(site for site, _ in reads)

@@ -420,7 +420,7 @@ def passes_for_target(
     def for_inductor(pass_: Any) -> Any:
         if (
             inner == "inductor"
-            and getattr(pass_, "name", None) in ("batch-fusion", "lower-batch", "reinplace")
+            and getattr(pass_, "name", None) in ("batch-fusion", "lower-batch", "reinplace", "write-into-join")
             and getattr(pass_, "target", None) == "eager"
         ):
             pass_ = dataclasses.replace(pass_, target="inductor")

@@ -89,6 +89,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "lower-to-fx": lazy("optimus_ir.lowering.lower_to_fx"),
     # after lower-to-fx: dead operands written in place again
     "reinplace": lazy("optimus_ir.passes.reinplace"),
+    "write-into-join": lazy("optimus_ir.passes.write_into_join"),
     # optimizations:
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion", "BatchFusion"),
@@ -114,6 +115,7 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "cse",
     "lower-to-fx",           # back to fx for export
     "reinplace",             # out-of-place calls on dead temporaries back in place
+    "write-into-join",       # the pieces of a join computed in their slots of its result
 )
 DEFAULT_PIPELINE: str = ",".join(DEFAULT_PIPELINE_STAGES)
 """The pipeline `optimize` runs by default (the `-p` text form)."""

@@ -18,12 +18,13 @@ from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
 PLUMBING_KINDS = frozenset(
     "getitem view reshape unsqueeze squeeze flatten unflatten movedim permute transpose t "
     "expand expand_as unfold unbind split split_with_sizes chunk narrow select slice as_strided "
-    "detach alias size dim values".split()
+    "detach alias size dim values empty new_empty".split()
 )
 """Call kinds (`op_kind`, methods without the dot) that compute nothing:
 tuple indexing, views (reshape and flatten are views wherever the layout
-allows), metadata, and the lookup of the values `freeze=True` computed
-once (`optimus_ir.api.param_cache`). Every other call reads and writes data:
+allows), metadata, uninitialized allocations (`write-into-join`'s buffer,
+which its join's writers fill), and the lookup of the values `freeze=True`
+computed once (`optimus_ir.api.param_cache`). Every other call reads and writes data:
 the *compute* ops of the op-count guarantee and of the benchmarks."""
 
 def is_plumbing(kind: str) -> bool:

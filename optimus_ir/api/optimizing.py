@@ -283,8 +283,9 @@ def _side_effect_free(module: ModuleOp) -> bool:
     die there, which nothing outside sees."""
     from optimus_ir.foundation.traits import is_removable
     from optimus_ir.kernels import inplace
+    from optimus_ir.kernels.joins import OWN_WRITES_PREFIX
 
-    own_writes = inplace.__name__ + "."
+    own_writes = (inplace.__name__ + ".", OWN_WRITES_PREFIX)
     return all(
         is_removable(op) or isinstance(op, fx.CallFunctionOp) and op.target.data.startswith(own_writes)
         for op in graph_of(module).block.ops
@@ -345,7 +346,7 @@ def failed_phase(error: BaseException) -> str | None:
     """The phase of `_optimize` that raised `error` (`_phase`), or None."""
     return getattr(error, FAILED_PHASE_ATTRIBUTE, None)
 
-AFTER_LOWERING_PASSES = frozenset({"reinplace"})
+AFTER_LOWERING_PASSES = frozenset({"reinplace", "write-into-join"})
 """Passes that may follow the pipeline's trailing `lower-to-fx` and still
 run after it when optimize() moves the lowering behind the output-stride
 fix (they work on the lowered fx calls)."""

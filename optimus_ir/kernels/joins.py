@@ -1,0 +1,101 @@
+"""Joins whose pieces are computed in their slots (`write-into-join`).
+
+`torch.cat(pieces, dim)` copies every piece into a new tensor, so at the
+join the pieces and the result are live at once: on a wide model the
+largest tensor of the call twice over (the 64-tower model's tower outputs
+and their concatenation). The `write-into-join` pass (`passes/write_into_join.py`)
+allocates the result first, splits it into slots (`torch.split_with_sizes`,
+views), and has the op that makes each piece write into its slot
+(`linear_into(slot, x, w, b)`: `linear(x, w, b, out=slot)`); the join then
+only copies what was not written in place (`written_join`).
+
+Like `reinplace`'s forms (`optimus_ir.kernels.inplace`) every call here is
+grad-guarded: with gradients recorded, torch refuses `out=` on tensors that
+require grad, and the pieces may be saved for a backward, so each writer
+computes its fresh result as before and the join is `torch.cat` of the
+pieces. Both paths compute the same values with the same kernels (an `out=`
+call of a matmul writes through the leading dimension of its slot; the
+arithmetic is the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
+
+_grad_enabled = torch.is_grad_enabled
+
+
+def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Callable[..., torch.Tensor]:
+    def write(slot: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if _grad_enabled():
+            return function(*args, **kwargs)
+        return function(*args, **kwargs, out=slot)
+
+    write.__name__ = write.__qualname__ = name
+    write.__module__ = __name__
+    write.__doc__ = (
+        f"`{function.__module__}.{function.__name__}(*args, out=slot)` unless gradients are recorded "
+        "(then the fresh result): the piece of a join computed in its slot."
+    )
+    setattr(write, COUNTS_AS_ATTRIBUTE, kind)  # the report counts the op it computes
+    return write
+
+
+linear_into = _writer(torch._C._nn.linear, "linear_into", "linear")
+addmm_into = _writer(torch.addmm, "addmm_into", "addmm")
+mm_into = _writer(torch.mm, "mm_into", "mm")
+tanh_into = _writer(torch.tanh, "tanh_into", "tanh")
+sigmoid_into = _writer(torch.sigmoid, "sigmoid_into", "sigmoid")
+
+WRITERS: dict[str, str] = {
+    "torch._C._nn.linear": f"{__name__}.linear_into",
+    "torch.nn.functional.linear": f"{__name__}.linear_into",
+    "torch.addmm": f"{__name__}.addmm_into",
+    "torch.mm": f"{__name__}.mm_into",
+    "torch.tanh": f"{__name__}.tanh_into",
+    "torch.sigmoid": f"{__name__}.sigmoid_into",
+}
+"""Call targets whose result can be written into a given tensor, and the
+writer that does (its first argument the slot, then the call's own)."""
+
+
+def written_join(
+    buffer: torch.Tensor, slots: Sequence[torch.Tensor], pieces: Sequence[torch.Tensor], dim: int
+) -> torch.Tensor:
+    """`torch.cat(pieces, dim)`, where `buffer` is a tensor of the result's
+    shape and `slots` its split along `dim` into the pieces' sizes: each
+    piece that is not its slot already (written in place) is copied into
+    it, and `buffer` is the result. With gradients recorded: `torch.cat`."""
+    if _grad_enabled():
+        return torch.cat(pieces, dim)
+    for slot, piece in zip(slots, pieces, strict=True):
+        if piece is not slot:
+            slot.copy_(piece)
+    return buffer
+
+
+setattr(written_join, COUNTS_AS_ATTRIBUTE, "cat")
+
+WRITTEN_JOIN_TARGET = f"{__name__}.written_join"
+
+OWN_WRITES_PREFIX = f"{__name__}."
+"""The qualified-name prefix of every call this module's forms make: each
+writes only its first argument (a slot or the buffer of a join, storage the
+pass allocated for this call)."""
+
+__all__ = [
+    "OWN_WRITES_PREFIX",
+    "WRITERS",
+    "WRITTEN_JOIN_TARGET",
+    "addmm_into",
+    "linear_into",
+    "mm_into",
+    "sigmoid_into",
+    "tanh_into",
+    "written_join",
+]

@@ -1,0 +1,378 @@
+"""`write-into-join`: the pieces of a `torch.cat` are computed in their slots.
+
+A join copies its pieces into a new tensor, so while it runs the pieces and
+the result are all live: on a wide model the call's largest tensor twice
+over (64 towers' outputs and their concatenation, 8 MiB of the 64-tower
+model's 8 MiB peak at batch 512). After `reinplace` (anchor: Inductor's
+`ConcatKernel`, whose inputs are laid out in the output's buffer), this
+pass allocates the join's result before its first piece is made, splits
+it into one slot per piece, and has each piece's maker write its slot:
+
+    %h0 = fx.call_function "torch._C._nn.linear"(%x0, %w0, %b0)
+    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
+    ...
+    %c  = fx.call_function "torch.cat"([%t0, %t1], 1)
+  becomes
+    %buf = fx.call_method "new_empty"(%x0, [512, 64], dtype = #fx.dtype<f32>)
+    %slots = fx.call_function "torch.split_with_sizes"(%buf, [32, 32], 1)
+    %s0 = fx.call_function "_operator.getitem"(%slots, 0)    (and %s1)
+    %h0 = fx.call_function "optimus_ir.kernels.joins.linear_into"(%s0, %x0, %w0, %b0)
+    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
+    ...
+    %c  = fx.call_function "optimus_ir.kernels.joins.written_join"(%buf, [%s0, %s1], [%t0, %t1], 1)
+
+Every call made is grad-guarded (`optimus_ir.kernels.joins`): with
+gradients recorded the writers return fresh results and the join is
+`torch.cat`, as before. Without them the join copies only the pieces that
+are not their slot already.
+
+A piece is written in its slot when:
+
+* it is read by the join alone, once, and is the end of a chain of
+  `reinplace`'s in-place forms (each link's written operand read by that
+  link alone) that starts at a call with a writer (`joins.WRITERS`: linear,
+  addmm, mm, tanh, sigmoid) and no `out=` of its own: the slot is then the
+  only storage the chain writes, and nothing else reads it before the join;
+* the call is computed per call (it depends on a graph input: values of
+  parameters alone are what `freeze` computes once);
+* its type is the join's: same element type (no promotion by the join),
+  static shape, rank 2 (a two-dimensional join is row-major whatever its
+  pieces' layout, as the buffer is), and the piece is large enough that the
+  copy it saves pays for its writer's call (`MIN_WRITTEN_PIECE_BYTES`).
+
+The join is rewritten when its estimated time does not grow (the copies
+saved against the split, the join's loop and the writers' calls:
+`JOIN_OVERHEAD_S`, `SLOT_OVERHEAD_S`, `COPY_S_PER_BYTE`) and the graph's
+peak of live tensor bytes does not grow (`live_bytes`): the buffer lives
+from the first written piece, where before only the pieces made so far
+did, so a join whose pieces are made early around a larger temporary can
+raise the peak and is left alone. The peak is tracked in a range-add /
+max tree over the block's positions, so the check of each join is
+logarithmic. `target=inductor` (the torch.compile backend) leaves the
+graph alone: Inductor lays out concatenations itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, TensorType, TupleType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from optimus_ir.analysis.cost_model import FusionTarget
+from optimus_ir.analysis.live_bytes import live_bytes, tensor_bytes
+from optimus_ir.dialects import fx
+from optimus_ir.foundation.statistics import current_pass_context
+from optimus_ir.foundation.types import DYNAMIC
+from optimus_ir.kernels.inplace import __name__ as _INPLACE_MODULE
+from optimus_ir.kernels.joins import WRITERS, WRITTEN_JOIN_TARGET
+
+PASS_NAME = "write-into-join"
+
+_INPLACE_PREFIX = _INPLACE_MODULE + "."
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
+
+MIN_WRITTEN_PIECE_BYTES = 4096
+"""A smaller piece is copied by the join as before: its copy costs less
+than its writer's extra Python call (~0.4 us)."""
+
+COPY_S_PER_BYTE = 1 / 8e9
+"""What copying a byte into the join costs (the CPU cost model's copy
+bandwidth on the 2-core machine, 7.9 GB/s)."""
+
+JOIN_OVERHEAD_S = 6e-6
+"""The buffer, its split and the join's call, once per rewritten join."""
+
+SLOT_OVERHEAD_S = 0.25e-6
+"""Per piece: its slot (the split's view and its getitem) and the join's
+test of it."""
+
+WRITER_OVERHEAD_S = 0.4e-6
+"""Per written piece: the writer's Python call around the torch call."""
+
+
+class _RangeAddMax:
+    """Values at positions 0..n-1 under range additions, and their maximum."""
+
+    def __init__(self, values: Sequence[int]) -> None:
+        size = 1
+        while size < max(len(values), 1):
+            size *= 2
+        self._size = size
+        self._max = [float("-inf")] * (2 * size)
+        self._added = [0] * (2 * size)
+        for i, value in enumerate(values):
+            self._max[size + i] = value
+        for node in range(size - 1, 0, -1):
+            self._max[node] = max(self._max[2 * node], self._max[2 * node + 1])
+
+    def add(self, lo: int, hi: int, amount: int) -> None:
+        """Add `amount` to the positions `lo..hi` (inclusive)."""
+        if lo <= hi:
+            self._add(1, 0, self._size - 1, lo, hi, amount)
+
+    def _add(self, node: int, left: int, right: int, lo: int, hi: int, amount: int) -> None:
+        if hi < left or right < lo:
+            return
+        if lo <= left and right <= hi:
+            self._max[node] += amount
+            self._added[node] += amount
+            return
+        middle = (left + right) // 2
+        self._add(2 * node, left, middle, lo, hi, amount)
+        self._add(2 * node + 1, middle + 1, right, lo, hi, amount)
+        self._max[node] = max(self._max[2 * node], self._max[2 * node + 1]) + self._added[node]
+
+    def peak(self) -> float:
+        return self._max[1]
+
+
+def _tuple_items(attr: Attribute) -> Sequence[Attribute] | None:
+    if isinstance(attr, ArrayAttr):
+        return attr.data
+    if isinstance(attr, fx.TupleValueAttr):
+        return attr.elements.data
+    return None
+
+
+def _join_parts(op: Operation) -> tuple[list[SSAValue], int] | None:
+    """(the pieces, the non-negative dim) of a rank-2 `torch.cat` call with
+    static shapes, or None."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data not in _JOINS:
+        return None
+    args, kwargs = op.args.data, op.kwargs.data
+    if not args or set(kwargs) - {"dim"} or len(args) > 2 or (len(args) == 2 and "dim" in kwargs):
+        return None
+    items = _tuple_items(args[0])
+    if items is None or not all(isinstance(item, fx.RefAttr) for item in items):
+        return None
+    dim_attr = args[1] if len(args) == 2 else kwargs.get("dim", IntAttr(0))
+    if not isinstance(dim_attr, IntAttr):
+        return None
+    ty = op.results[0].type
+    if not isinstance(ty, TensorType) or ty.get_num_dims() != 2 or DYNAMIC in ty.get_shape():
+        return None
+    dim = dim_attr.data + 2 if dim_attr.data < 0 else dim_attr.data
+    if dim not in (0, 1):
+        return None
+    pieces = [op.operands[item.index.data] for item in items]  # type: ignore[union-attr]
+    return pieces, dim
+
+
+def _reads_of(op: fx.NodeOp, value: SSAValue) -> int:
+    indices: list[int] = []
+    for attr in (*op.args.data, *op.kwargs.data.values()):
+        fx.map_refs(attr, indices.append, lambda _: None)
+    return sum(1 for i in indices if op.operands[i] is value)
+
+
+def _written_operand(op: fx.NodeOp) -> SSAValue | None:
+    args = op.args.data
+    if not args or not isinstance(args[0], fx.RefAttr):
+        return None
+    return op.operands[args[0].index.data]
+
+
+def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> fx.CallFunctionOp | None:
+    """The call that makes `piece`'s storage where it can write into a slot
+    instead (module docstring), else None. The join reads `piece` once (the
+    caller checks)."""
+    if piece.uses.get_length() != 1:
+        return None
+    ty = piece.type
+    if not isinstance(ty, TensorType) or ty.element_type != join_type.element_type or ty.get_num_dims() != 2:
+        return None
+    value = piece
+    while True:
+        if isinstance(value, BlockArgument):
+            return None
+        op = value.owner
+        if not isinstance(op, fx.CallFunctionOp) or op.results[0].type != ty or "out" in op.kwargs.data:
+            return None
+        target = op.target.data
+        if target.startswith(_INPLACE_PREFIX):
+            written = _written_operand(op)
+            if written is None or written.uses.get_length() != 1 or _reads_of(op, written) != 1:
+                return None
+            value = written
+            continue
+        if target in WRITERS and op in per_call and value.uses.get_length() == 1:
+            return op
+        return None
+
+
+def _per_call_ops(block: Block) -> set[Operation]:
+    per_call: set[Operation] = set()
+    for op in block.ops:
+        if isinstance(op, fx.PlaceholderOp) or any(
+            isinstance(v, BlockArgument) or v.owner in per_call for v in op.operands
+        ):
+            per_call.add(op)
+    return per_call
+
+
+def _reference_operand(op: fx.CallFunctionOp) -> SSAValue | None:
+    """A tensor operand of `op` on its result's device (any: a writer's
+    operands share it), for `new_empty`."""
+    for operand in op.operands:
+        if isinstance(operand.type, TensorType):
+            return operand
+    return None
+
+
+def write_into_joins(block: Block) -> tuple[int, int]:
+    """Rewrite the joins of `block` whose pieces can be written in their
+    slots (module docstring); (joins rewritten, pieces written in place)."""
+    joins = [(op, parts) for op in block.ops if (parts := _join_parts(op)) is not None]
+    if not joins:
+        return 0, 0
+    per_call = _per_call_ops(block)
+    live = live_bytes(block)
+    tree = _RangeAddMax(live.live)
+    rewritten = written_total = 0
+    for join, (pieces, dim) in joins:
+        assert isinstance(join, fx.CallFunctionOp)
+        join_type = join.results[0].type
+        assert isinstance(join_type, TensorType)
+        if len(set(pieces)) != len(pieces):
+            continue  # a piece joined twice (the join's only references are its pieces: `_join_parts`)
+        makers: dict[SSAValue, fx.CallFunctionOp] = {}
+        for piece in pieces:
+            maker = _maker(piece, join_type, per_call)
+            if maker is not None and tensor_bytes(piece) >= MIN_WRITTEN_PIECE_BYTES:
+                makers[piece] = maker
+        if not makers:
+            continue
+        saved = sum(tensor_bytes(piece) for piece in makers) * COPY_S_PER_BYTE
+        cost = JOIN_OVERHEAD_S + SLOT_OVERHEAD_S * len(pieces) + WRITER_OVERHEAD_S * len(makers)
+        if saved <= cost:
+            continue
+        at = live.position[join]
+        first = min(live.position[maker] for maker in makers.values())
+        size = tensor_bytes(join.results[0])
+        before = tree.peak()
+        changes = [(first, at - 1, size)] + [
+            (live.position[maker], at, -tensor_bytes(piece)) for piece, maker in makers.items()
+        ]
+        for lo, hi, amount in changes:
+            tree.add(lo, hi, amount)
+        if tree.peak() > before:
+            for lo, hi, amount in changes:
+                tree.add(lo, hi, -amount)
+            continue
+        _rewrite(block, join, pieces, dim, makers, live.ops[first], join_type)
+        rewritten += 1
+        written_total += len(makers)
+    return rewritten, written_total
+
+
+def _rewrite(
+    block: Block,
+    join: fx.CallFunctionOp,
+    pieces: Sequence[SSAValue],
+    dim: int,
+    makers: dict[SSAValue, fx.CallFunctionOp],
+    first: Operation,
+    join_type: TensorType,
+) -> None:
+    reference = _reference_operand(next(m for m in makers.values() if m is first))
+    assert reference is not None
+    shape = join_type.get_shape()
+    buffer = fx.CallMethodOp(
+        "new_empty",
+        (fx.ref(0), ArrayAttr([fx.int_literal(s) for s in shape])),
+        {"dtype": fx.DTypeAttr(join_type.element_type)},
+        (reference,),
+        join_type,
+    )
+    buffer.results[0].name_hint = "join_buffer"
+    sizes = [piece.type.get_shape()[dim] for piece in pieces]  # type: ignore[union-attr]
+    slot_types = [piece.type for piece in pieces]
+    split = fx.CallFunctionOp(
+        "torch.split_with_sizes",
+        (fx.ref(0), ArrayAttr([fx.int_literal(s) for s in sizes]), fx.int_literal(dim)),
+        {},
+        (buffer.results[0],),
+        TupleType(tuple(slot_types)),
+    )
+    split.results[0].name_hint = "join_slots"
+    slots = [
+        fx.CallFunctionOp("_operator.getitem", (fx.ref(0), fx.int_literal(i)), {}, (split.results[0],), slot_type)
+        for i, slot_type in enumerate(slot_types)
+    ]
+    for slot in slots:
+        slot.results[0].name_hint = "join_slot"
+    block.insert_ops_before([buffer, split, *slots], first)
+    current = list(pieces)  # a piece that is its maker's result is the writer's now
+    for i, piece in enumerate(pieces):
+        maker = makers.get(piece)
+        if maker is None:
+            continue
+        slot_value = slots[i].results[0]
+        writer = fx.CallFunctionOp(
+            WRITERS[maker.target.data],
+            (fx.ref(len(maker.operands)), *maker.args.data),
+            dict(maker.kwargs.data),
+            (*maker.operands, slot_value),
+            maker.results[0].type,
+        )
+        writer.location = maker.location
+        writer.results[0].name_hint = maker.results[0].name_hint
+        block.insert_op_before(writer, maker)
+        if maker.results[0] is piece:
+            current[i] = writer.results[0]
+        maker.results[0].replace_all_uses_with(writer.results[0])
+        block.erase_op(maker)
+    operands = [buffer.results[0], *(s.results[0] for s in slots), *current]
+    n = len(pieces)
+    new_join = fx.CallFunctionOp(
+        WRITTEN_JOIN_TARGET,
+        (
+            fx.ref(0),
+            ArrayAttr([fx.ref(1 + i) for i in range(n)]),
+            ArrayAttr([fx.ref(1 + n + i) for i in range(n)]),
+            fx.int_literal(dim),
+        ),
+        {},
+        operands,
+        join_type,
+    )
+    new_join.location = join.location
+    new_join.results[0].name_hint = join.results[0].name_hint
+    block.insert_op_before(new_join, join)
+    join.results[0].replace_all_uses_with(new_join.results[0])
+    block.erase_op(join)
+
+
+@dataclass(frozen=True)
+class WriteIntoJoinPass(ModulePass):
+    """Compute the pieces of a `torch.cat` in their slots of its result.
+
+    After `reinplace`: a join whose pieces are made by a linear, addmm, mm,
+    tanh or sigmoid (then written in place by `reinplace`'s forms, or not)
+    read by nothing else gets its result allocated up front, split into
+    slots, and each such piece's maker writes its slot (grad-guarded:
+    `optimus_ir.kernels.joins`); the join copies only the other pieces.
+    Where the time estimate or the graph's peak of live bytes would grow,
+    the join stays. `target=inductor` leaves the graph alone.
+    """
+
+    name = PASS_NAME
+
+    target: FusionTarget = "eager"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target == "inductor":
+            return
+        record = current_pass_context(self.name).record
+        for graph in list(op.ops):
+            if isinstance(graph, fx.GraphOp):
+                joins, pieces = write_into_joins(graph.block)
+                record.bump("joins written in place", joins)
+                record.bump("pieces written in their slots", pieces)
+
+
+__all__ = ["WriteIntoJoinPass", "write_into_joins"]

@@ -516,3 +516,37 @@ def test_benchmark_smoke_run(tmp_path) -> None:
     assert {"captured", "default", "default, flat reads", "freeze"} <= set(written["ms"])
     assert all(value > 0 for value in written["ms"].values())
     assert set(written["ops"]) == {"captured", "default", "freeze"}
+
+
+class WeightExpressionsIntoOwnForms(nn.Module):
+    """Parameter expressions read by our grad-guarded forms: a scale applied
+    in place (`reinplace`: `mul_(y, scale)`) and the weight of linears whose
+    results are written into their join's slots (`write-into-join`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w1 = nn.Parameter(torch.randn(64, 64, generator=g))
+        self.w2 = nn.Parameter(torch.randn(64, 64, generator=g))
+        self.s1 = nn.Parameter(torch.randn(64, generator=g))
+        self.s2 = nn.Parameter(torch.randn(64, generator=g))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = torch.stack([self.w1, self.w2]).sum(0)
+        scale = torch.stack([self.s1, self.s2]).sum(0)
+        y = torch.nn.functional.linear(x, weight) * scale
+        z = torch.nn.functional.linear(x * 2.0, weight)
+        return torch.cat([y, z], dim=1)
+
+
+def test_our_grad_guarded_forms_write_only_their_first_argument() -> None:
+    """They take parameter expressions as arguments but write and return only
+    their first: `freeze` still computes the expressions once."""
+    model = WeightExpressionsIntoOwnForms().eval()
+    x = torch.randn(256, 64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        gm = optimus_ir.optimize(model, (x,), freeze=True, check_speed=False)
+        targets = {getattr(n.target, "__module__", "") for n in gm.graph.nodes if n.op == "call_function"}
+        assert {"optimus_ir.kernels.inplace", "optimus_ir.kernels.joins"} <= targets
+        assert gm.optimus_report.cached_parameter_values == 2  # both stacks (0 when the forms were opaque)
+        torch.testing.assert_close(gm(x), model(x))

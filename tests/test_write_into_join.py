@@ -128,3 +128,4 @@ def test_the_writers_choose_by_grad_mode() -> None:
         assert joins.written_join(buffer, slots, pieces, 1) is buffer
     assert torch.equal(buffer, torch.cat(pieces, 1))
     assert joins.written_join(buffer, slots, pieces, 1) is not buffer
+

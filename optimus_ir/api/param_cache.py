@@ -75,6 +75,7 @@ from optimus_ir.translate.exporter import (
     recompile,
 )
 from optimus_ir.foundation.objects import ObjectTable
+from optimus_ir.kernels.joins import OWN_WRITES_PREFIX as JOINS_PREFIX
 
 HOISTABLE_NAMES: frozenset[str] = frozenset(
     """
@@ -249,6 +250,12 @@ _REINPLACED = "optimus_ir.kernels.inplace."
 """The qualified-name prefix of the `reinplace` pass's grad-guarded in-place
 calls (`optimus_ir.kernels.inplace`)."""
 
+_FIRST_ARGUMENT_WRITERS = (_REINPLACED, JOINS_PREFIX)
+"""Our grad-guarded forms (`reinplace`'s in-place calls, `write-into-join`'s
+writers and joins): each writes only its first argument and returns it (or,
+with gradients recorded, a fresh tensor); their other arguments are only
+read."""
+
 
 class _Classifier:
     """Purity and names of FX call targets, memoized per target object."""
@@ -317,6 +324,15 @@ class _Classifier:
             return bool(recorded)
         return fx_node_may_alias(node)
 
+    def aliased_inputs(self, node: torch.fx.Node) -> list[torch.fx.Node]:
+        """The inputs whose storage `node`'s result may share: all of them
+        where `may_alias_inputs`, only the first argument for our
+        grad-guarded forms (`_FIRST_ARGUMENT_WRITERS`)."""
+        if node.op == "call_function" and self.qualified(node.target)[0].startswith(_FIRST_ARGUMENT_WRITERS):
+            first = node.args[0] if node.args else None
+            return [first] if isinstance(first, torch.fx.Node) else []
+        return list(node.all_input_nodes) if self.may_alias_inputs(node) else []
+
     def writes(self, node: torch.fx.Node) -> tuple[list[torch.fx.Node], bool]:
         """The inputs `node` may write in place, and whether it is unknown
         code (which may also return any tensor it can reach, a parameter
@@ -334,8 +350,8 @@ class _Classifier:
             return [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.fx.Node)], False
         in_place = name.endswith("_") and not name.startswith("_") and "out" not in node.kwargs
         if node.args and isinstance(node.args[0], torch.fx.Node):
-            if node.op == "call_function" and self.qualified(node.target)[0].startswith(_REINPLACED):
-                return [node.args[0]], False  # `reinplace`'s grad-guarded form writes its first argument
+            if node.op == "call_function" and self.qualified(node.target)[0].startswith(_FIRST_ARGUMENT_WRITERS):
+                return [node.args[0]], False  # our grad-guarded forms write their first argument
             if name in IN_PLACE_OPERATOR_NAMES and (
                 node.op == "call_method" or self.qualified(node.target)[0].startswith("_operator.")
             ):
@@ -427,9 +443,8 @@ def _plan(gm: torch.fx.GraphModule) -> _Plan | None:
             hoistable.add(node)
             if classify.short_name(node) in VIEW_NAMES and all(i in trivial for i in inputs):
                 trivial.add(node)
-        if classify.may_alias_inputs(node):
-            for i in inputs:
-                classes.union(node, i)
+        for i in classify.aliased_inputs(node):
+            classes.union(node, i)
         writes, unknown = classify.writes(node)
         written.extend(writes)
         if unknown:

@@ -70,6 +70,8 @@ from xdsl.passes import ModulePass
 
 from optimus_ir.analysis.alias_facts import functional_form
 from optimus_ir.analysis.cost_model import FusionTarget
+from optimus_ir.analysis.live_bytes import tensor_bytes
+from optimus_ir.analysis.symbolic_dims import SymbolicDims
 from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands, result_is_fresh
 from optimus_ir.dialects import fx
 from optimus_ir.foundation.statistics import current_pass_context
@@ -158,10 +160,17 @@ def can_reinplace(op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], ow
 def reinplace(block: Block) -> int:
     """Rewrite every out-of-place call of `block` whose first operand dies
     there into its grad-guarded in-place form; the number rewritten."""
+    return reinplace_counting_bytes(block)[0]
+
+
+def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
+    """`reinplace(block)`, and the bytes the rewritten calls no longer
+    allocate per call (their results' sizes, `?` dims at their hints)."""
     position = {op: i for i, op in enumerate(block.ops)}
     owned: set[SSAValue] = set()
     per_call: set[Operation] = set()  # ops whose value depends on an input
-    rewritten = 0
+    rewritten = saved = 0
+    dims = SymbolicDims(block)
     for op in list(block.ops):
         if isinstance(op, fx.PlaceholderOp) or any(
             isinstance(v, BlockArgument) or v.owner in per_call for v in op.operands
@@ -186,7 +195,8 @@ def reinplace(block: Block) -> int:
         owned.add(new.results[0])
         per_call.add(new)
         rewritten += 1
-    return rewritten
+        saved += tensor_bytes(new.results[0], dims)
+    return rewritten, saved
 
 
 @dataclass(frozen=True)
@@ -214,7 +224,9 @@ class ReinplacePass(ModulePass):
         record = current_pass_context(self.name).record
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
-                record.bump("calls made in place", reinplace(graph.block))
+                calls, saved = reinplace_counting_bytes(graph.block)
+                record.bump("calls made in place", calls)
+                record.bump("bytes not allocated", saved)
 
 
-__all__ = ["ReinplacePass", "can_reinplace", "inplace_form", "reinplace"]
+__all__ = ["ReinplacePass", "can_reinplace", "inplace_form", "reinplace", "reinplace_counting_bytes"]

@@ -227,16 +227,17 @@ def _reference_operand(op: fx.CallFunctionOp) -> SSAValue | None:
     return None
 
 
-def write_into_joins(block: Block) -> tuple[int, int]:
+def write_into_joins(block: Block) -> tuple[int, int, int]:
     """Rewrite the joins of `block` whose pieces can be written in their
-    slots (module docstring); (joins rewritten, pieces written in place)."""
+    slots (module docstring); (joins rewritten, pieces written in place,
+    bytes those pieces no longer allocate apart from their join)."""
     joins = [(op, parts) for op in block.ops if (parts := _join_parts(op)) is not None]
     if not joins:
-        return 0, 0
+        return 0, 0, 0
     per_call = _per_call_ops(block)
     live = live_bytes(block)
     tree = _RangeAddMax(live.live)
-    rewritten = written_total = 0
+    rewritten = written_total = written_bytes = 0
     for join, (pieces, dim) in joins:
         assert isinstance(join, fx.CallFunctionOp)
         join_type = join.results[0].type
@@ -270,7 +271,8 @@ def write_into_joins(block: Block) -> tuple[int, int]:
         _rewrite(block, join, pieces, dim, makers, live.ops[first], join_type)
         rewritten += 1
         written_total += len(makers)
-    return rewritten, written_total
+        written_bytes += sum(tensor_bytes(piece) for piece in makers)
+    return rewritten, written_total, written_bytes
 
 
 def _rewrite(
@@ -374,9 +376,10 @@ class WriteIntoJoinPass(ModulePass):
         record = current_pass_context(self.name).record
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
-                joins, pieces = write_into_joins(graph.block)
+                joins, pieces, written = write_into_joins(graph.block)
                 record.bump("joins written in place", joins)
                 record.bump("pieces written in their slots", pieces)
+                record.bump("bytes not allocated", written)
 
 
 __all__ = ["WriteIntoJoinPass", "write_into_joins"]

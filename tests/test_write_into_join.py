@@ -53,6 +53,11 @@ def test_joined_pieces_are_written_in_their_slots_bit_equal() -> None:
         got = opt(x)
     assert _joins_written(opt) == 2
     assert _join_calls(opt).count("written_join") == 2 and "linear_into" in _join_calls(opt)
+    pieces = sum(r.counters["pieces written in their slots"] for r in opt.optimus_report.statistics.by_pass("write-into-join"))
+    written = opt.optimus_report.written_in_place_text()
+    assert f"{pieces} piece(s) of 2 join(s) computed in their slots" in written
+    assert f"({pieces * 256 * 64 * 4 / 2**10:.1f} KiB not allocated apart from the join)" in written
+    assert written in opt.optimus_report.format()
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w) and g.is_contiguous()
     with torch.inference_mode():

@@ -283,6 +283,33 @@ class OptimizeReport:
             groups_chunked=self.groups_chunked,
         )
 
+    def written_in_place_text(self) -> str:
+        """The memory the export's in-place writes save per call, from the
+        passes' counters: `reinplace`'s calls (their results are their
+        operands' storage) and `write-into-join`'s pieces (computed in
+        their join's result); "" where neither rewrote anything."""
+        if self.statistics is None:
+            return ""
+
+        def counted(pass_name: str, counter: str) -> int:
+            return sum(r.counters.get(counter, 0) for r in self.statistics.by_pass(pass_name))
+
+        parts = []
+        calls = counted("reinplace", "calls made in place")
+        if calls:
+            parts.append(
+                f"{calls} call(s) write their dead operand in place "
+                f"({_mib_text(counted('reinplace', 'bytes not allocated'))} not allocated)"
+            )
+        joins = counted("write-into-join", "joins written in place")
+        if joins:
+            parts.append(
+                f"{counted('write-into-join', 'pieces written in their slots')} piece(s) of {joins} join(s) "
+                f"computed in their slots ({_mib_text(counted('write-into-join', 'bytes not allocated'))} "
+                "not allocated apart from the join)"
+            )
+        return ("written in place, without autograd, per call: " + "; ".join(parts)) if parts else ""
+
     def format(self) -> str:
         """The report for people: first the measured speed (when the speed
         check ran), the compute ops and the view/metadata ops before -> after
@@ -329,6 +356,9 @@ class OptimizeReport:
                     f"in-place ops: {self.inplace_before.total} -> {self.inplace_after.total}"
                     + (f" ({guarded} of them in place without autograd, out of place with it)" if guarded else "")
                 )
+        written = self.written_in_place_text()
+        if written:
+            lines.append(written)
         if self.remarks:
             lines.append(f"remarks: {len(self.remarks)} (OptimizeReport.remarks)")
         if self.cached_parameter_values:
@@ -384,3 +414,7 @@ def _count_change(before: Counter[str], after: Counter[str], shown: int = 5, suf
             parts.append(f"{len(changed) - shown} more kinds")
         text += " (" + ", ".join(parts) + ")"
     return text
+
+
+def _mib_text(size: int) -> str:
+    return f"{size / 2**20:.2f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"

@@ -13,17 +13,18 @@ it into one slot per piece, and has each piece's maker write its slot:
     ...
     %c  = fx.call_function "torch.cat"([%t0, %t1], 1)
   becomes
-    %buf = fx.call_method "new_empty"(%x0, [512, 64], dtype = #fx.dtype<f32>)
-    %slots = fx.call_function "torch.split_with_sizes"(%buf, [32, 32], 1)
-    %s0 = fx.call_function "_operator.getitem"(%slots, 0)    (and %s1)
+    %made = fx.call_function "optimus_ir.kernels.joins.join_slots"(%x0, [512, 64], #fx.dtype<f32>, [32, 32], 1)
+    %buf = fx.call_function "_operator.getitem"(%made, 0)
+    %views = fx.call_function "_operator.getitem"(%made, 1)
+    %s0 = fx.call_function "_operator.getitem"(%views, 0)    (and %s1)
     %h0 = fx.call_function "optimus_ir.kernels.joins.linear_into"(%s0, %x0, %w0, %b0)
     %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
     ...
     %c  = fx.call_function "optimus_ir.kernels.joins.written_join"(%buf, [%s0, %s1], [%t0, %t1], 1)
 
 Every call made is grad-guarded (`optimus_ir.kernels.joins`): with
-gradients recorded the writers return fresh results and the join is
-`torch.cat`, as before. Without them the join copies only the pieces that
+gradients recorded no buffer is allocated, the writers return fresh
+results and the join is `torch.cat`, as before. Without them the join copies only the pieces that
 are not their slot already.
 
 A piece is written in its slot when:
@@ -68,7 +69,7 @@ from optimus_ir.dialects import fx
 from optimus_ir.foundation.statistics import current_pass_context
 from optimus_ir.foundation.types import DYNAMIC
 from optimus_ir.kernels.inplace import __name__ as _INPLACE_MODULE
-from optimus_ir.kernels.joins import WRITERS, WRITTEN_JOIN_TARGET
+from optimus_ir.kernels.joins import JOIN_SLOTS_TARGET, WRITERS, WRITTEN_JOIN_TARGET
 
 PASS_NAME = "write-into-join"
 
@@ -287,31 +288,35 @@ def _rewrite(
     reference = _reference_operand(next(m for m in makers.values() if m is first))
     assert reference is not None
     shape = join_type.get_shape()
-    buffer = fx.CallMethodOp(
-        "new_empty",
-        (fx.ref(0), ArrayAttr([fx.int_literal(s) for s in shape])),
-        {"dtype": fx.DTypeAttr(join_type.element_type)},
-        (reference,),
-        join_type,
-    )
-    buffer.results[0].name_hint = "join_buffer"
     sizes = [piece.type.get_shape()[dim] for piece in pieces]  # type: ignore[union-attr]
     slot_types = [piece.type for piece in pieces]
     split = fx.CallFunctionOp(
-        "torch.split_with_sizes",
-        (fx.ref(0), ArrayAttr([fx.int_literal(s) for s in sizes]), fx.int_literal(dim)),
+        JOIN_SLOTS_TARGET,
+        (
+            fx.ref(0),
+            ArrayAttr([fx.int_literal(s) for s in shape]),
+            fx.DTypeAttr(join_type.element_type),
+            ArrayAttr([fx.int_literal(s) for s in sizes]),
+            fx.int_literal(dim),
+        ),
         {},
-        (buffer.results[0],),
-        TupleType(tuple(slot_types)),
+        (reference,),
+        TupleType((join_type, TupleType(tuple(slot_types)))),
     )
     split.results[0].name_hint = "join_slots"
+    buffer = fx.CallFunctionOp("_operator.getitem", (fx.ref(0), fx.int_literal(0)), {}, (split.results[0],), join_type)
+    buffer.results[0].name_hint = "join_buffer"
+    views = fx.CallFunctionOp(
+        "_operator.getitem", (fx.ref(0), fx.int_literal(1)), {}, (split.results[0],), TupleType(tuple(slot_types))
+    )
+    views.results[0].name_hint = "join_views"
     slots = [
-        fx.CallFunctionOp("_operator.getitem", (fx.ref(0), fx.int_literal(i)), {}, (split.results[0],), slot_type)
+        fx.CallFunctionOp("_operator.getitem", (fx.ref(0), fx.int_literal(i)), {}, (views.results[0],), slot_type)
         for i, slot_type in enumerate(slot_types)
     ]
     for slot in slots:
         slot.results[0].name_hint = "join_slot"
-    block.insert_ops_before([buffer, split, *slots], first)
+    block.insert_ops_before([split, buffer, views, *slots], first)
     current = list(pieces)  # a piece that is its maker's result is the writer's now
     for i, piece in enumerate(pieces):
         maker = makers.get(piece)

@@ -75,6 +75,7 @@ from optimus_ir.translate.exporter import (
     recompile,
 )
 from optimus_ir.foundation.objects import ObjectTable
+from optimus_ir.kernels.joins import JOIN_SLOTS_TARGET
 from optimus_ir.kernels.joins import OWN_WRITES_PREFIX as JOINS_PREFIX
 
 HOISTABLE_NAMES: frozenset[str] = frozenset(
@@ -254,7 +255,8 @@ _FIRST_ARGUMENT_WRITERS = (_REINPLACED, JOINS_PREFIX)
 """Our grad-guarded forms (`reinplace`'s in-place calls, `write-into-join`'s
 writers and joins): each writes only its first argument and returns it (or,
 with gradients recorded, a fresh tensor); their other arguments are only
-read."""
+read. But `join_slots` (`JOIN_SLOTS_TARGET`), which writes nothing and
+returns fresh storage (its first argument only tells the device)."""
 
 
 class _Classifier:
@@ -328,6 +330,8 @@ class _Classifier:
         """The inputs whose storage `node`'s result may share: all of them
         where `may_alias_inputs`, only the first argument for our
         grad-guarded forms (`_FIRST_ARGUMENT_WRITERS`)."""
+        if node.op == "call_function" and self.qualified(node.target)[0] == JOIN_SLOTS_TARGET:
+            return []
         if node.op == "call_function" and self.qualified(node.target)[0].startswith(_FIRST_ARGUMENT_WRITERS):
             first = node.args[0] if node.args else None
             return [first] if isinstance(first, torch.fx.Node) else []
@@ -341,7 +345,7 @@ class _Classifier:
             return [], False
         if node.op == "call_module":
             return list(node.all_input_nodes), True
-        if node.op == "call_function" and self.qualified(node.target)[0] in NON_MUTATING_TARGETS:
+        if node.op == "call_function" and self.qualified(node.target)[0] in (*NON_MUTATING_TARGETS, JOIN_SLOTS_TARGET):
             return [], False
         name = self.short_name(node) or ""
         if self.is_pure(node):

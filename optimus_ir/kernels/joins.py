@@ -4,18 +4,18 @@
 join the pieces and the result are live at once: on a wide model the
 largest tensor of the call twice over (the 64-tower model's tower outputs
 and their concatenation). The `write-into-join` pass (`passes/write_into_join.py`)
-allocates the result first, splits it into slots (`torch.split_with_sizes`,
-views), and has the op that makes each piece write into its slot
-(`linear_into(slot, x, w, b)`: `linear(x, w, b, out=slot)`); the join then
-only copies what was not written in place (`written_join`).
+allocates the result first and splits it into slots (`join_slots`: the
+buffer and its views), and has the op that makes each piece write into its
+slot (`linear_into(slot, x, w, b)`: `linear(x, w, b, out=slot)`); the join
+then only copies what was not written in place (`written_join`).
 
 Like `reinplace`'s forms (`optimus_ir.kernels.inplace`) every call here is
 grad-guarded: with gradients recorded, torch refuses `out=` on tensors that
-require grad, and the pieces may be saved for a backward, so each writer
-computes its fresh result as before and the join is `torch.cat` of the
-pieces. Both paths compute the same values with the same kernels (an `out=`
-call of a matmul writes through the leading dimension of its slot; the
-arithmetic is the same).
+require grad, and the pieces may be saved for a backward, so no buffer is
+allocated (`join_slots` gives Nones), each writer computes its fresh result
+as before and the join is `torch.cat` of the pieces. Both paths compute the
+same values with the same kernels (an `out=` call of a matmul writes
+through the leading dimension of its slot; the arithmetic is the same).
 """
 
 from __future__ import annotations
@@ -24,15 +24,44 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.fx
 
 from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
 
 _grad_enabled = torch.is_grad_enabled
 
 
+def _proxy_in(values: Sequence[Any]) -> torch.fx.Proxy | None:
+    for value in values:
+        if isinstance(value, torch.fx.Proxy):
+            return value
+        if isinstance(value, list | tuple):
+            found = _proxy_in(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _traced_as_leaf(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, recorded as one call when FX traces it (as unpickling a
+    GraphModule does, retracing its code) instead of traced through, where
+    the grad-mode test would fix one of its two paths into the graph."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        proxy = _proxy_in((*args, *kwargs.values()))
+        if proxy is not None:
+            return proxy.tracer.create_proxy("call_function", call, args, kwargs)
+        return function(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = function.__name__
+    call.__module__ = __name__
+    call.__doc__ = function.__doc__
+    return call
+
+
 def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Callable[..., torch.Tensor]:
-    def write(slot: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        if _grad_enabled():
+    def write(slot: torch.Tensor | None, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if _grad_enabled() or slot is None:
             return function(*args, **kwargs)
         return function(*args, **kwargs, out=slot)
 
@@ -42,8 +71,9 @@ def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Call
         f"`{function.__module__}.{function.__name__}(*args, out=slot)` unless gradients are recorded "
         "(then the fresh result): the piece of a join computed in its slot."
     )
-    setattr(write, COUNTS_AS_ATTRIBUTE, kind)  # the report counts the op it computes
-    return write
+    leaf = _traced_as_leaf(write)
+    setattr(leaf, COUNTS_AS_ATTRIBUTE, kind)  # the report counts the op it computes
+    return leaf
 
 
 linear_into = _writer(torch._C._nn.linear, "linear_into", "linear")
@@ -64,14 +94,27 @@ WRITERS: dict[str, str] = {
 writer that does (its first argument the slot, then the call's own)."""
 
 
+def join_slots(
+    reference: torch.Tensor, shape: Sequence[int], dtype: torch.dtype, sizes: Sequence[int], dim: int
+) -> tuple[torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+    """`(buffer, slots)`: an uninitialized tensor of `shape` and `dtype` on
+    `reference`'s device, and its split along `dim` into `sizes`. With
+    gradients recorded, Nones: the writers then return fresh results and the
+    join is `torch.cat`, so nothing is allocated for it."""
+    if _grad_enabled():
+        return None, (None,) * len(sizes)
+    buffer = reference.new_empty(shape, dtype=dtype)
+    return buffer, torch.split_with_sizes(buffer, sizes, dim)
+
+
 def written_join(
-    buffer: torch.Tensor, slots: Sequence[torch.Tensor], pieces: Sequence[torch.Tensor], dim: int
+    buffer: torch.Tensor | None, slots: Sequence[torch.Tensor | None], pieces: Sequence[torch.Tensor], dim: int
 ) -> torch.Tensor:
     """`torch.cat(pieces, dim)`, where `buffer` is a tensor of the result's
     shape and `slots` its split along `dim` into the pieces' sizes: each
     piece that is not its slot already (written in place) is copied into
     it, and `buffer` is the result. With gradients recorded: `torch.cat`."""
-    if _grad_enabled():
+    if _grad_enabled() or buffer is None:
         return torch.cat(pieces, dim)
     for slot, piece in zip(slots, pieces, strict=True):
         if piece is not slot:
@@ -79,9 +122,13 @@ def written_join(
     return buffer
 
 
+join_slots = _traced_as_leaf(join_slots)
+written_join = _traced_as_leaf(written_join)
 setattr(written_join, COUNTS_AS_ATTRIBUTE, "cat")
+setattr(join_slots, COUNTS_AS_ATTRIBUTE, "empty")  # an uninitialized allocation and its views
 
 WRITTEN_JOIN_TARGET = f"{__name__}.written_join"
+JOIN_SLOTS_TARGET = f"{__name__}.join_slots"
 
 OWN_WRITES_PREFIX = f"{__name__}."
 """The qualified-name prefix of every call this module's forms make: each
@@ -91,8 +138,10 @@ pass allocated for this call)."""
 __all__ = [
     "OWN_WRITES_PREFIX",
     "WRITERS",
+    "JOIN_SLOTS_TARGET",
     "WRITTEN_JOIN_TARGET",
     "addmm_into",
+    "join_slots",
     "linear_into",
     "mm_into",
     "sigmoid_into",

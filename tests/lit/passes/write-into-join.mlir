@@ -7,11 +7,12 @@
 // has no writer here).
 
 // CHECK-LABEL: fx.graph @rewrites
-// CHECK:         %join_buffer = fx.call_method "new_empty"(%x, [256, 192], dtype = #fx.dtype<f32>) : tensor<256x192xf32>
-// CHECK-NEXT:    %join_slots = fx.call_function "torch.split_with_sizes"(%join_buffer, [64, 64, 64], 1) : tuple<tensor<256x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>>
-// CHECK-NEXT:    %join_slot = fx.call_function "_operator.getitem"(%join_slots, 0)
-// CHECK-NEXT:    %join_slot_1 = fx.call_function "_operator.getitem"(%join_slots, 1)
-// CHECK-NEXT:    %join_slot_2 = fx.call_function "_operator.getitem"(%join_slots, 2)
+// CHECK:         %join_slots = fx.call_function "optimus_ir.kernels.joins.join_slots"(%x, [256, 192], #fx.dtype<f32>, [64, 64, 64], 1) : tuple<tensor<256x192xf32>, tuple<tensor<256x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>>>
+// CHECK-NEXT:    %join_buffer = fx.call_function "_operator.getitem"(%join_slots, 0)
+// CHECK-NEXT:    %join_views = fx.call_function "_operator.getitem"(%join_slots, 1)
+// CHECK-NEXT:    %join_slot = fx.call_function "_operator.getitem"(%join_views, 0)
+// CHECK-NEXT:    %join_slot_1 = fx.call_function "_operator.getitem"(%join_views, 1)
+// CHECK-NEXT:    %join_slot_2 = fx.call_function "_operator.getitem"(%join_views, 2)
 // CHECK-NEXT:    %h0 = fx.call_function "optimus_ir.kernels.joins.linear_into"(%join_slot, %x, %w, %b) : tensor<256x64xf32>
 // CHECK-NEXT:    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
 // CHECK-NEXT:    %h1 = fx.call_function "optimus_ir.kernels.joins.sigmoid_into"(%join_slot_1, %x)
@@ -37,11 +38,11 @@ fx.graph @rewrites {
 // Along dim 0 (contiguous slots), the dim as a keyword, a negative dim.
 
 // CHECK-LABEL: fx.graph @rows
-// CHECK:         fx.call_function "torch.split_with_sizes"(%join_buffer, [256, 256], 0)
+// CHECK:         fx.call_function "optimus_ir.kernels.joins.join_slots"(%x, [512, 64], #fx.dtype<f32>, [256, 256], 0)
 // CHECK:         fx.call_function "optimus_ir.kernels.joins.mm_into"
 // CHECK:         fx.call_function "optimus_ir.kernels.joins.addmm_into"
 // CHECK:         fx.call_function "optimus_ir.kernels.joins.written_join"({{.*}}, 0)
-// CHECK:         fx.call_function "torch.split_with_sizes"(%join_buffer_1, [64, 64], 1)
+// CHECK:         fx.call_function "optimus_ir.kernels.joins.join_slots"(%x, [256, 128], #fx.dtype<f32>, [64, 64], 1)
 // CHECK:         fx.call_function "optimus_ir.kernels.joins.written_join"({{.*}}, 1)
 fx.graph @rows {
   %x = fx.placeholder "x" : tensor<256x64xf32>

@@ -9,16 +9,16 @@ pass allocates the join's result before its first piece is made, splits
 it into one slot per piece, and has each piece's maker write its slot:
 
     %h0 = fx.call_function "torch._C._nn.linear"(%x0, %w0, %b0)
-    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
+    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%h0)
     ...
     %c  = fx.call_function "torch.cat"([%t0, %t1], 1)
   becomes
-    %made = fx.call_function "optimus_ir.kernels.joins.join_slots"(%x0, [512, 64], #fx.dtype<f32>, [32, 32], 1)
+    %made = fx.call_function "optimus_ir.kernels.joins.join_slots"(%x0, [512, 64], #fx.dtype<f32>, [32, 32], 1, true)
     %buf = fx.call_function "_operator.getitem"(%made, 0)
     %views = fx.call_function "_operator.getitem"(%made, 1)
     %s0 = fx.call_function "_operator.getitem"(%views, 0)    (and %s1)
     %h0 = fx.call_function "optimus_ir.kernels.joins.linear_into"(%s0, %x0, %w0, %b0)
-    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%h0)
+    %t0 = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%h0)
     ...
     %c  = fx.call_function "optimus_ir.kernels.joins.written_join"(%buf, [%s0, %s1], [%t0, %t1], 1)
 
@@ -32,7 +32,7 @@ A piece is written in its slot when:
 * it is read by the join alone, once, and is the end of a chain of
   `reinplace`'s in-place forms (each link's written operand read by that
   link alone) that starts at a call with a writer (`joins.WRITERS`: linear,
-  addmm, mm, tanh, sigmoid) and no `out=` of its own: the slot is then the
+  addmm, mm) and no `out=` of its own: the slot is then the
   only storage the chain writes, and nothing else reads it before the join;
 * the call is computed per call (it depends on a graph input: values of
   parameters alone are what `freeze` computes once);
@@ -49,8 +49,11 @@ from the first written piece, where before only the pieces made so far
 did, so a join whose pieces are made early around a larger temporary can
 raise the peak and is left alone. The peak is tracked in a range-add /
 max tree over the block's positions, so the check of each join is
-logarithmic. `target=inductor` (the torch.compile backend) leaves the
-graph alone: Inductor lays out concatenations itself.
+logarithmic. A join along dim 1 takes its rows from the first written
+piece's maker's input at run time (`join_slots(..., rows_like_reference)`),
+so the code stays batch generic (the guard's size proof); along dim 0 the
+shape is the example's. `target=inductor` (the torch.compile backend)
+leaves the graph alone: Inductor lays out concatenations itself.
 """
 
 from __future__ import annotations
@@ -204,7 +207,7 @@ def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> 
                 return None
             value = written
             continue
-        if target in WRITERS and op in per_call and value.uses.get_length() == 1:
+        if target in WRITERS and op in per_call and value.uses.get_length() == 1 and _reference_operand(op) is not None:
             return op
         return None
 
@@ -219,10 +222,18 @@ def _per_call_ops(block: Block) -> set[Operation]:
     return per_call
 
 
+_ROWS_OPERAND = {"torch.addmm": 1}
+"""The argument whose dim 0 is the result's, per writer target (else the
+first): linear's and mm's input, addmm's first matrix."""
+
+
 def _reference_operand(op: fx.CallFunctionOp) -> SSAValue | None:
-    """A tensor operand of `op` on its result's device (any: a writer's
-    operands share it), for `new_empty`."""
-    for operand in op.operands:
+    """The operand whose dim 0 is `op`'s result's (`_ROWS_OPERAND`): the
+    buffer is made on its device, and a join along dim 1 takes its rows."""
+    args = op.args.data
+    position = _ROWS_OPERAND.get(op.target.data, 0)
+    if position < len(args) and isinstance(args[position], fx.RefAttr):
+        operand = op.operands[args[position].index.data]  # type: ignore[union-attr]
         if isinstance(operand.type, TensorType):
             return operand
     return None
@@ -288,6 +299,10 @@ def _rewrite(
     reference = _reference_operand(next(m for m in makers.values() if m is first))
     assert reference is not None
     shape = join_type.get_shape()
+    reference_type = reference.type
+    assert isinstance(reference_type, TensorType)
+    # along dim 1 the rows are the reference's at run time: the code stays batch generic
+    rows_like_reference = dim == 1 and reference_type.get_num_dims() == 2 and reference_type.get_shape()[0] == shape[0]
     sizes = [piece.type.get_shape()[dim] for piece in pieces]  # type: ignore[union-attr]
     slot_types = [piece.type for piece in pieces]
     split = fx.CallFunctionOp(
@@ -298,6 +313,7 @@ def _rewrite(
             fx.DTypeAttr(join_type.element_type),
             ArrayAttr([fx.int_literal(s) for s in sizes]),
             fx.int_literal(dim),
+            *([fx.bool_literal(True)] if rows_like_reference else []),
         ),
         {},
         (reference,),
@@ -362,8 +378,8 @@ def _rewrite(
 class WriteIntoJoinPass(ModulePass):
     """Compute the pieces of a `torch.cat` in their slots of its result.
 
-    After `reinplace`: a join whose pieces are made by a linear, addmm, mm,
-    tanh or sigmoid (then written in place by `reinplace`'s forms, or not)
+    After `reinplace`: a join whose pieces are made by a linear, addmm or mm
+    (then written in place by `reinplace`'s forms, or not)
     read by nothing else gets its result allocated up front, split into
     slots, and each such piece's maker writes its slot (grad-guarded:
     `optimus_ir.kernels.joins`); the join copies only the other pieces.

@@ -386,6 +386,24 @@ def test_value_lifetimes_of_a_stack_kept_alive_by_one_member() -> None:
 
 
 
+def _layer_norm_statistics_bytes(module: torch.nn.Module, *inputs: torch.Tensor) -> set[int]:
+    """The bytes of the statistics each `native_layer_norm` of one call returns."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    sizes: set[int] = set()
+
+    class Statistics(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten.native_layer_norm.default:
+                sizes.add(sum(t.untyped_storage().nbytes() for t in out[1:]))
+            return out
+
+    with Statistics():
+        module(*inputs)
+    return sizes
+
+
 @pytest.mark.parametrize("pipeline", [None, FUSE_ALL], ids=["default", "every-group"])
 @pytest.mark.parametrize("batch", [64, 512])
 def test_exported_module_frees_every_value_at_its_last_reader(batch: int, pipeline: str | None) -> None:
@@ -405,7 +423,10 @@ def test_exported_module_frees_every_value_at_its_last_reader(batch: int, pipeli
             module(*inputs)
             lifetimes = graph_value_lifetimes(module, *inputs)
             measured = measure_call_memory(module, *inputs, method="dispatch")
-            assert measured.peak_bytes == lifetimes.peak_live_bytes, lifetimes.describe()
+            # the dispatch tracker also sees a layer norm's statistics (mean and
+            # rstd, freed as the op returns), which the graph's values are not
+            statistics = _layer_norm_statistics_bytes(module, *inputs)
+            assert measured.peak_bytes - lifetimes.peak_live_bytes in (0, *statistics), lifetimes.describe()
             if module is captured:
                 assert lifetimes.view_overhead_bytes == 0
                 assert lifetimes.kept_by_views == ()

@@ -136,3 +136,18 @@ def test_the_writers_choose_by_grad_mode() -> None:
     assert torch.equal(buffer, torch.cat(pieces, 1))
     assert joins.written_join(buffer, slots, pieces, 1) is not buffer
 
+
+
+def test_a_join_along_dim_one_keeps_the_code_batch_generic() -> None:
+    """The buffer of a join along dim 1 takes its rows from the first
+    written piece's input at run time: other batch sizes run the same code
+    (the guard's size proof holds), with the join still written in place."""
+    model, (x,) = make_recsys_model(num_towers=8, batch=256, seed=0, **VARIANTS["mixed"])
+    model.eval()
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, (x,), check_speed=False)
+        assert _joins_written(opt) == 1
+        for batch in (100, 300):
+            xb = torch.randn(batch, x.shape[1])
+            assert torch.equal(opt(xb), capture(model, (xb,))(xb))
+    assert opt.optimus_guard.reoptimizations == 0 and opt.optimus_guard.batch_generic is True

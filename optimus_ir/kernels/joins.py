@@ -79,30 +79,35 @@ def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Call
 linear_into = _writer(torch._C._nn.linear, "linear_into", "linear")
 addmm_into = _writer(torch.addmm, "addmm_into", "addmm")
 mm_into = _writer(torch.mm, "mm_into", "mm")
-tanh_into = _writer(torch.tanh, "tanh_into", "tanh")
-sigmoid_into = _writer(torch.sigmoid, "sigmoid_into", "sigmoid")
 
 WRITERS: dict[str, str] = {
     "torch._C._nn.linear": f"{__name__}.linear_into",
     "torch.nn.functional.linear": f"{__name__}.linear_into",
     "torch.addmm": f"{__name__}.addmm_into",
     "torch.mm": f"{__name__}.mm_into",
-    "torch.tanh": f"{__name__}.tanh_into",
-    "torch.sigmoid": f"{__name__}.sigmoid_into",
 }
 """Call targets whose result can be written into a given tensor, and the
 writer that does (its first argument the slot, then the call's own)."""
 
 
 def join_slots(
-    reference: torch.Tensor, shape: Sequence[int], dtype: torch.dtype, sizes: Sequence[int], dim: int
+    reference: torch.Tensor,
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    sizes: Sequence[int],
+    dim: int,
+    rows_like_reference: bool = False,
 ) -> tuple[torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
     """`(buffer, slots)`: an uninitialized tensor of `shape` and `dtype` on
-    `reference`'s device, and its split along `dim` into `sizes`. With
-    gradients recorded, Nones: the writers then return fresh results and the
-    join is `torch.cat`, so nothing is allocated for it."""
+    `reference`'s device, and its split along `dim` into `sizes`; with
+    `rows_like_reference`, dim 0 is `reference`'s (a join along dim 1 of
+    pieces whose rows are their makers' first operand's: the code runs at
+    any batch size). With gradients recorded, Nones: the writers then return
+    fresh results and the join is `torch.cat`, so nothing is allocated."""
     if _grad_enabled():
         return None, (None,) * len(sizes)
+    if rows_like_reference:
+        shape = [reference.shape[0], *shape[1:]]
     buffer = reference.new_empty(shape, dtype=dtype)
     return buffer, torch.split_with_sizes(buffer, sizes, dim)
 
@@ -144,7 +149,5 @@ __all__ = [
     "join_slots",
     "linear_into",
     "mm_into",
-    "sigmoid_into",
-    "tanh_into",
     "written_join",
 ]

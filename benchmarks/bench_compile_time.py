@@ -1,5 +1,7 @@
 """Compile time of torch.compile(backend="optimus") against Inductor alone,
-on the recsys family and on third-party (deepctr-torch) models.
+on the recsys family and on third-party models (deepctr-torch's, and the
+zoo's FuxiCTR, torchrec and torchfm models: `zoo_models.ZOO`, called with
+their own input structures).
 
 Method (as `bench_compile.py`'s compile time): each (model, variant, repeat)
 is one fresh Python process with a fresh Inductor cache directory
@@ -61,6 +63,7 @@ Usage::
 
     python benchmarks/bench_compile_time.py                              # the default models, 2 repeats
     python benchmarks/bench_compile_time.py --models recsys-mixed-8,DCN --repeats 1
+    python benchmarks/bench_compile_time.py --models fuxictr.MMoE,fuxictr.DCNv2,torchrec.DLRM_DCN
     python benchmarks/bench_compile_time.py --freeze --models MMOE,PLE  # under Inductor freezing
     python benchmarks/bench_compile_time.py --cold-isa --models DCN      # the ISA probe counted
     python benchmarks/bench_compile_time.py --models '' --towers 512,1024,2048 --repeats 1  # scaling
@@ -89,12 +92,13 @@ for _path in (_HERE, _HERE.parent, _HERE.parent / "examples"):
         sys.path.insert(0, str(_path))
 
 from bench_third_party import MODELS as THIRD_PARTY  # noqa: E402
+from zoo_models import ZOO  # noqa: E402
 
 VARIANTS = ("inductor", "ours+inductor")
 RECSYS = {"recsys-mixed-8": 8, "recsys-mixed-64": 64}
 """The recsys models named in the help; any `recsys-mixed-N` (N towers) is
 accepted too (`--towers 512,1024,2048` names them)."""
-MODELS = (*RECSYS, *THIRD_PARTY)
+MODELS = (*RECSYS, *THIRD_PARTY, *ZOO)
 DEFAULT_MODELS = ("recsys-mixed-8", "recsys-mixed-64", "MMOE", "PLE", "DCN", "DeepFM")
 COMPILE_TARGET = 0.8
 TOLERANCE = 1e-4
@@ -117,18 +121,19 @@ def recsys_towers(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def build(name: str, batch: int) -> tuple[Any, Any]:
-    """The model `name` in eval mode and its one input."""
+def build(name: str, batch: int) -> tuple[Any, tuple[Any, ...]]:
+    """The model `name` in eval mode and its inputs."""
     towers = recsys_towers(name)
     if towers is not None:
         from bench_compile import build as build_recsys
 
-        return build_recsys(towers, batch)
-    if name in THIRD_PARTY:
-        from bench_third_party import build as build_third_party
+        model, x = build_recsys(towers, batch)
+        return model, (x,)
+    if name in THIRD_PARTY or name in ZOO:
+        from bench_third_party import build_any
 
-        model, (x,) = build_third_party(name, batch)
-        return model, x
+        model, inputs = build_any(name, batch)
+        return model.eval(), tuple(inputs)
     raise ValueError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
 
 
@@ -208,10 +213,10 @@ def child(name: str, variant: str, batch: int, freeze: bool = False) -> dict[str
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     torch.set_num_threads(1)
-    model, x = build(name, batch)
+    model, inputs = build(name, batch)
     probe = _IsaProbeTimer()
     with torch.no_grad():
-        expected = model(x)
+        expected = model(*inputs)
     # The clock starts before torch.compile(): `torch.compile(model)` imports
     # Inductor's compile_fx (~0.8 s) there, our backend only when it hands
     # the graph on, inside the first call; timing the first call alone
@@ -224,7 +229,7 @@ def child(name: str, variant: str, batch: int, freeze: bool = False) -> dict[str
         ours = optimus_ir.backend(freeze=freeze)
         function = torch.compile(model, backend=ours)
     with freezing(freeze), torch.no_grad():
-        got = function(x)
+        got = function(*inputs)
         seconds, cpu = time.perf_counter() - start, _cpu_seconds() - start_cpu
     outcomes = ours.outcomes if ours is not None else []
     ours_s = sum(o.seconds for o in outcomes)
@@ -234,8 +239,10 @@ def child(name: str, variant: str, batch: int, freeze: bool = False) -> dict[str
             if phase in our_phases:
                 our_phases[phase] += phase_s
     our_phases["rest"] = ours_s - sum(our_phases.values())
-    leaves = got if isinstance(got, (list, tuple)) else [got]
-    wants = expected if isinstance(expected, (list, tuple)) else [expected]
+    from torch.utils import _pytree
+
+    leaves = [t for t in _pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
+    wants = [t for t in _pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
     return {
         "seconds": seconds,
         "cpu_s": cpu,

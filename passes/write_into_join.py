@@ -71,12 +71,12 @@ from optimus_ir.analysis.live_bytes import live_bytes, tensor_bytes
 from optimus_ir.dialects import fx
 from optimus_ir.foundation.statistics import current_pass_context
 from optimus_ir.foundation.types import DYNAMIC
-from optimus_ir.kernels.inplace import __name__ as _INPLACE_MODULE
+from optimus_ir.kernels import inplace
 from optimus_ir.kernels.joins import JOIN_SLOTS_TARGET, WRITERS, WRITTEN_JOIN_TARGET
 
 PASS_NAME = "write-into-join"
 
-_INPLACE_PREFIX = _INPLACE_MODULE + "."
+_INPLACE_PREFIX = inplace.__name__ + "."
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 
 MIN_WRITTEN_PIECE_BYTES = 4096

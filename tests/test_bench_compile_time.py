@@ -73,6 +73,8 @@ def test_tower_counts_name_recsys_models() -> None:
 
 
 def test_the_third_party_models_are_the_third_party_benchmark_s() -> None:
-    """One list of deepctr-torch models: bench_third_party's."""
+    """One list of deepctr-torch models, bench_third_party's, and one of the
+    zoo's (FuxiCTR, torchrec, torchfm), zoo_models'."""
     assert set(load_benchmark("bench_third_party").MODELS) <= set(_bench().MODELS)
+    assert set(load_benchmark("zoo_models").ZOO) <= set(_bench().MODELS)
     assert set(_bench().DEFAULT_MODELS) <= set(_bench().MODELS)

@@ -110,7 +110,7 @@ def inplace_form(op: Operation) -> str | None:
     return inplace_form_name("call_function", target) if known else None
 
 
-def _written(op: fx.NodeOp) -> SSAValue | None:
+def written_operand(op: fx.NodeOp) -> SSAValue | None:
     """The operand the in-place form writes: the first positional argument,
     a tensor."""
     args = op.args.data
@@ -120,7 +120,7 @@ def _written(op: fx.NodeOp) -> SSAValue | None:
     return value if isinstance(value.type, TensorType) else None
 
 
-def _reads_of(op: fx.NodeOp, x: SSAValue) -> int:
+def reads_of(op: fx.NodeOp, x: SSAValue) -> int:
     """How many times `op`'s arguments name `x` (operands are listed once
     however often the arguments refer to them)."""
     indices: list[int] = []
@@ -140,7 +140,7 @@ def can_reinplace(op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], ow
     ty = x.type
     if not isinstance(ty, TensorType) or op.results[0].type != ty:
         return False
-    if _reads_of(op, x) != 1:
+    if reads_of(op, x) != 1:
         return False
     if any(o is not x and isinstance(o.type, TensorType) for o in op.operands) and DYNAMIC in ty.get_shape():
         return False  # a dynamic dim of 1 could broadcast against the other operand's
@@ -182,7 +182,7 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
         if form is None:
             continue
         assert isinstance(op, fx.NodeOp)
-        x = _written(op)
+        x = written_operand(op)
         if x is None or not can_reinplace(op, x, position, owned):
             continue
         new = fx.CallFunctionOp(form, op.args.data, dict(op.kwargs.data), op.operands, op.results[0].type)
@@ -229,4 +229,12 @@ class ReinplacePass(ModulePass):
                 record.bump("bytes not allocated", saved)
 
 
-__all__ = ["ReinplacePass", "can_reinplace", "inplace_form", "reinplace", "reinplace_counting_bytes"]
+__all__ = [
+    "ReinplacePass",
+    "can_reinplace",
+    "inplace_form",
+    "reads_of",
+    "reinplace",
+    "reinplace_counting_bytes",
+    "written_operand",
+]

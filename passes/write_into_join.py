@@ -73,6 +73,7 @@ from optimus_ir.foundation.statistics import current_pass_context
 from optimus_ir.foundation.types import DYNAMIC
 from optimus_ir.kernels import inplace
 from optimus_ir.kernels.joins import JOIN_SLOTS_TARGET, WRITERS, WRITTEN_JOIN_TARGET
+from optimus_ir.passes.reinplace import reads_of, written_operand
 
 PASS_NAME = "write-into-join"
 
@@ -170,20 +171,6 @@ def _join_parts(op: Operation) -> tuple[list[SSAValue], int] | None:
     return pieces, dim
 
 
-def _reads_of(op: fx.NodeOp, value: SSAValue) -> int:
-    indices: list[int] = []
-    for attr in (*op.args.data, *op.kwargs.data.values()):
-        fx.map_refs(attr, indices.append, lambda _: None)
-    return sum(1 for i in indices if op.operands[i] is value)
-
-
-def _written_operand(op: fx.NodeOp) -> SSAValue | None:
-    args = op.args.data
-    if not args or not isinstance(args[0], fx.RefAttr):
-        return None
-    return op.operands[args[0].index.data]
-
-
 def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> fx.CallFunctionOp | None:
     """The call that makes `piece`'s storage where it can write into a slot
     instead (module docstring), else None. The join reads `piece` once (the
@@ -202,8 +189,8 @@ def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> 
             return None
         target = op.target.data
         if target.startswith(_INPLACE_PREFIX):
-            written = _written_operand(op)
-            if written is None or written.uses.get_length() != 1 or _reads_of(op, written) != 1:
+            written = written_operand(op)
+            if written is None or written.uses.get_length() != 1 or reads_of(op, written) != 1:
                 return None
             value = written
             continue
@@ -296,7 +283,8 @@ def _rewrite(
     first: Operation,
     join_type: TensorType,
 ) -> None:
-    reference = _reference_operand(next(m for m in makers.values() if m is first))
+    assert isinstance(first, fx.CallFunctionOp)
+    reference = _reference_operand(first)
     assert reference is not None
     shape = join_type.get_shape()
     reference_type = reference.type

@@ -345,7 +345,9 @@ class _Classifier:
             return [], False
         if node.op == "call_module":
             return list(node.all_input_nodes), True
-        if node.op == "call_function" and self.qualified(node.target)[0] in (*NON_MUTATING_TARGETS, JOIN_SLOTS_TARGET):
+        if node.op == "call_function" and (
+            self.qualified(node.target)[0] in NON_MUTATING_TARGETS or self.qualified(node.target)[0] == JOIN_SLOTS_TARGET
+        ):
             return [], False
         name = self.short_name(node) or ""
         if self.is_pure(node):

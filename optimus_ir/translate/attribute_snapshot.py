@@ -148,37 +148,33 @@ class WatchedDict(dict):  # type: ignore[type-arg]
 WATCHED_MODULE_DICTS = ("_parameters", "_buffers", "_modules")
 
 
-def watch_module_dicts(modules: Iterable[torch.nn.Module]) -> int:
-    """Replace each module's `WATCHED_MODULE_DICTS` with `WatchedDict`s of
-    the same entries; how many were replaced. Every snapshot reads its dicts
+def _retype_module_dicts(modules: Iterable[torch.nn.Module], old: type, new: Any) -> int:
+    """Replace each module's `WATCHED_MODULE_DICTS` of exactly type `old`
+    by `new(table)`; how many were replaced. Every snapshot reads its dicts
     again (`STACK_EPOCH`): one recorded before holds the replaced objects."""
     replaced = 0
     for module in modules:
         own = module.__dict__
         for name in WATCHED_MODULE_DICTS:
             table = own.get(name)
-            if type(table) is dict:
-                own[name] = WatchedDict(table)
+            if type(table) is old:
+                own[name] = new(table)
                 replaced += 1
     if replaced:
         STACK_EPOCH[0] += 1
     return replaced
+
+
+def watch_module_dicts(modules: Iterable[torch.nn.Module]) -> int:
+    """Replace each module's `WATCHED_MODULE_DICTS` with `WatchedDict`s of
+    the same entries; how many were replaced."""
+    return _retype_module_dicts(modules, dict, WatchedDict)
 
 
 def unwatch_module_dicts(modules: Iterable[torch.nn.Module]) -> int:
     """Give each module plain dicts again (`watch_module_dicts` undone);
     how many were replaced."""
-    replaced = 0
-    for module in modules:
-        own = module.__dict__
-        for name in WATCHED_MODULE_DICTS:
-            table = own.get(name)
-            if type(table) is WatchedDict:
-                own[name] = dict(table)
-                replaced += 1
-    if replaced:
-        STACK_EPOCH[0] += 1
-    return replaced
+    return _retype_module_dicts(modules, WatchedDict, dict)
 
 
 class AttributeSnapshot:

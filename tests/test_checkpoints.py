@@ -346,3 +346,26 @@ def test_ddp_of_the_optimized_module_saves_the_models_checkpoint(process_group) 
     fresh.load_state_dict(state)
     _assert_same_state(fresh.state_dict(), model.state_dict())
     assert ddp.module.__dict__[OWN_STATE_ATTRIBUTE].changed is False  # DDP reassigned nothing
+
+
+def test_a_full_size_optimized_module_pickles_and_copies() -> None:
+    """The 64-tower model with every group fused (~460 nodes, 40 remarks):
+    pickling once recursed past Python's limit through the report's remarks
+    (each held its xDSL op, which links to the whole module), and a node
+    calling a `torch.Tensor` method (`unfold`) could not be written back as
+    source on unpickling. A copy keeps the remarks' messages and computes
+    the same values."""
+    from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
+
+    model, (x,) = make_recsys_model(num_towers=64, batch=64, seed=0, **VARIANTS["mixed"])
+    model.eval()
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, (x,), check_speed=False, cost_model="none")
+        want = opt(x)
+        assert any(n.op == "call_method" and n.target == "unfold" for n in opt.graph.nodes)
+        for clone in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
+            assert torch.equal(clone(x), want)
+        remarks = pickle.loads(pickle.dumps(opt)).optimus_report.remarks
+        assert [r.message for r in remarks] == [r.message for r in opt.optimus_report.remarks]
+        assert all(r.op is None for r in remarks)
+    assert opt.optimus_report.remarks[0].op is not None  # the original keeps its ops

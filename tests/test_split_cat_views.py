@@ -66,7 +66,8 @@ def _assert_idempotent(model: nn.Module, inputs) -> None:
 
 
 def _targets(gm: torch.fx.GraphModule) -> list[str]:
-    return [getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op == "call_function"]
+    """The calls' names: functions', and methods' (`torch.Tensor.view` exports as `x.view(...)`)."""
+    return [getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
 
 
 # ---------------------------------------------------------------------------

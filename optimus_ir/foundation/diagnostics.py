@@ -89,6 +89,12 @@ class Diagnostic:
     def __str__(self) -> str:
         return self.format()
 
+    def __getstate__(self) -> dict[str, object]:
+        # A copy keeps the message and location, not the op: an xDSL op
+        # reaches its whole module through its links (pickling it recursed
+        # past Python's limit on a 64-tower model's report).
+        return {**self.__dict__, "op": None}
+
 
 class OptimusError(DiagnosticException):
     """An error about an op (or the input as a whole), with its location."""

@@ -81,6 +81,9 @@ def random_tensor(tensor_type: TensorType, generator: torch.Generator) -> torch.
     return value.to(device)
 
 
+_METHOD_DESCRIPTOR = type(torch.Tensor.unfold)
+
+
 def _set_attr(root: torch.nn.Module, target: str, value: torch.Tensor) -> None:
     *path, leaf = target.split(".")
     module = root
@@ -141,6 +144,11 @@ def _node_parts(
                 target = table.resolve(op.target.data)
             except UnresolvedNameError as error:
                 raise GraphExportError(str(error)) from None
+            if type(target) is _METHOD_DESCRIPTOR and args and getattr(torch.Tensor, target.__name__, None) is target:
+                # `torch.Tensor.unfold(x, ...)` as `x.unfold(...)`: the same call, and one
+                # FX can write as source again (pickling a GraphModule imports each global
+                # by name, and a method of `torch._C.TensorBase` has none it can import)
+                return "call_method", target.__name__, args, kwargs
             return "call_function", target, args, kwargs
         if isinstance(op, fx.CallMethodOp):
             return "call_method", op.target.data, args, kwargs

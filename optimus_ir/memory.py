@@ -241,6 +241,11 @@ class _StorageTracker(TorchDispatchMode):
     the peak (exact too, but a scan of the live storages each time the
     peak grows)."""
 
+    optimus_observes_only = True
+    """It watches real tensors only: helpers that make a tensor afresh under a
+    tracing mode use their cached one (`optimus_ir.kernels.norms.OBSERVER_ATTRIBUTE`),
+    so the call measured allocates what it does untracked."""
+
     def __init__(self) -> None:
         super().__init__()
         from torch.multiprocessing.reductions import StorageWeakRef

@@ -62,6 +62,33 @@ def test_fake_tensors_get_no_cached_real_weight() -> None:
     assert not norms._UNIT_WEIGHTS  # a fake weight is never kept
 
 
+def test_the_memory_tracker_sees_the_cached_weight_not_a_new_one() -> None:
+    """The allocation tracker only observes: under it the call allocates what
+    it does untracked (the result), not a fresh weight of ones; a mode that
+    may trace still gets a fresh one."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from optimus_ir.memory import measure_call_memory
+
+    x = torch.randn(64, 32)
+    norms.stacked_layer_norm(x, [32])  # the weight cached
+    measured = measure_call_memory(lambda: norms.stacked_layer_norm(x, [32]), method="dispatch")
+    assert measured.allocations == 3  # the result, and the mean and rstd native_layer_norm returns
+    assert measured.peak_bytes == 64 * 32 * 4 + 2 * 64 * 4
+
+    made: list[torch.Size] = []
+
+    class Tracing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            if func is torch.ops.aten.new_ones.default:
+                made.append(args[1])
+            return func(*args, **(kwargs or {}))
+
+    with Tracing():
+        norms.stacked_layer_norm(x, [32])
+    assert made == [[32]]
+
+
 def test_exported_graph_calls_it_and_matches_the_model() -> None:
     class Model(torch.nn.Module):
         def __init__(self) -> None:

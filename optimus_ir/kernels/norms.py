@@ -18,7 +18,9 @@ the weight; other devices were not measured). The ones are cached per
 shape, dtype and device, made outside inference mode (so that a later
 autograd call may save them), and never cached while a dispatch mode or a
 compiler traces the call (fake tensors, `make_fx`, Dynamo): there it is
-`input.new_ones(...)`, which traces as the constant it is.
+`input.new_ones(...)`, which traces as the constant it is. A dispatch mode
+that only observes real tensors (`OBSERVER_ATTRIBUTE`: the memory
+tracker) gets the cached weight, as an untracked call does.
 """
 
 from __future__ import annotations
@@ -37,9 +39,25 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
+OBSERVER_ATTRIBUTE = "optimus_observes_only"
+"""A dispatch mode whose class sets this true only watches real tensors
+(`optimus_ir.memory`'s allocation tracker): under it the cached weight is
+used, so that the tracker sees the allocations a call makes without it."""
+
+
+def _tracing() -> bool:
+    """A compiler or a dispatch mode that is not an observer sees the call."""
+    if _compiling():
+        return True
+    if not _dispatch_modes():
+        return False
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return not all(getattr(mode, OBSERVER_ATTRIBUTE, False) for mode in _get_current_dispatch_mode_stack())
+
 
 def _unit_weight(input: torch.Tensor, normalized_shape: tuple[int, ...]) -> torch.Tensor:
-    if type(input) is not torch.Tensor or _dispatch_modes() or _compiling():
+    if type(input) is not torch.Tensor or _tracing():
         return input.new_ones(normalized_shape)
     key = (normalized_shape, input.device)
     weight = _UNIT_WEIGHTS.get(key)
@@ -110,4 +128,4 @@ affine parameters) to `stacked_layer_norm`."""
 register_pure_function(LAYER_NORM_TARGET)
 register_pure_function(STACKED_LAYER_NORM_TARGET)
 
-__all__ = ["COUNTS_AS_ATTRIBUTE", "LAYER_NORM_TARGET", "STACKED_LAYER_NORM_ATTR", "STACKED_LAYER_NORM_TARGET", "layer_norm", "stacked_layer_norm"]
+__all__ = ["COUNTS_AS_ATTRIBUTE", "LAYER_NORM_TARGET", "OBSERVER_ATTRIBUTE", "STACKED_LAYER_NORM_ATTR", "STACKED_LAYER_NORM_TARGET", "layer_norm", "stacked_layer_norm"]

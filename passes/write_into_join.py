@@ -34,6 +34,14 @@ A piece is written in its slot when:
   link alone) that starts at a call with a writer (`joins.WRITERS`: linear,
   addmm, mm) and no `out=` of its own: the slot is then the
   only storage the chain writes, and nothing else reads it before the join;
+* or the chain reaches, through reshapes (flatten, reshape, view: row-major
+  order kept) each read once, a `torch.stack` along a dim past 0 whose
+  static result is a view of the slot (along dim 1 it keeps the slot's
+  rows and splits its columns; along dim 0 the slot is contiguous): the
+  stack writes the slot seen in its shape (`stack_into`), and the reshape
+  of it is the slot. That is how `lower-batch` interleaves fused groups'
+  members into a join (a stack of moved dims, then a flatten): the stack's
+  result and the join were two copies of the same bytes, live at once;
 * the call is computed per call (it depends on a graph input: values of
   parameters alone are what `freeze` computes once);
 * its type is the join's: same element type (no promotion by the join),
@@ -58,6 +66,7 @@ leaves the graph alone: Inductor lays out concatenations itself.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -171,7 +180,7 @@ def _join_parts(op: Operation) -> tuple[list[SSAValue], int] | None:
     return pieces, dim
 
 
-def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> fx.CallFunctionOp | None:
+def _maker(piece: SSAValue, join_type: TensorType, dim: int, per_call: set[Operation]) -> fx.CallFunctionOp | None:
     """The call that makes `piece`'s storage where it can write into a slot
     instead (module docstring), else None. The join reads `piece` once (the
     caller checks)."""
@@ -181,22 +190,81 @@ def _maker(piece: SSAValue, join_type: TensorType, per_call: set[Operation]) -> 
     if not isinstance(ty, TensorType) or ty.element_type != join_type.element_type or ty.get_num_dims() != 2:
         return None
     value = piece
+    reshaped = False
     while True:
         if isinstance(value, BlockArgument):
             return None
         op = value.owner
-        if not isinstance(op, fx.CallFunctionOp) or op.results[0].type != ty or "out" in op.kwargs.data:
+        if not isinstance(op, fx.CallFunctionOp) or "out" in op.kwargs.data:
             return None
         target = op.target.data
         if target.startswith(_INPLACE_PREFIX):
             written = written_operand(op)
             if written is None or written.uses.get_length() != 1 or reads_of(op, written) != 1:
                 return None
+            if written.type != value.type:
+                return None
             value = written
             continue
-        if target in WRITERS and op in per_call and value.uses.get_length() == 1 and _reference_operand(op) is not None:
-            return op
+        if target in _RESHAPES:
+            reshaped_input = _reshaped_input(op)
+            if reshaped_input is None or reshaped_input.uses.get_length() != 1:
+                return None
+            value, reshaped = reshaped_input, True
+            continue
+        if target not in WRITERS or op not in per_call or value.uses.get_length() != 1:
+            return None
+        if _reference_operand(op) is None:
+            return None
+        if target == _STACK:
+            return op if _stack_fits_slot(op, ty, dim) else None
+        return op if not reshaped and op.results[0].type == ty else None
+
+
+_STACK = "torch.stack"
+
+_RESHAPES = frozenset({"torch.flatten", "torch.reshape", "torch.Tensor.view", "torch.Tensor.reshape", "torch.Tensor.flatten"})
+"""Calls whose result has their input's elements in row-major order (a view
+where the strides allow): a piece may be a stack's result through them."""
+
+
+def _reshaped_input(op: fx.CallFunctionOp) -> SSAValue | None:
+    """The tensor a reshape call reads (its first argument), when it is the
+    call's only tensor operand."""
+    args = op.args.data
+    if not args or not isinstance(args[0], fx.RefAttr) or len(op.operands) != 1:
         return None
+    value = op.operands[0]
+    if not isinstance(value.type, TensorType) or value.type.element_type != op.results[0].type.element_type:  # type: ignore[union-attr]
+        return None
+    return value
+
+
+def _stack_dim(op: fx.CallFunctionOp) -> int | None:
+    args, kwargs = op.args.data, op.kwargs.data
+    if set(kwargs) - {"dim"} or len(args) > 2 or (len(args) == 2 and "dim" in kwargs):
+        return None
+    dim_attr = args[1] if len(args) == 2 else kwargs.get("dim", IntAttr(0))
+    if not isinstance(dim_attr, IntAttr):
+        return None
+    rank = op.results[0].type.get_num_dims()  # type: ignore[union-attr]
+    return dim_attr.data + rank if dim_attr.data < 0 else dim_attr.data
+
+
+def _stack_fits_slot(op: fx.CallFunctionOp, piece: TensorType, dim: int) -> bool:
+    """A stack (along a dim past 0, so its rows are its inputs') whose static
+    result can be seen as a view of its piece's slot: along dim 0 the slot
+    is contiguous (same element count); along dim 1 its rows are strided
+    and its columns contiguous, so the result must keep the rows and split
+    the columns."""
+    ty = op.results[0].type
+    stack_dim = _stack_dim(op)
+    if not isinstance(ty, TensorType) or DYNAMIC in ty.get_shape() or stack_dim is None or stack_dim < 1:
+        return False
+    sizes, (rows, columns) = ty.get_shape(), piece.get_shape()
+    if dim == 0:
+        return math.prod(sizes) == rows * columns
+    return sizes[0] == rows and math.prod(sizes[1:]) == columns
 
 
 def _per_call_ops(block: Block) -> set[Operation]:
@@ -219,11 +287,26 @@ def _reference_operand(op: fx.CallFunctionOp) -> SSAValue | None:
     buffer is made on its device, and a join along dim 1 takes its rows."""
     args = op.args.data
     position = _ROWS_OPERAND.get(op.target.data, 0)
-    if position < len(args) and isinstance(args[position], fx.RefAttr):
-        operand = op.operands[args[position].index.data]  # type: ignore[union-attr]
-        if isinstance(operand.type, TensorType):
+    if position >= len(args):
+        return None
+    ref = args[position]
+    if op.target.data == _STACK:  # the first stacked tensor: dim 0 of a stack past dim 0
+        items = _tuple_items(ref)
+        ref = items[0] if items else None
+    if isinstance(ref, fx.RefAttr):
+        operand = op.operands[ref.index.data]
+        if isinstance(operand.type, TensorType) and operand.type.get_num_dims() >= 1:
             return operand
     return None
+
+
+def _rows_follow(maker: fx.CallFunctionOp, reference: TensorType, rows: int) -> bool:
+    """The maker's result has its reference operand's rows whatever the
+    batch: a linear's, mm's or addmm's matrix of the join's rows, a stack
+    (past dim 0, `_stack_fits_slot`) of tensors of the join's rows."""
+    if reference.get_shape()[0] != rows:
+        return False
+    return maker.target.data == _STACK or reference.get_num_dims() == 2
 
 
 def write_into_joins(block: Block) -> tuple[int, int, int]:
@@ -245,7 +328,7 @@ def write_into_joins(block: Block) -> tuple[int, int, int]:
             continue  # a piece joined twice (the join's only references are its pieces: `_join_parts`)
         makers: dict[SSAValue, fx.CallFunctionOp] = {}
         for piece in pieces:
-            maker = _maker(piece, join_type, per_call)
+            maker = _maker(piece, join_type, dim, per_call)
             if maker is not None and tensor_bytes(piece) >= MIN_WRITTEN_PIECE_BYTES:
                 makers[piece] = maker
         if not makers:
@@ -290,7 +373,7 @@ def _rewrite(
     reference_type = reference.type
     assert isinstance(reference_type, TensorType)
     # along dim 1 the rows are the reference's at run time: the code stays batch generic
-    rows_like_reference = dim == 1 and reference_type.get_num_dims() == 2 and reference_type.get_shape()[0] == shape[0]
+    rows_like_reference = dim == 1 and _rows_follow(first, reference_type, shape[0])
     sizes = [piece.type.get_shape()[dim] for piece in pieces]  # type: ignore[union-attr]
     slot_types = [piece.type for piece in pieces]
     split = fx.CallFunctionOp(
@@ -327,10 +410,16 @@ def _rewrite(
         if maker is None:
             continue
         slot_value = slots[i].results[0]
+        kwargs = dict(maker.kwargs.data)
+        if maker.target.data == _STACK:  # the slot seen in the stack's shape; rows as the join's
+            sizes = maker.results[0].type.get_shape()  # type: ignore[union-attr]
+            kwargs["shape"] = ArrayAttr(
+                [fx.int_literal(-1 if rows_like_reference and i == 0 else s) for i, s in enumerate(sizes)]
+            )
         writer = fx.CallFunctionOp(
             WRITERS[maker.target.data],
             (fx.ref(len(maker.operands)), *maker.args.data),
-            dict(maker.kwargs.data),
+            kwargs,
             (*maker.operands, slot_value),
             maker.results[0].type,
         )
@@ -367,8 +456,8 @@ class WriteIntoJoinPass(ModulePass):
     """Compute the pieces of a `torch.cat` in their slots of its result.
 
     After `reinplace`: a join whose pieces are made by a linear, addmm or mm
-    (then written in place by `reinplace`'s forms, or not)
-    read by nothing else gets its result allocated up front, split into
+    (then written in place by `reinplace`'s forms, or not), or are a
+    reshape of a stack, read by nothing else gets its result allocated up front, split into
     slots, and each such piece's maker writes its slot (grad-guarded:
     `optimus_ir.kernels.joins`); the join copies only the other pieces.
     Where the time estimate or the graph's peak of live bytes would grow,

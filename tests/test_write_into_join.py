@@ -151,3 +151,60 @@ def test_a_join_along_dim_one_keeps_the_code_batch_generic() -> None:
             xb = torch.randn(batch, x.shape[1])
             assert torch.equal(opt(xb), capture(model, (xb,))(xb))
     assert opt.optimus_guard.reoptimizations == 0 and opt.optimus_guard.batch_generic is True
+
+
+def _stack_into_calls(module: nn.Module) -> int:
+    return _join_calls(module).count("stack_into")
+
+
+def test_a_fused_groups_interleaved_members_are_stacked_into_the_join() -> None:
+    """The 64-tower model at batch 64 with every group fused (no cost model,
+    as a calibration on a fast machine fuses them); their members reach the join through lower-batch's stack
+    of moved dims and a flatten: the stack writes its slot of the join (one
+    copy where there were two), bit-equal at the example batch and others;
+    the stack's result is not allocated, so the forward peak drops below
+    the same pipeline's without the pass."""
+    model, (x,) = make_recsys_model(num_towers=64, batch=64, seed=0, **VARIANTS["mixed"])
+    model.eval()
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, (x,), check_speed=False, cost_model="none")
+        captured = capture(model, (x,))
+        assert opt.optimus_report.groups_fused >= 8
+        assert _stack_into_calls(opt) == 1 and _joins_written(opt) == 1
+        assert torch.equal(opt(x), captured(x))
+        for batch in (17, 200):
+            xb = torch.randn(batch, x.shape[1])
+            assert torch.equal(opt(xb), capture(model, (xb,))(xb))
+        without = optimus_ir.optimize(
+            model, (x,), check_speed=False, cost_model="none",
+            pipeline=opt.optimus_report.pipeline.replace(",write-into-join", ""),
+        )
+        assert _stack_into_calls(without) == 0 and torch.equal(without(x), captured(x))
+        ours = measure_call_memory(opt, x, method="dispatch")
+        theirs = measure_call_memory(without, x, method="dispatch")
+    assert ours.peak_bytes < theirs.peak_bytes and ours.allocations == theirs.allocations - 1, (ours, theirs)
+    assert opt.optimus_guard.reoptimizations == 0
+    twin = pickle.loads(pickle.dumps(opt))
+    with torch.no_grad():
+        assert torch.equal(twin(x), opt(x))
+    assert _stack_into_calls(twin) == 1
+    model.train()
+    reference = copy.deepcopy(model)
+    opt(x).sum().backward()  # with autograd: the plain stack and cat
+    reference(x).sum().backward()
+    for got, want in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, want.grad)
+
+
+def test_stack_into_writes_the_slot_seen_in_the_stacks_shape() -> None:
+    a, b = torch.randn(5, 3, 4), torch.randn(5, 3, 4)
+    with torch.no_grad():
+        buffer, (slot, rest) = joins.join_slots(a, [5, 26], torch.float32, [24, 2], 1, True)
+        stacked = joins.stack_into(slot, [a, b], 2, shape=[-1, 3, 2, 4])
+        assert stacked.data_ptr() == slot.data_ptr()
+        piece = stacked.flatten(1, 3)
+        other = torch.randn(5, 2)
+        assert joins.written_join(buffer, [slot, rest], [piece, other], 1) is buffer
+    assert torch.equal(buffer, torch.cat([torch.stack([a, b], 2).flatten(1, 3), other], 1))
+    fresh = joins.stack_into(slot, [a, b], 2, shape=[-1, 3, 2, 4])  # gradients recorded: a fresh stack
+    assert fresh.data_ptr() != slot.data_ptr() and torch.equal(fresh.flatten(1, 3), slot)

@@ -6,8 +6,10 @@ largest tensor of the call twice over (the 64-tower model's tower outputs
 and their concatenation). The `write-into-join` pass (`passes/write_into_join.py`)
 allocates the result first and splits it into slots (`join_slots`: the
 buffer and its views), and has the op that makes each piece write into its
-slot (`linear_into(slot, x, w, b)`: `linear(x, w, b, out=slot)`); the join
-then only copies what was not written in place (`written_join`).
+slot (`linear_into(slot, x, w, b)`: `linear(x, w, b, out=slot)`; a
+`torch.stack` whose result the join reads through a reshape stacks into the
+slot seen in the stack's shape, `stack_into`); the join then only copies
+what was not written in place (`written_join`).
 
 Like `reinplace`'s forms (`optimus_ir.kernels.inplace`) every call here is
 grad-guarded: with gradients recorded, torch refuses `out=` on tensors that
@@ -80,14 +82,34 @@ linear_into = _writer(torch._C._nn.linear, "linear_into", "linear")
 addmm_into = _writer(torch.addmm, "addmm_into", "addmm")
 mm_into = _writer(torch.mm, "mm_into", "mm")
 
+def stack_into(
+    slot: torch.Tensor | None, tensors: Sequence[torch.Tensor], dim: int = 0, *, shape: Sequence[int]
+) -> torch.Tensor:
+    """`torch.stack(tensors, dim, out=slot.view(shape))` unless gradients are
+    recorded (then the fresh stack): a stack whose result the join reads
+    through a reshape (a fused group's members interleaved into the join:
+    `lower-batch`'s stack of moved dims, then a flatten), computed in its
+    slot seen in the stack's shape (`shape`, -1 for rows that follow the
+    input). The slot's last dims are contiguous, so the view exists; the
+    reshape of the result is then the slot itself."""
+    if _grad_enabled() or slot is None:
+        return torch.stack(tensors, dim)
+    return torch.stack(tensors, dim, out=slot.view(shape))
+
+
+stack_into = _traced_as_leaf(stack_into)
+setattr(stack_into, COUNTS_AS_ATTRIBUTE, "stack")
+
 WRITERS: dict[str, str] = {
     "torch._C._nn.linear": f"{__name__}.linear_into",
     "torch.nn.functional.linear": f"{__name__}.linear_into",
     "torch.addmm": f"{__name__}.addmm_into",
     "torch.mm": f"{__name__}.mm_into",
+    "torch.stack": f"{__name__}.stack_into",
 }
 """Call targets whose result can be written into a given tensor, and the
-writer that does (its first argument the slot, then the call's own)."""
+writer that does (its first argument the slot, then the call's own;
+`stack_into` also takes the stack's `shape`)."""
 
 
 def join_slots(
@@ -117,14 +139,31 @@ def written_join(
 ) -> torch.Tensor:
     """`torch.cat(pieces, dim)`, where `buffer` is a tensor of the result's
     shape and `slots` its split along `dim` into the pieces' sizes: each
-    piece that is not its slot already (written in place) is copied into
+    piece that is not its slot already (written in place, or a view of
+    exactly the slot: a reshape of what `stack_into` wrote) is copied into
     it, and `buffer` is the result. With gradients recorded: `torch.cat`."""
     if _grad_enabled() or buffer is None:
         return torch.cat(pieces, dim)
     for slot, piece in zip(slots, pieces, strict=True):
-        if piece is not slot:
+        if piece is not slot and not _views_exactly(piece, slot):
             slot.copy_(piece)
     return buffer
+
+
+def _views_exactly(piece: torch.Tensor, slot: torch.Tensor | None) -> bool:
+    """`piece` reads exactly `slot`'s elements in `slot`'s order (same
+    storage, offset, sizes and strides): copying it there changes nothing.
+    Only plain tensors are asked (fake tensors have no data pointer: they
+    are copied, which is the same)."""
+    return (
+        slot is not None
+        and type(piece) is torch.Tensor
+        and type(slot) is torch.Tensor
+        and piece.data_ptr() == slot.data_ptr()
+        and piece.untyped_storage().data_ptr() == slot.untyped_storage().data_ptr()
+        and piece.shape == slot.shape
+        and piece.stride() == slot.stride()
+    )
 
 
 join_slots = _traced_as_leaf(join_slots)
@@ -149,5 +188,6 @@ __all__ = [
     "join_slots",
     "linear_into",
     "mm_into",
+    "stack_into",
     "written_join",
 ]

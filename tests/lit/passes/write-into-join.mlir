@@ -129,3 +129,70 @@ fx.graph @peak {
   %c = fx.call_function "torch.cat"([%a, %b], 1) : tensor<256x128xf32>
   fx.output (%c, %total)
 }
+
+// -----
+
+// A stack read by the join through a reshape (lower-batch's interleave of
+// fused groups' members: a stack of moved dims, then a flatten) stacks into
+// its slot seen in the stack's shape (rows -1: the input's at run time);
+// the flatten of it is then the slot itself. Along dim 0 the slot is
+// contiguous: the static shape.
+
+// CHECK-LABEL: fx.graph @stacked
+// CHECK:         %join_slots = fx.call_function "optimus_ir.kernels.joins.join_slots"(%ma, [64, 1376], #fx.dtype<f32>, [1344, 32], 1, true)
+// CHECK:         %s = fx.call_function "optimus_ir.kernels.joins.stack_into"(%join_slot, [%ma, %mb], 2, shape = [-1, 21, 2, 32]) : tensor<64x21x2x32xf32>
+// CHECK-NEXT:    %f = fx.call_function "torch.flatten"(%s, 1, 3) : tensor<64x1344xf32>
+// CHECK-NEXT:    %c = fx.call_function "optimus_ir.kernels.joins.written_join"(%join_buffer, [%join_slot, %join_slot_1], [%f, %z], 1)
+// CHECK:         fx.call_function "optimus_ir.kernels.joins.join_slots"(%ma, [2752, 32], #fx.dtype<f32>, [2688, 64], 0)
+// CHECK:         fx.call_function "optimus_ir.kernels.joins.stack_into"(%{{.*}}, [%ma, %mb], -2, shape = [64, 21, 2, 32])
+// CHECK:         fx.call_function "torch.reshape"(%{{.*}}, [2688, 32])
+fx.graph @stacked {
+  %x = fx.placeholder "x" : tensor<21x64x32xf32>
+  %y = fx.placeholder "y" : tensor<21x64x32xf32>
+  %z = fx.placeholder "z" : tensor<64x32xf32>
+  %u = fx.placeholder "u" : tensor<64x32xf32>
+  %a = fx.call_function "torch.tanh"(%x) : tensor<21x64x32xf32>
+  %b = fx.call_function "torch.tanh"(%y) : tensor<21x64x32xf32>
+  %ma = fx.call_function "torch.movedim"(%a, [0], [1]) : tensor<64x21x32xf32>
+  %mb = fx.call_function "torch.movedim"(%b, [0], [1]) : tensor<64x21x32xf32>
+  %s = fx.call_function "torch.stack"([%ma, %mb], 2) : tensor<64x21x2x32xf32>
+  %f = fx.call_function "torch.flatten"(%s, 1, 3) : tensor<64x1344xf32>
+  %c = fx.call_function "torch.cat"([%f, %z], 1) : tensor<64x1376xf32>
+  %s0 = fx.call_function "torch.stack"([%ma, %mb], -2) : tensor<64x21x2x32xf32>
+  %r0 = fx.call_function "torch.reshape"(%s0, [2688, 32]) : tensor<2688x32xf32>
+  %c0 = fx.call_function "torch.cat"([%r0, %u], 0) : tensor<2752x32xf32>
+  fx.output (%c, %c0)
+}
+
+// -----
+
+// What must stay: a stack along dim 0 (its rows are not its inputs'), a
+// reshape that moves rows into columns (the slot's rows are strided: no
+// view of it has that shape), a stack or its reshape read by another op, a
+// reshape read twice by the join.
+
+// CHECK-LABEL: fx.graph @stacked_keeps
+// CHECK-NOT:     optimus_ir.kernels.joins
+// CHECK:         fx.output
+fx.graph @stacked_keeps {
+  %x = fx.placeholder "x" : tensor<512x32xf32>
+  %y = fx.placeholder "y" : tensor<512x32xf32>
+  %z = fx.placeholder "z" : tensor<512x32xf32>
+  %v = fx.placeholder "v" : tensor<256x32xf32>
+  %a = fx.call_function "torch.tanh"(%x) : tensor<512x32xf32>
+  %b = fx.call_function "torch.tanh"(%y) : tensor<512x32xf32>
+  %s0 = fx.call_function "torch.stack"([%a, %b], 0) : tensor<2x512x32xf32>
+  %f0 = fx.call_function "torch.reshape"(%s0, [512, 64]) : tensor<512x64xf32>
+  %c0 = fx.call_function "torch.cat"([%f0, %z], 1) : tensor<512x96xf32>
+  %s1 = fx.call_function "torch.stack"([%a, %b], 1) : tensor<512x2x32xf32>
+  %f1 = fx.call_function "torch.reshape"(%s1, [256, 128]) : tensor<256x128xf32>
+  %c1 = fx.call_function "torch.cat"([%f1, %v], 1) : tensor<256x160xf32>
+  %s2 = fx.call_function "torch.stack"([%a, %b], 1) : tensor<512x2x32xf32>
+  %f2 = fx.call_function "torch.flatten"(%s2, 1, 2) : tensor<512x64xf32>
+  %other = fx.call_function "torch.sum"(%s2) : tensor<f32>
+  %c2 = fx.call_function "torch.cat"([%f2, %z], 1) : tensor<512x96xf32>
+  %s3 = fx.call_function "torch.stack"([%a, %b], 1) : tensor<512x2x32xf32>
+  %f3 = fx.call_function "torch.flatten"(%s3, 1, 2) : tensor<512x64xf32>
+  %c3 = fx.call_function "torch.cat"([%f3, %f3], 1) : tensor<512x128xf32>
+  fx.output (%c0, %c1, %c2, %c3, %other)
+}

@@ -42,6 +42,11 @@ A piece is written in its slot when:
   of it is the slot. That is how `lower-batch` interleaves fused groups'
   members into a join (a stack of moved dims, then a flatten): the stack's
   result and the join were two copies of the same bytes, live at once;
+* or, in a rank-3 join along dim 0 (its slots are contiguous), it is made
+  by a batched matmul (`torch.baddbmm`, `torch.bmm`): fused groups' outputs
+  joined by member for one batched op over all of them (the 64-tower
+  model's layer norm over its three first-layer linear groups); the
+  buffer's rows (dim 1) are the first writer's batch operand's at run time;
 * the call is computed per call (it depends on a graph input: values of
   parameters alone are what `freeze` computes once);
 * its type is the join's: same element type (no promotion by the join),
@@ -157,8 +162,8 @@ def _tuple_items(attr: Attribute) -> Sequence[Attribute] | None:
 
 
 def _join_parts(op: Operation) -> tuple[list[SSAValue], int] | None:
-    """(the pieces, the non-negative dim) of a rank-2 `torch.cat` call with
-    static shapes, or None."""
+    """(the pieces, the non-negative dim) of a `torch.cat` call with static
+    shapes, rank 2, or rank 3 along dim 0 (its slots are contiguous), or None."""
     if not isinstance(op, fx.CallFunctionOp) or op.target.data not in _JOINS:
         return None
     args, kwargs = op.args.data, op.kwargs.data
@@ -171,10 +176,11 @@ def _join_parts(op: Operation) -> tuple[list[SSAValue], int] | None:
     if not isinstance(dim_attr, IntAttr):
         return None
     ty = op.results[0].type
-    if not isinstance(ty, TensorType) or ty.get_num_dims() != 2 or DYNAMIC in ty.get_shape():
+    if not isinstance(ty, TensorType) or ty.get_num_dims() not in (2, 3) or DYNAMIC in ty.get_shape():
         return None
-    dim = dim_attr.data + 2 if dim_attr.data < 0 else dim_attr.data
-    if dim not in (0, 1):
+    rank = ty.get_num_dims()
+    dim = dim_attr.data + rank if dim_attr.data < 0 else dim_attr.data
+    if dim not in ((0, 1) if rank == 2 else (0,)):
         return None
     pieces = [op.operands[item.index.data] for item in items]  # type: ignore[union-attr]
     return pieces, dim
@@ -187,7 +193,8 @@ def _maker(piece: SSAValue, join_type: TensorType, dim: int, per_call: set[Opera
     if piece.uses.get_length() != 1:
         return None
     ty = piece.type
-    if not isinstance(ty, TensorType) or ty.element_type != join_type.element_type or ty.get_num_dims() != 2:
+    rank = join_type.get_num_dims()
+    if not isinstance(ty, TensorType) or ty.element_type != join_type.element_type or ty.get_num_dims() != rank:
         return None
     value = piece
     reshaped = False
@@ -214,7 +221,7 @@ def _maker(piece: SSAValue, join_type: TensorType, dim: int, per_call: set[Opera
             continue
         if target not in WRITERS or op not in per_call or value.uses.get_length() != 1:
             return None
-        if _reference_operand(op) is None:
+        if (target in _BATCHED_WRITERS) != (rank == 3) or _reference_operand(op) is None:
             return None
         if target == _STACK:
             return op if _stack_fits_slot(op, ty, dim) else None
@@ -222,6 +229,10 @@ def _maker(piece: SSAValue, join_type: TensorType, dim: int, per_call: set[Opera
 
 
 _STACK = "torch.stack"
+
+_BATCHED_WRITERS = frozenset({"torch.baddbmm", "torch.bmm"})
+"""The writers of a rank-3 join's pieces (along dim 0: contiguous slots):
+batched matmuls, whose rows (dim 1) are their batch operand's."""
 
 _RESHAPES = frozenset({"torch.flatten", "torch.reshape", "torch.Tensor.view", "torch.Tensor.reshape", "torch.Tensor.flatten"})
 """Calls whose result has their input's elements in row-major order (a view
@@ -277,14 +288,15 @@ def _per_call_ops(block: Block) -> set[Operation]:
     return per_call
 
 
-_ROWS_OPERAND = {"torch.addmm": 1}
+_ROWS_OPERAND = {"torch.addmm": 1, "torch.baddbmm": 1}
 """The argument whose dim 0 is the result's, per writer target (else the
 first): linear's and mm's input, addmm's first matrix."""
 
 
 def _reference_operand(op: fx.CallFunctionOp) -> SSAValue | None:
-    """The operand whose dim 0 is `op`'s result's (`_ROWS_OPERAND`): the
-    buffer is made on its device, and a join along dim 1 takes its rows."""
+    """The operand whose rows are `op`'s result's (`_ROWS_OPERAND`; dim 0,
+    a batched matmul's dims 0 and 1): the buffer is made on its device, and
+    takes its rows from it."""
     args = op.args.data
     position = _ROWS_OPERAND.get(op.target.data, 0)
     if position >= len(args):
@@ -374,6 +386,8 @@ def _rewrite(
     assert isinstance(reference_type, TensorType)
     # along dim 1 the rows are the reference's at run time: the code stays batch generic
     rows_like_reference = dim == 1 and _rows_follow(first, reference_type, shape[0])
+    # a batched matmul's rows (dim 1) are its batch operand's at run time
+    batched_rows = len(shape) == 3 and reference_type.get_shape()[1] == shape[1]
     sizes = [piece.type.get_shape()[dim] for piece in pieces]  # type: ignore[union-attr]
     slot_types = [piece.type for piece in pieces]
     split = fx.CallFunctionOp(
@@ -385,6 +399,7 @@ def _rewrite(
             ArrayAttr([fx.int_literal(s) for s in sizes]),
             fx.int_literal(dim),
             *([fx.bool_literal(True)] if rows_like_reference else []),
+            *([ArrayAttr([fx.int_literal(1)])] if batched_rows else []),
         ),
         {},
         (reference,),

@@ -159,7 +159,10 @@ def _stack_into_calls(module: nn.Module) -> int:
 
 def test_a_fused_groups_interleaved_members_are_stacked_into_the_join() -> None:
     """The 64-tower model at batch 64 with every group fused (no cost model,
-    as a calibration on a fast machine fuses them); their members reach the join through lower-batch's stack
+    as a calibration on a fast machine fuses them). The first-layer groups'
+    batched matmuls are joined along dim 0 for one layer norm: each writes
+    its slot (rank 3, contiguous; its rows follow the input). The groups'
+    members reach the join through lower-batch's stack
     of moved dims and a flatten: the stack writes its slot of the join (one
     copy where there were two), bit-equal at the example batch and others;
     the stack's result is not allocated, so the forward peak drops below
@@ -170,7 +173,10 @@ def test_a_fused_groups_interleaved_members_are_stacked_into_the_join() -> None:
         opt = optimus_ir.optimize(model, (x,), check_speed=False, cost_model="none")
         captured = capture(model, (x,))
         assert opt.optimus_report.groups_fused >= 8
-        assert _stack_into_calls(opt) == 1 and _joins_written(opt) == 1
+        # the join of the tower outputs, and the 64-member layer norm's input: the
+        # three first-layer groups' batched matmuls written into one stack
+        assert _stack_into_calls(opt) == 1 and _joins_written(opt) == 2
+        assert _join_calls(opt).count("baddbmm_into") == 3
         assert torch.equal(opt(x), captured(x))
         for batch in (17, 200):
             xb = torch.randn(batch, x.shape[1])
@@ -182,7 +188,9 @@ def test_a_fused_groups_interleaved_members_are_stacked_into_the_join() -> None:
         assert _stack_into_calls(without) == 0 and torch.equal(without(x), captured(x))
         ours = measure_call_memory(opt, x, method="dispatch")
         theirs = measure_call_memory(without, x, method="dispatch")
-    assert ours.peak_bytes < theirs.peak_bytes and ours.allocations == theirs.allocations - 1, (ours, theirs)
+    pieces = sum(r.counters["pieces written in their slots"] for r in opt.optimus_report.statistics.by_pass("write-into-join"))
+    assert pieces == 4
+    assert ours.peak_bytes < theirs.peak_bytes and ours.allocations == theirs.allocations - pieces, (ours, theirs)
     assert opt.optimus_guard.reoptimizations == 0
     twin = pickle.loads(pickle.dumps(opt))
     with torch.no_grad():
@@ -208,3 +216,26 @@ def test_stack_into_writes_the_slot_seen_in_the_stacks_shape() -> None:
     assert torch.equal(buffer, torch.cat([torch.stack([a, b], 2).flatten(1, 3), other], 1))
     fresh = joins.stack_into(slot, [a, b], 2, shape=[-1, 3, 2, 4])  # gradients recorded: a fresh stack
     assert fresh.data_ptr() != slot.data_ptr() and torch.equal(fresh.flatten(1, 3), slot)
+
+
+def test_shared_parameter_stacks_read_by_the_writers_stay_shared() -> None:
+    """With `parameter_stacks="shared"` a group's weights feed its batched
+    matmul's writer (`baddbmm_into(slot, bias, x, weight)`), which only reads
+    them: they are still read from their shared stack, not stacked per call,
+    and values and gradients are the captured graph's."""
+    model, (x,) = make_recsys_model(num_towers=64, batch=64, seed=0, **VARIANTS["mixed"])
+    model.eval()
+    reference = copy.deepcopy(model)
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, (x,), check_speed=False, cost_model="none", parameter_stacks="shared")
+        assert _join_calls(opt).count("baddbmm_into") == 3
+        per_call_parameter_stacks = [
+            n for n in opt.graph.nodes
+            if n.target is torch.stack and all(a.op == "get_attr" for a in n.args[0])
+        ]
+        assert per_call_parameter_stacks == []
+        assert torch.equal(opt(x), capture(reference, (x,))(x))
+    opt(x).sum().backward()
+    reference(x).sum().backward()
+    for got, want in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, want.grad)

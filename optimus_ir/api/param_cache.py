@@ -326,6 +326,15 @@ class _Classifier:
             return bool(recorded)
         return fx_node_may_alias(node)
 
+    def writes_first_argument_only(self, node: torch.fx.Node) -> bool:
+        """One of our grad-guarded forms (`_FIRST_ARGUMENT_WRITERS`, not
+        `join_slots`): it writes and returns its first argument and only reads
+        the others."""
+        if node.op != "call_function":
+            return False
+        name = self.qualified(node.target)[0]
+        return name.startswith(_FIRST_ARGUMENT_WRITERS) and name != JOIN_SLOTS_TARGET
+
     def aliased_inputs(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """The inputs whose storage `node`'s result may share: all of them
         where `may_alias_inputs`, only the first argument for our

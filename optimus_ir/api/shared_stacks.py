@@ -453,7 +453,13 @@ def _only_read(node: torch.fx.Node) -> bool:
     while pending:
         value = pending.pop()
         for user in value.users:
-            if user.op == "output" or not classify.is_pure(user):
+            if user.op == "output":
+                return False
+            if not classify.is_pure(user):
+                # our forms that write a buffer of their own (`baddbmm_into(slot, b, x, w)`)
+                # only read their other arguments, and return the first
+                if classify.writes_first_argument_only(user) and user.args and user.args[0] is not value:
+                    continue
                 return False
             written, unknown = classify.writes(user)
             if unknown or value in written:

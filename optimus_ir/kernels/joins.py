@@ -81,6 +81,8 @@ def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Call
 linear_into = _writer(torch._C._nn.linear, "linear_into", "linear")
 addmm_into = _writer(torch.addmm, "addmm_into", "addmm")
 mm_into = _writer(torch.mm, "mm_into", "mm")
+baddbmm_into = _writer(torch.baddbmm, "baddbmm_into", "baddbmm")
+bmm_into = _writer(torch.bmm, "bmm_into", "bmm")
 
 def stack_into(
     slot: torch.Tensor | None, tensors: Sequence[torch.Tensor], dim: int = 0, *, shape: Sequence[int]
@@ -106,6 +108,8 @@ WRITERS: dict[str, str] = {
     "torch.addmm": f"{__name__}.addmm_into",
     "torch.mm": f"{__name__}.mm_into",
     "torch.stack": f"{__name__}.stack_into",
+    "torch.baddbmm": f"{__name__}.baddbmm_into",
+    "torch.bmm": f"{__name__}.bmm_into",
 }
 """Call targets whose result can be written into a given tensor, and the
 writer that does (its first argument the slot, then the call's own;
@@ -118,18 +122,23 @@ def join_slots(
     dtype: torch.dtype,
     sizes: Sequence[int],
     dim: int,
-    rows_like_reference: bool = False,
+    rows_like_reference: bool | Sequence[int] = False,
 ) -> tuple[torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
     """`(buffer, slots)`: an uninitialized tensor of `shape` and `dtype` on
     `reference`'s device, and its split along `dim` into `sizes`; with
     `rows_like_reference`, dim 0 is `reference`'s (a join along dim 1 of
-    pieces whose rows are their makers' first operand's: the code runs at
-    any batch size). With gradients recorded, Nones: the writers then return
-    fresh results and the join is `torch.cat`, so nothing is allocated."""
+    pieces whose rows are their makers' first operand's), or, given dims,
+    each of those dims is `reference`'s (a join along dim 0 of batched
+    matmuls: their rows are dim 1): the code runs at any batch size. With
+    gradients recorded, Nones: the writers then return fresh results and
+    the join is `torch.cat`, so nothing is allocated."""
     if _grad_enabled():
         return None, (None,) * len(sizes)
     if rows_like_reference:
-        shape = [reference.shape[0], *shape[1:]]
+        following = (0,) if rows_like_reference is True else rows_like_reference
+        shape = list(shape)
+        for d in following:
+            shape[d] = reference.shape[d]
     buffer = reference.new_empty(shape, dtype=dtype)
     return buffer, torch.split_with_sizes(buffer, sizes, dim)
 
@@ -185,6 +194,8 @@ __all__ = [
     "JOIN_SLOTS_TARGET",
     "WRITTEN_JOIN_TARGET",
     "addmm_into",
+    "baddbmm_into",
+    "bmm_into",
     "join_slots",
     "linear_into",
     "mm_into",

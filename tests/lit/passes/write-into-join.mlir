@@ -196,3 +196,59 @@ fx.graph @stacked_keeps {
   %c3 = fx.call_function "torch.cat"([%f3, %f3], 1) : tensor<512x128xf32>
   fx.output (%c0, %c1, %c2, %c3, %other)
 }
+
+// -----
+
+// Rank 3 along dim 0 (a batched layer norm's input: fused groups' batched
+// matmuls joined by member): the slots are contiguous, each baddbmm or bmm
+// writes its own, and the buffer's rows (dim 1) are the first writer's
+// batch operand's at run time (`[1]`).
+
+// CHECK-LABEL: fx.graph @batched
+// CHECK:         %join_slots = fx.call_function "optimus_ir.kernels.joins.join_slots"(%x, [43, 64, 32], #fx.dtype<f32>, [22, 21], 0, [1])
+// CHECK:         %a0 = fx.call_function "optimus_ir.kernels.joins.baddbmm_into"(%join_slot, %b, %x, %w) : tensor<22x64x32xf32>
+// CHECK-NEXT:    %a1 = fx.call_function "optimus_ir.kernels.joins.bmm_into"(%join_slot_1, %y, %v) : tensor<21x64x32xf32>
+// CHECK-NEXT:    %c = fx.call_function "optimus_ir.kernels.joins.written_join"(%join_buffer, [%join_slot, %join_slot_1], [%a0, %a1], 0)
+fx.graph @batched {
+  %x = fx.placeholder "x" : tensor<22x64x16xf32>
+  %y = fx.placeholder "y" : tensor<21x64x32xf32>
+  %w = fx.get_attr "w" : tensor<22x16x32xf32>
+  %v = fx.get_attr "v" : tensor<21x32x32xf32>
+  %b = fx.get_attr "b" : tensor<22x1x32xf32>
+  %a0 = fx.call_function "torch.baddbmm"(%b, %x, %w) : tensor<22x64x32xf32>
+  %a1 = fx.call_function "torch.bmm"(%y, %v) : tensor<21x64x32xf32>
+  %c = fx.call_function "torch.cat"([%a0, %a1], 0) : tensor<43x64x32xf32>
+  fx.output (%c)
+}
+
+// -----
+
+// What must stay: a rank-3 join along dim 1 or 2 (strided slots), a
+// rank-3 piece made by a linear (only batched matmuls write rank-3 slots),
+// a batched matmul in a rank-2 join.
+
+// CHECK-LABEL: fx.graph @batched_keeps
+// CHECK-NOT:     optimus_ir.kernels.joins
+// CHECK:         fx.output
+fx.graph @batched_keeps {
+  %x = fx.placeholder "x" : tensor<22x64x16xf32>
+  %w = fx.get_attr "w" : tensor<22x16x32xf32>
+  %lw = fx.get_attr "lw" : tensor<32x16xf32>
+  %a0 = fx.call_function "torch.bmm"(%x, %w) : tensor<22x64x32xf32>
+  %a1 = fx.call_function "torch.bmm"(%x, %w) : tensor<22x64x32xf32>
+  %c1 = fx.call_function "torch.cat"([%a0, %a1], 1) : tensor<22x128x32xf32>
+  %a2 = fx.call_function "torch.bmm"(%x, %w) : tensor<22x64x32xf32>
+  %a3 = fx.call_function "torch.bmm"(%x, %w) : tensor<22x64x32xf32>
+  %c2 = fx.call_function "torch.cat"([%a2, %a3], -1) : tensor<22x64x64xf32>
+  %l0 = fx.call_function "torch._C._nn.linear"(%x, %lw) : tensor<22x64x32xf32>
+  %l1 = fx.call_function "torch._C._nn.linear"(%x, %lw) : tensor<22x64x32xf32>
+  %c3 = fx.call_function "torch.cat"([%l0, %l1], 0) : tensor<44x64x32xf32>
+  %m = fx.placeholder "m" : tensor<1x512x32xf32>
+  %mw = fx.get_attr "mw" : tensor<1x32x32xf32>
+  %b0 = fx.call_function "torch.bmm"(%m, %mw) : tensor<1x512x32xf32>
+  %f0 = fx.call_function "torch.flatten"(%b0, 0, 1) : tensor<512x32xf32>
+  %b1 = fx.call_function "torch.bmm"(%m, %mw) : tensor<1x512x32xf32>
+  %f1 = fx.call_function "torch.flatten"(%b1, 0, 1) : tensor<512x32xf32>
+  %c4 = fx.call_function "torch.cat"([%f0, %f1], 1) : tensor<512x64xf32>
+  fx.output (%c1, %c2, %c3, %c4)
+}

@@ -10,7 +10,7 @@ THIRDPARTY_STAMP := $(VENV)/.thirdparty
 ZOO_STAMP := $(VENV)/.zoo
 ZOO_REQUIREMENTS := benchmarks/zoo_requirements.txt
 
-.PHONY: demo test test-all bench-third-party bench-zoo check-layers docs-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-compile clean
+.PHONY: demo test test-all bench-third-party bench-zoo check-layers docs-layers pytest lit fuzz bench bench-quick bench-roundtrip bench-export bench-batch-fusion bench-triton bench-gpu gpu-carry bench-compile clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -125,6 +125,29 @@ bench-batch-fusion: $(STAMP)
 # interpreter and exits 0.
 bench-triton: $(STAMP)
 	$(PY) benchmarks/bench_triton_kernels.py
+
+# Issue 38 on the GPU: the suite's models (recsys uniform/mixed 64 and 256,
+# mmoe, dlrm, wide-deep) and torchfm's DeepFM and FFM at fp32 and bf16, batch
+# 512 and 4096: the eager module, the captured graph, ours launched eagerly,
+# ours under CUDA graphs, Inductor default and reduce-overhead, Inductor with
+# PyTorch's Optimus; a launch profile of our fused ops (host time, copies,
+# syncs, allocations per call); the targets as PASS/FAIL. The issue's target
+# row runs first and a 480 s budget stops starting rows (one device call is at
+# most 10 minutes); JSON in build/bench/gpu.json after every row. Without CUDA
+# it says so and exits 0 (`--smoke` runs it on the CPU).
+bench-gpu: $(STAMP)
+	$(PY) benchmarks/bench_gpu.py --profile
+
+# What the device machine lacks, ready to carry (`tools/gpu_check.sh` says how
+# the check runs there): pure-Python wheels for its Python 3.12 (xdsl and its
+# dependencies) in .whl/, and torchfm (an sdist) copied from
+# the venv into .gpu-site/. Both folders are git-ignored.
+gpu-carry: $(ZOO_STAMP)
+	rm -rf .whl .gpu-site && mkdir -p .whl .gpu-site
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
+		xdsl==0.75.0 immutabledict==4.3.1 ordered-set==4.1.0
+	cp -r $$($(PY) -c 'import torchfm, os; print(os.path.dirname(torchfm.__file__))') .gpu-site/
 
 # torch.compile with and without us (issue 11) on the 64-tower mixed recsys
 # model: Inductor alone, Inductor + PyTorch's Optimus, Inductor after ours;

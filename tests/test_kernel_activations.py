@@ -20,10 +20,13 @@ from optimus_ir.kernels.activations import (
 )
 from torch_paths import scalar_path, scalar_path_grad, torch_reference
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
-    reason="needs the Triton interpreter or a CUDA device",
-)
+pytestmark = [
+    pytest.mark.gpu,  # the GPU check runs it on the device (`pytest -m gpu`)
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+        reason="needs the Triton interpreter or a CUDA device",
+    ),
+]
 
 
 @triton.jit

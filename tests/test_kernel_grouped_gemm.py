@@ -27,10 +27,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from optimus_ir.kernels.activations import ACTIVATIONS, torch_activation
 from torch_paths import scalar_path, torch_reference
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
-    reason="needs the Triton interpreter or a CUDA device",
-)
+pytestmark = [
+    pytest.mark.gpu,  # the GPU check runs it on the device (`pytest -m gpu`)
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+        reason="needs the Triton interpreter or a CUDA device",
+    ),
+]
 
 DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

@@ -18,10 +18,13 @@ from optimus_ir.kernels import layer_norm as ln
 from optimus_ir.kernels.activations import ACTIVATIONS, torch_activation
 from torch_paths import scalar_path, torch_reference
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
-    reason="needs the Triton interpreter or a CUDA device",
-)
+pytestmark = [
+    pytest.mark.gpu,  # the GPU check runs it on the device (`pytest -m gpu`)
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+        reason="needs the Triton interpreter or a CUDA device",
+    ),
+]
 DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
 TOL = {torch.float32: (2e-5, 2e-5), torch.float16: (2e-3, 5e-3), torch.bfloat16: (1.6e-2, 3e-2)}
 EPS = 1e-5

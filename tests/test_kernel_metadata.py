@@ -21,10 +21,13 @@ import torch.nn.functional as F
 
 from optimus_ir.kernels import metadata
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
-    reason="needs the Triton interpreter or a CUDA device",
-)
+pytestmark = [
+    pytest.mark.gpu,  # the GPU check runs it on the device (`pytest -m gpu`)
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+        reason="needs the Triton interpreter or a CUDA device",
+    ),
+]
 DEVICE = torch.device("cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu")
 
 

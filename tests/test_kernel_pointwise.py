@@ -17,10 +17,13 @@ import torch.nn.functional as F
 from optimus_ir.kernels import pointwise as pw
 from torch_paths import scalar_path, torch_reference
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
-    reason="needs the Triton interpreter or a CUDA device",
-)
+pytestmark = [
+    pytest.mark.gpu,  # the GPU check runs it on the device (`pytest -m gpu`)
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+        reason="needs the Triton interpreter or a CUDA device",
+    ),
+]
 DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
 TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1.6e-2)}
 

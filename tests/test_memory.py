@@ -451,6 +451,7 @@ def test_bench_memory_smoke(tmp_path: object) -> None:
     assert 0 <= row["ours_view_overhead"] <= row["ours_forward_peak"]
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run by the GPU checks)")
 def test_cuda_method_counts_the_caching_allocator() -> None:
     """On CUDA, "auto" uses the caching allocator's counters: a chain of

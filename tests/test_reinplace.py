@@ -129,6 +129,26 @@ def test_an_optimized_module_pickles_with_its_guarded_calls() -> None:
     assert any(getattr(n.target, "__module__", "") == inplace.__name__ for n in again.nodes)
 
 
+def test_a_module_pickled_under_no_grad_still_trains_after_loading() -> None:
+    """Unpickling retraces the module's code: each guarded form records
+    itself as a call (`kernels.tracing.traced_as_leaf`) instead of having the
+    in-place path of that moment's grad mode baked in, which made the loaded
+    module's backward raise (a saved tanh output written in place)."""
+    model = Block().eval()
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 16)
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, [x])
+        twin = pickle.loads(pickle.dumps(opt))
+        assert sorted(map(str, _guarded_calls(twin))) == sorted(map(str, _guarded_calls(opt)))
+        assert torch.equal(twin(x), opt(x))
+    xg = torch.randn(2, 16, requires_grad=True)
+    twin(xg).sum().backward()
+    xr = xg.detach().clone().requires_grad_()
+    reference(xr).sum().backward()
+    torch.testing.assert_close(xg.grad, xr.grad)
+
+
 def test_the_report_counts_in_place_ops_before_and_after() -> None:
     model = Block().eval()
     x = torch.randn(2, 16)

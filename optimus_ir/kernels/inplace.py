@@ -33,6 +33,8 @@ from typing import Any
 
 import torch
 
+from optimus_ir.kernels.tracing import traced_as_leaf
+
 _SEPARATOR = "__"
 _METHOD = "method"
 _FUNCTIONAL = "torch.nn.functional."
@@ -160,11 +162,12 @@ def _guarded(name: str, plain: Callable[..., Any], inplace: Callable[..., Any]) 
 
     call.__name__ = call.__qualname__ = name
     call.__module__ = __name__
-    method = name.startswith(_METHOD + _SEPARATOR)
-    setattr(call, OUT_OF_PLACE_ATTRIBUTE, name[len(_METHOD + _SEPARATOR):] if method else plain)
-    setattr(call, KIND_ATTRIBUTE, _kind_of(name, plain))
     call.__doc__ = f"In place unless gradients are recorded: the grad-guarded form of {_qualified(name)}."
-    return call
+    form = traced_as_leaf(call)  # a retrace (unpickling) keeps the test in the call
+    method = name.startswith(_METHOD + _SEPARATOR)
+    setattr(form, OUT_OF_PLACE_ATTRIBUTE, name[len(_METHOD + _SEPARATOR):] if method else plain)
+    setattr(form, KIND_ATTRIBUTE, _kind_of(name, plain))
+    return form
 
 
 def __getattr__(name: str) -> Callable[..., Any]:

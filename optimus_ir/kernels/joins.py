@@ -26,39 +26,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-import torch.fx
 
 from optimus_ir.kernels.norms import COUNTS_AS_ATTRIBUTE
+from optimus_ir.kernels.tracing import traced_as_leaf
 
 _grad_enabled = torch.is_grad_enabled
-
-
-def _proxy_in(values: Sequence[Any]) -> torch.fx.Proxy | None:
-    for value in values:
-        if isinstance(value, torch.fx.Proxy):
-            return value
-        if isinstance(value, list | tuple):
-            found = _proxy_in(value)
-            if found is not None:
-                return found
-    return None
-
-
-def _traced_as_leaf(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function`, recorded as one call when FX traces it (as unpickling a
-    GraphModule does, retracing its code) instead of traced through, where
-    the grad-mode test would fix one of its two paths into the graph."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        proxy = _proxy_in((*args, *kwargs.values()))
-        if proxy is not None:
-            return proxy.tracer.create_proxy("call_function", call, args, kwargs)
-        return function(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = function.__name__
-    call.__module__ = __name__
-    call.__doc__ = function.__doc__
-    return call
 
 
 def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Callable[..., torch.Tensor]:
@@ -73,7 +45,7 @@ def _writer(function: Callable[..., torch.Tensor], name: str, kind: str) -> Call
         f"`{function.__module__}.{function.__name__}(*args, out=slot)` unless gradients are recorded "
         "(then the fresh result): the piece of a join computed in its slot."
     )
-    leaf = _traced_as_leaf(write)
+    leaf = traced_as_leaf(write)
     setattr(leaf, COUNTS_AS_ATTRIBUTE, kind)  # the report counts the op it computes
     return leaf
 
@@ -99,7 +71,7 @@ def stack_into(
     return torch.stack(tensors, dim, out=slot.view(shape))
 
 
-stack_into = _traced_as_leaf(stack_into)
+stack_into = traced_as_leaf(stack_into)
 setattr(stack_into, COUNTS_AS_ATTRIBUTE, "stack")
 
 WRITERS: dict[str, str] = {
@@ -175,8 +147,8 @@ def _views_exactly(piece: torch.Tensor, slot: torch.Tensor | None) -> bool:
     )
 
 
-join_slots = _traced_as_leaf(join_slots)
-written_join = _traced_as_leaf(written_join)
+join_slots = traced_as_leaf(join_slots)
+written_join = traced_as_leaf(written_join)
 setattr(written_join, COUNTS_AS_ATTRIBUTE, "cat")
 setattr(join_slots, COUNTS_AS_ATTRIBUTE, "empty")  # an uninitialized allocation and its views
 

@@ -140,17 +140,54 @@ class Row:
     """Std of the captured graph's outputs over the batch: not ~0 (the re-initialisation worked)."""
 
 
+VISION: dict[str, tuple[str, str]] = {
+    "torchvision.resnet18": ("torchvision", "torchvision.models.resnet18(weights=None)"),
+    "timm.resnet10t": ("timm", "timm.create_model('resnet10t', pretrained=False)"),
+}
+"""Issue 37's image models (name: (package, how it is built)): random
+initialisation as the library does it, 224x224 RGB inputs. The 2-core CI
+machine has neither package (the registry's torchvision wheels are CUDA
+builds whose operators do not load with the CPU torch); the device machine's
+image has both, so its CPU can measure them."""
+
+
+def build_vision(name: str, batch: int, seed: int = 0) -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
+    """A `VISION` model, initialised by its library under a seed, in eval
+    mode, and a seeded batch of 224x224 images; a missing package exits
+    saying which."""
+    import importlib.util
+
+    package, how = VISION[name]
+    if importlib.util.find_spec(package) is None:
+        raise SystemExit(f"{name}: {package} is not installed here (the device machine's image has it)")
+    torch.manual_seed(seed)
+    if package == "torchvision":
+        import torchvision
+
+        model = torchvision.models.resnet18(weights=None)
+    else:
+        import timm
+
+        model = timm.create_model("resnet10t", pretrained=False)
+    images = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(seed))
+    return model.eval(), (images,)
+
+
 def build_any(name: str, batch: int, *, train: bool = False) -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    """A deepctr-torch model of `MODELS` or a zoo model of `zoo_models`
-    (FuxiCTR, torchrec, ...), in train or eval mode, with its inputs at
-    `batch`; an unknown name exits naming the known ones."""
+    """A deepctr-torch model of `MODELS`, an image model of `VISION` or a
+    zoo model of `zoo_models` (FuxiCTR, torchrec, ...), in train or eval
+    mode, with its inputs at `batch`; an unknown name exits naming the
+    known ones."""
     if name in MODELS:
         model, inputs = build(name, batch)
+        return model.train(train), tuple(inputs)
+    if name in VISION:
+        model, inputs = build_vision(name, batch)
         return model.train(train), tuple(inputs)
     import zoo_models
 
     if name not in zoo_models.ZOO:
-        known = ", ".join([*MODELS, *zoo_models.ZOO])
+        known = ", ".join([*MODELS, *VISION, *zoo_models.ZOO])
         raise SystemExit(f"unknown third-party model {name!r} (known: {known})")
     return zoo_models.build(name, train=train), zoo_models.make_inputs(name, batch)
 

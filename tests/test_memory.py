@@ -495,3 +495,21 @@ def test_bench_memory_third_party_smoke(tmp_path: object, capsys: pytest.Capture
     assert "| DCN | 8 |" in out_text and "| fuxictr.DCNv2 | 8 |" in out_text and "(speed)" in out_text
     with pytest.raises(SystemExit):
         bench.main(["--third-party", "NoSuchModel", "--batches", "8"])
+
+
+def test_the_image_models_are_built_where_their_package_is() -> None:
+    """Issue 37's resnet rows: `torchvision.resnet18` and `timm.resnet10t`
+    through bench_third_party's builder; where the package is missing (this
+    CPU machine), a clear exit naming it, not a traceback."""
+    import importlib.util
+
+    third = load_benchmark("bench_third_party")
+    for name, (package, _) in third.VISION.items():
+        if importlib.util.find_spec(package) is None:
+            with pytest.raises(SystemExit, match=f"{name}: {package} is not installed here"):
+                third.build_any(name, 2)
+            continue
+        model, (images,) = third.build_any(name, 2)
+        assert images.shape == (2, 3, 224, 224) and not model.training
+        with torch.no_grad():
+            assert model(images).shape == (2, 1000)

@@ -23,8 +23,10 @@ parameters held after `del model` with freeze.
     .venv/bin/python benchmarks/bench_memory.py                        # batch 64 and 512
     .venv/bin/python benchmarks/bench_memory.py --batches 64 --towers 8 --json out.json
     .venv/bin/python benchmarks/bench_memory.py --third-party MMOE,PLE,DCN,DeepFM   # deepctr-torch models
+    .venv/bin/python benchmarks/bench_memory.py --third-party torchvision.resnet18,timm.resnet10t --batches 64
 
-With `--third-party`, real models written by others (deepctr-torch's, as
+With `--third-party`, real models written by others (deepctr-torch's and
+the image models torchvision.resnet18 and timm.resnet10t, as
 `bench_third_party.py` builds them, and the zoo's FuxiCTR/torchrec models,
 as `zoo_models.py` builds them, at each of `--batches`) instead: forward
 peak of the captured graph and of ours under each `--budgets` budget, with

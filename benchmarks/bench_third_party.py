@@ -145,10 +145,50 @@ VISION: dict[str, tuple[str, str]] = {
     "timm.resnet10t": ("timm", "timm.create_model('resnet10t', pretrained=False)"),
 }
 """Issue 37's image models (name: (package, how it is built)): random
-initialisation as the library does it, 224x224 RGB inputs. The 2-core CI
-machine has neither package (the registry's torchvision wheels are CUDA
-builds whose operators do not load with the CPU torch); the device machine's
-image has both, so its CPU can measure them."""
+initialisation as the library does it, 224x224 RGB inputs. `make
+.venv/.zoo` installs both packages (benchmarks/zoo_requirements.txt); the
+registry's torchvision wheels are CUDA builds whose C++ operators do not load
+with the CPU torch, which `import_torchvision` works around."""
+
+_TORCHVISION_SCHEMAS = (
+    "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+)
+"""The operators torchvision's import registers fake kernels for without
+first checking that its C++ extension loaded (torchvision 0.28,
+`_meta_registrations.py`); every other registration there is guarded."""
+
+_TORCHVISION_LIBRARY: list[torch.library.Library] = []
+"""Keeps the stand-in schemas registered (a Library deregisters its
+definitions when it is collected)."""
+
+
+def import_torchvision() -> Any:
+    """`torchvision`, imported even where its C++ extension cannot load (a
+    CUDA build of torchvision beside the CPU torch): the import then fails
+    registering fake kernels for `_TORCHVISION_SCHEMAS`, so those schemas
+    are defined (no kernels: calling `torchvision.ops.nms` still fails
+    loudly) and the import is retried. The models are pure Python and need
+    none of those operators; a warning says the operators are missing."""
+    import importlib
+
+    try:
+        return importlib.import_module("torchvision")
+    except RuntimeError as error:
+        if "torchvision::nms does not exist" not in str(error):
+            raise
+    for module in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[module]
+    library = torch.library.Library("torchvision", "FRAGMENT")
+    for schema in _TORCHVISION_SCHEMAS:
+        library.define(schema)
+    _TORCHVISION_LIBRARY.append(library)
+    warnings.warn(
+        "torchvision's C++ operators do not load with this torch (a CUDA build of torchvision); "
+        "its models are used without them",
+        stacklevel=2,
+    )
+    return importlib.import_module("torchvision")
 
 
 def build_vision(name: str, batch: int, seed: int = 0) -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
@@ -159,13 +199,12 @@ def build_vision(name: str, batch: int, seed: int = 0) -> tuple[torch.nn.Module,
 
     package, how = VISION[name]
     if importlib.util.find_spec(package) is None:
-        raise SystemExit(f"{name}: {package} is not installed here (the device machine's image has it)")
+        raise SystemExit(f"{name}: {package} is not installed here (`make .venv/.zoo` installs it)")
     torch.manual_seed(seed)
     if package == "torchvision":
-        import torchvision
-
-        model = torchvision.models.resnet18(weights=None)
+        model = import_torchvision().models.resnet18(weights=None)
     else:
+        import_torchvision()  # timm imports torchvision
         import timm
 
         model = timm.create_model("resnet10t", pretrained=False)

@@ -499,8 +499,10 @@ def test_bench_memory_third_party_smoke(tmp_path: object, capsys: pytest.Capture
 
 def test_the_image_models_are_built_where_their_package_is() -> None:
     """Issue 37's resnet rows: `torchvision.resnet18` and `timm.resnet10t`
-    through bench_third_party's builder; where the package is missing (this
-    CPU machine), a clear exit naming it, not a traceback."""
+    through bench_third_party's builder (`make .venv/.zoo` installs both;
+    here torchvision is a CUDA build whose C++ operators do not load, and
+    `import_torchvision` still imports it); where a package is missing, a
+    clear exit naming it, not a traceback."""
     import importlib.util
 
     third = load_benchmark("bench_third_party")
@@ -513,3 +515,13 @@ def test_the_image_models_are_built_where_their_package_is() -> None:
         assert images.shape == (2, 3, 224, 224) and not model.training
         with torch.no_grad():
             assert model(images).shape == (2, 1000)
+    if third._TORCHVISION_LIBRARY:
+        # The stand-in schemas have no kernels: torchvision's own operators
+        # still fail loudly instead of computing anything.
+        import torchvision
+
+        boxes = torch.tensor([[0.0, 0.0, 1.0, 1.0]])
+        with pytest.raises(RuntimeError, match="Couldn't load custom C\\+\\+ ops"):
+            torchvision.ops.nms(boxes, torch.ones(1), 0.5)
+        with pytest.raises(NotImplementedError):
+            torch.ops.torchvision.nms(boxes, torch.ones(1), 0.5)

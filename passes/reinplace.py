@@ -29,6 +29,13 @@ The written operand `x` (the call's first positional argument) must be:
   block, and none of those may alias or write it (a view of `x` made
   earlier and read later would see the write); the call reads `x` once
   (`x + x` stays); an output reads it after, so an output is never written;
+* or rows of a stack nobody else sees them in (`is_private_rows`): `x =
+  stack[a:b]` along dim 0, with constant bounds, of such fresh storage,
+  every reader of the stack viewing rows no other reader's rows meet (a
+  fused group's stacked result cut into its consumers' slices). Then `x`
+  must be provably contiguous (so the in-place result is laid out as the
+  out-of-place one) and the result must reach no output, itself or
+  through a view (two outputs would share the stack's storage);
 * computed per call: made from a graph input (values of parameters and
   constants alone are what `optimize(freeze=True)` computes once; a write
   there would make them look effectful);
@@ -64,12 +71,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import IntAttr, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from optimus_ir.analysis.alias_facts import functional_form
 from optimus_ir.analysis.cost_model import FusionTarget
+from optimus_ir.analysis.layout import known_contiguous
 from optimus_ir.analysis.live_bytes import tensor_bytes
 from optimus_ir.analysis.symbolic_dims import SymbolicDims
 from optimus_ir.analysis.op_classes import may_alias_operands, may_write_operands, result_is_fresh
@@ -129,14 +137,118 @@ def reads_of(op: fx.NodeOp, x: SSAValue) -> int:
     return sum(1 for i in indices if op.operands[i] is x)
 
 
-def can_reinplace(op: fx.NodeOp, x: SSAValue, position: dict[Operation, int], owned: set[SSAValue]) -> bool:
+_GETITEM = "_operator.getitem"
+
+
+def _row_bound(attr: Attribute, rows: int, default: int) -> int | None:
+    """A slice bound literal as a row index in `[0, rows]` (Python's
+    clamping of negative and out-of-range bounds); None where it is not a
+    constant int."""
+    if isinstance(attr, fx.NoneValueAttr):
+        return default
+    if not isinstance(attr, IntAttr):
+        return None
+    bound = attr.data + rows if attr.data < 0 else attr.data
+    return min(max(bound, 0), rows)
+
+
+def leading_rows(op: Operation, stack: SSAValue) -> tuple[int, int] | None:
+    """The rows `[start, stop)` along dim 0 of `stack` that `op` views, where
+    `op` is `stack[i]`, `stack[a:b]` or `stack[(a:b, :, ...)]` with constant
+    bounds and step 1 (what `lower-batch` cuts a stacked result into); None
+    for any other reader."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data != _GETITEM or op.kwargs.data:
+        return None
+    args = op.args.data
+    if len(args) != 2 or not isinstance(args[0], fx.RefAttr) or op.operands[args[0].index.data] is not stack:
+        return None
+    sizes = stack.type.get_shape() if isinstance(stack.type, TensorType) else ()
+    if not sizes or sizes[0] == DYNAMIC:
+        return None
+    rows = sizes[0]
+    index = args[1]
+    if isinstance(index, fx.TupleValueAttr):
+        parts = list(index.elements.data)
+        full = fx.SliceAttr(fx.NoneValueAttr(), fx.NoneValueAttr(), fx.NoneValueAttr())
+        if not parts or any(part != full for part in parts[1:]):
+            return None
+        index = parts[0]
+    if isinstance(index, IntAttr):  # an int literal (a bool is an IntegerAttr)
+        row = index.data + rows if index.data < 0 else index.data
+        return (row, row + 1) if 0 <= row < rows else None
+    if not isinstance(index, fx.SliceAttr):
+        return None
+    if not (isinstance(index.step, fx.NoneValueAttr) or index.step == IntAttr(1)):
+        return None
+    start, stop = _row_bound(index.start, rows, 0), _row_bound(index.stop, rows, rows)
+    if start is None or stop is None or start >= stop:
+        return None
+    return start, stop
+
+
+def is_private_rows(x: SSAValue, owned: set[SSAValue]) -> bool:
+    """`x` is rows of a stack nobody else sees them in: `x = stack[a:b]`
+    (`leading_rows`) of fresh storage of this graph (or of a value this pass
+    owns), every reader of the stack views constant rows of it, and no other
+    reader's rows meet `x`'s. A write into `x` then reaches no other value:
+    the stacked result of a fused group, cut into its consumers' slices
+    (`y = act(stack[0:2])`, `act2(stack[2:4])`, ...), is written in place
+    slice by slice, its activations into its own storage."""
+    owner = x.owner
+    if not isinstance(owner, fx.CallFunctionOp) or owner.target.data != _GETITEM or not owner.operands:
+        return False
+    stack = owner.operands[0]
+    if isinstance(stack, BlockArgument) or (stack not in owned and not result_is_fresh(stack.owner)):
+        return False
+    rows = leading_rows(owner, stack)
+    if rows is None:
+        return False
+    for use in stack.uses:
+        if use.operation is owner:
+            continue
+        other = leading_rows(use.operation, stack)
+        if other is None or (other[0] < rows[1] and rows[0] < other[1]):
+            return False
+    return True
+
+
+def reaches_output(value: SSAValue) -> bool:
+    """`value`, or a value that may alias it, is read by the graph's output."""
+    seen = {value}
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            reader = use.operation
+            if isinstance(reader, fx.OutputOp):
+                return True
+            if may_alias_operands(reader):
+                for result in reader.results:
+                    if result not in seen:
+                        seen.add(result)
+                        pending.append(result)
+    return False
+
+
+def can_reinplace(
+    op: fx.NodeOp,
+    x: SSAValue,
+    position: dict[Operation, int],
+    owned: set[SSAValue],
+    shared: set[SSAValue] | None = None,
+) -> bool:
     """Whether writing `x` in place at `op` is invisible (module docstring).
     `owned`: results of calls this pass made in place, whose storage (their
-    written operand's, dead but for them) is theirs alone."""
+    written operand's, dead but for them) is theirs alone, or, for those
+    also in `shared`, rows of a stack no other value sees (`is_private_rows`),
+    which must not reach an output (the outputs would share a storage)."""
     if isinstance(x, BlockArgument):
         return False
-    if x not in owned and not result_is_fresh(x.owner):  # inputs, parameters, views, calls that may alias
-        return False
+    rows_of_stack = x not in owned and not result_is_fresh(x.owner) and is_private_rows(x, owned)
+    if x not in owned and not result_is_fresh(x.owner) and not rows_of_stack:
+        return False  # inputs, parameters, views, calls that may alias
+    if rows_of_stack or (shared is not None and x in shared):
+        if not known_contiguous(x) or reaches_output(op.results[0]):
+            return False  # the in-place result would not be laid out as the out-of-place one
     ty = x.type
     if not isinstance(ty, TensorType) or op.results[0].type != ty:
         return False
@@ -168,6 +280,7 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
     allocate per call (their results' sizes, `?` dims at their hints)."""
     position = {op: i for i, op in enumerate(block.ops)}
     owned: set[SSAValue] = set()
+    shared: set[SSAValue] = set()  # owned results that are rows of a stack
     per_call: set[Operation] = set()  # ops whose value depends on an input
     rewritten = saved = 0
     dims = SymbolicDims(block)
@@ -183,8 +296,10 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
             continue
         assert isinstance(op, fx.NodeOp)
         x = written_operand(op)
-        if x is None or not can_reinplace(op, x, position, owned):
+        if x is None or not can_reinplace(op, x, position, owned, shared):
             continue
+        if x in shared or x not in owned and not result_is_fresh(x.owner):
+            shared.add(op.results[0])  # rows of a stack (is_private_rows), written in place
         new = fx.CallFunctionOp(form, op.args.data, dict(op.kwargs.data), op.operands, op.results[0].type)
         new.location = op.location
         new.results[0].name_hint = op.results[0].name_hint
@@ -193,6 +308,9 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
         op.results[0].replace_all_uses_with(new.results[0])
         block.erase_op(op)
         owned.add(new.results[0])
+        if op.results[0] in shared:
+            shared.discard(op.results[0])
+            shared.add(new.results[0])
         per_call.add(new)
         rewritten += 1
         saved += tensor_bytes(new.results[0], dims)
@@ -233,7 +351,10 @@ __all__ = [
     "ReinplacePass",
     "can_reinplace",
     "inplace_form",
+    "is_private_rows",
+    "leading_rows",
     "reads_of",
+    "reaches_output",
     "reinplace",
     "reinplace_counting_bytes",
     "written_operand",

@@ -7,6 +7,7 @@ works where an earlier op saved the operand."""
 from __future__ import annotations
 
 import copy
+import operator
 import pickle
 
 import pytest
@@ -191,3 +192,44 @@ def test_a_logit_accumulated_with_plus_equals_is_written_in_place_again() -> Non
     report = opt.optimus_report
     assert report.inplace_before.total == 2
     assert report.inplace_after.grad_guarded >= 2, opt.code  # both += back in place
+
+
+def test_the_rows_of_a_fused_groups_stack_are_activated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37, item 2: with every group fused, the layer norms' stacked
+    result is cut into the activations' slices (`tanh(stack[0:2])`,
+    `relu(stack[2:4])`, ...); each is written in place into the stack's
+    storage (`is_private_rows`). The values are those of the same graph
+    with the slices' activations out of place, bit for bit, and the call
+    makes fewer allocations; with autograd they stay out of place and the
+    gradients are eager's."""
+    from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
+    from optimus_ir.memory import measure_call_memory
+    from optimus_ir.passes import reinplace as reinplace_pass
+
+    model, (x,) = make_recsys_model(num_towers=6, batch=16, seed=0, hidden=32, **VARIANTS["mixed"])
+    model.eval()
+    with torch.no_grad():
+        opt = optimus_ir.optimize(model, [x], cost_model="none", check_speed=False)
+        with monkeypatch.context() as patch:
+            patch.setattr(reinplace_pass, "is_private_rows", lambda *_: False)
+            plain = optimus_ir.optimize(model, [x], cost_model="none", check_speed=False)
+        got, want = opt(x), plain(x)
+        assert torch.equal(got, want)
+        torch.testing.assert_close(got, model(x))
+        on_rows = [
+            n for n in opt.graph.nodes
+            if n.op == "call_function" and getattr(n.target, "__module__", "") == inplace.__name__
+            and isinstance(n.args[0], torch.fx.Node) and n.args[0].target is operator.getitem
+        ]
+        assert {n.target.__name__ for n in on_rows} >= {"torch__tanh", "torch__relu", "torch__sigmoid"}, opt.code
+        assert len(on_rows) >= 4
+        ours = measure_call_memory(opt, x, method="dispatch")
+        theirs = measure_call_memory(plain, x, method="dispatch")
+        assert ours.allocations <= theirs.allocations - len(on_rows)
+    trained = copy.deepcopy(model).train()
+    reference = copy.deepcopy(model).train()
+    step = optimus_ir.optimize(trained, [x], cost_model="none", check_speed=False)
+    step(x).sum().backward()  # an activation written into the saved stack would raise here
+    reference(x).sum().backward()
+    for (name, p), q in zip(trained.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)

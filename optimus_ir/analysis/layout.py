@@ -30,6 +30,9 @@ from optimus_ir.dialects import fx
 from optimus_ir.dialects import torch as t
 from optimus_ir.foundation.traits import returns_input
 from optimus_ir.foundation.types import DYNAMIC
+from optimus_ir.kernels import inplace as inplace_forms
+
+_INPLACE_FORM_PREFIX = inplace_forms.__name__ + "."
 
 
 def shape(value: SSAValue) -> tuple[int, ...] | None:
@@ -161,7 +164,12 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
     a factory's row-major result, an in-place call's operand (`logit +=
     ...` of DeepFM's `x.new_zeros(...)`), a cast or `1 / t` laid out like
     its operand. None when an operand's strides are unknown or the call
-    cannot be run (an unknown function)."""
+    cannot be run (an unknown function). A grad-guarded in-place form
+    (`optimus_ir.kernels.inplace`) of a row-major first operand of its
+    result's shape is row-major: in place it is that operand, out of place
+    TensorIterator lays its result out by that first operand."""
+    if owner.target.data.startswith(_INPLACE_FORM_PREFIX):  # type: ignore[attr-defined]
+        return _inplace_form_strides(owner, sizes, depth)
     layouts: list[tuple[int, ...] | None] = []
     for operand in owner.operands:
         if isinstance(operand.type, TensorType):
@@ -177,6 +185,16 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
     if strides is None or len(strides) != len(sizes):
         return None
     return strides
+
+
+def _inplace_form_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:
+    args = owner.args.data  # type: ignore[attr-defined]
+    if not args or not isinstance(args[0], fx.RefAttr):
+        return None
+    written = owner.operands[args[0].index.data]
+    if shape(written) != sizes or not known_contiguous(written, depth - 1):
+        return None
+    return contiguous_strides(sizes)
 
 
 def _operands_order_dims_row_major(owner: Operation, sizes: Sequence[int], depth: int) -> bool:

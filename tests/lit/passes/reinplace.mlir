@@ -106,3 +106,82 @@ fx.graph @size_one_and_dynamic {
   %r = fx.call_function "torch.relu"(%e) : tensor<?x3xf32>
   fx.output (%l2, %r)
 }
+
+// -----
+
+// Rows of a stack nobody else sees (issue 37, a layer norm's stacked result
+// cut into its activations' slices): every reader of the fresh stack views
+// constant rows along dim 0 and no two meet, so each slice's activation is
+// written in place into the stack's storage, and a chain goes on writing it.
+
+// CHECK-LABEL: fx.graph @rows_of_a_stack
+// CHECK:         %s = fx.call_function "torch.bmm"(%a, %b)
+// CHECK-NEXT:    %s0 = fx.call_function "_operator.getitem"(%s, (slice(0, 2, 1),))
+// CHECK-NEXT:    %y0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%s0) :
+// CHECK-NEXT:    %s1 = fx.call_function "_operator.getitem"(%s, (slice(2, 3, 1), slice(none, none, none)))
+// CHECK-NEXT:    %y1 = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%s1) :
+// CHECK-NEXT:    %z1 = fx.call_function "optimus_ir.kernels.inplace.torch__mul"(%y1, 2.0) :
+// CHECK-NEXT:    %s2 = fx.call_function "_operator.getitem"(%s, -1)
+// CHECK-NEXT:    %y2 = fx.call_function "optimus_ir.kernels.inplace.torch__sigmoid"(%s2) :
+// CHECK-NEXT:    %j = fx.call_function "torch.cat"([%y0, %z1], 0)
+fx.graph @rows_of_a_stack {
+  %a = fx.placeholder "a" : tensor<4x5x6xf32>
+  %b = fx.placeholder "b" : tensor<4x6x3xf32>
+  %s = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %s0 = fx.call_function "_operator.getitem"(%s, (slice(0, 2, 1),)) : tensor<2x5x3xf32>
+  %y0 = fx.call_function "torch.tanh"(%s0) : tensor<2x5x3xf32>
+  %s1 = fx.call_function "_operator.getitem"(%s, (slice(2, 3, 1), slice(none, none, none))) : tensor<1x5x3xf32>
+  %y1 = fx.call_function "torch.relu"(%s1) : tensor<1x5x3xf32>
+  %z1 = fx.call_function "torch.mul"(%y1, 2.0) : tensor<1x5x3xf32>
+  %s2 = fx.call_function "_operator.getitem"(%s, -1) : tensor<5x3xf32>
+  %y2 = fx.call_function "torch.sigmoid"(%s2) : tensor<5x3xf32>
+  %j = fx.call_function "torch.cat"([%y0, %z1], 0) : tensor<3x5x3xf32>
+  %k = fx.call_function "torch.sum"(%y2) : tensor<f32>
+  fx.output (%j, %k)
+}
+
+// -----
+
+// Rows that stay out of place: rows another reader's rows meet, a stack
+// also read whole, a stack whose rows are not contiguous (a transposed
+// result: the in-place result would keep the slice's gaps), rows of a
+// graph input, rows of step 2, and rows whose activation reaches the
+// output, itself or through a view (the outputs would share the stack's
+// storage).
+
+// CHECK-LABEL: fx.graph @rows_that_stay
+// CHECK-NOT:     optimus_ir.kernels.inplace
+// CHECK:         fx.output
+fx.graph @rows_that_stay {
+  %a = fx.placeholder "a" : tensor<4x5x6xf32>
+  %b = fx.placeholder "b" : tensor<4x6x3xf32>
+  %s = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %s0 = fx.call_function "_operator.getitem"(%s, (slice(0, 2, 1),)) : tensor<2x5x3xf32>
+  %y0 = fx.call_function "torch.tanh"(%s0) : tensor<2x5x3xf32>
+  %s1 = fx.call_function "_operator.getitem"(%s, (slice(1, 3, 1),)) : tensor<2x5x3xf32>
+  %y1 = fx.call_function "torch.relu"(%s1) : tensor<2x5x3xf32>
+  %t = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %t0 = fx.call_function "_operator.getitem"(%t, (slice(0, 2, 1),)) : tensor<2x5x3xf32>
+  %u0 = fx.call_function "torch.tanh"(%t0) : tensor<2x5x3xf32>
+  %whole = fx.call_function "torch.sum"(%t) : tensor<f32>
+  %p = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %pt = fx.call_function "torch.transpose"(%p, 0, 1) : tensor<5x4x3xf32>
+  %q = fx.call_function "torch.mul"(%pt, 2.0) : tensor<5x4x3xf32>
+  %q0 = fx.call_function "_operator.getitem"(%q, (slice(0, 2, 1),)) : tensor<2x4x3xf32>
+  %v0 = fx.call_function "torch.tanh"(%q0) : tensor<2x4x3xf32>
+  %a0 = fx.call_function "_operator.getitem"(%a, (slice(0, 2, 1),)) : tensor<2x5x6xf32>
+  %w0 = fx.call_function "torch.tanh"(%a0) : tensor<2x5x6xf32>
+  %r = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %r0 = fx.call_function "_operator.getitem"(%r, (slice(0, 4, 2),)) : tensor<2x5x3xf32>
+  %x0 = fx.call_function "torch.tanh"(%r0) : tensor<2x5x3xf32>
+  %o = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %o0 = fx.call_function "_operator.getitem"(%o, (slice(0, 2, 1),)) : tensor<2x5x3xf32>
+  %out0 = fx.call_function "torch.tanh"(%o0) : tensor<2x5x3xf32>
+  %o1 = fx.call_function "_operator.getitem"(%o, (slice(2, 4, 1),)) : tensor<2x5x3xf32>
+  %out1 = fx.call_function "torch.relu"(%o1) : tensor<2x5x3xf32>
+  %view1 = fx.call_function "torch.transpose"(%out1, 1, 2) : tensor<2x3x5xf32>
+  %j = fx.call_function "torch.cat"([%y0, %y1, %u0, %x0], 0) : tensor<8x5x3xf32>
+  %k = fx.call_function "torch.cat"([%v0, %v0], 0) : tensor<4x4x3xf32>
+  %l = fx.call_function "torch.sum"(%w0) : tensor<f32>
+  fx.output (%j, %k, %l, %whole, %out0, %view1)
+}

@@ -186,30 +186,41 @@ def leading_rows(op: Operation, stack: SSAValue) -> tuple[int, int] | None:
     return start, stop
 
 
-def is_private_rows(x: SSAValue, owned: set[SSAValue]) -> bool:
+def is_private_rows(x: SSAValue, owned: set[SSAValue], disjoint: dict[SSAValue, bool] | None = None) -> bool:
     """`x` is rows of a stack nobody else sees them in: `x = stack[a:b]`
     (`leading_rows`) of fresh storage of this graph (or of a value this pass
-    owns), every reader of the stack views constant rows of it, and no other
-    reader's rows meet `x`'s. A write into `x` then reaches no other value:
+    owns), and every reader of the stack views constant rows of it, no two
+    readers' rows meeting. A write into `x` then reaches no other value:
     the stacked result of a fused group, cut into its consumers' slices
     (`y = act(stack[0:2])`, `act2(stack[2:4])`, ...), is written in place
-    slice by slice, its activations into its own storage."""
+    slice by slice, its activations into its own storage. `disjoint` caches
+    the test of a stack's readers (one sort per stack, not a scan of its
+    readers per slice)."""
     owner = x.owner
     if not isinstance(owner, fx.CallFunctionOp) or owner.target.data != _GETITEM or not owner.operands:
         return False
     stack = owner.operands[0]
     if isinstance(stack, BlockArgument) or (stack not in owned and not result_is_fresh(stack.owner)):
         return False
-    rows = leading_rows(owner, stack)
-    if rows is None:
+    if leading_rows(owner, stack) is None:
         return False
+    known = disjoint.get(stack) if disjoint is not None else None
+    if known is None:
+        known = _readers_view_disjoint_rows(stack)
+        if disjoint is not None:
+            disjoint[stack] = known
+    return known
+
+
+def _readers_view_disjoint_rows(stack: SSAValue) -> bool:
+    ranges = []
     for use in stack.uses:
-        if use.operation is owner:
-            continue
-        other = leading_rows(use.operation, stack)
-        if other is None or (other[0] < rows[1] and rows[0] < other[1]):
+        rows = leading_rows(use.operation, stack)
+        if rows is None:
             return False
-    return True
+        ranges.append(rows)
+    ranges.sort()
+    return all(earlier[1] <= later[0] for earlier, later in zip(ranges, ranges[1:]))
 
 
 def reaches_output(value: SSAValue) -> bool:
@@ -235,15 +246,17 @@ def can_reinplace(
     position: dict[Operation, int],
     owned: set[SSAValue],
     shared: set[SSAValue] | None = None,
+    disjoint: dict[SSAValue, bool] | None = None,
 ) -> bool:
     """Whether writing `x` in place at `op` is invisible (module docstring).
     `owned`: results of calls this pass made in place, whose storage (their
     written operand's, dead but for them) is theirs alone, or, for those
     also in `shared`, rows of a stack no other value sees (`is_private_rows`),
-    which must not reach an output (the outputs would share a storage)."""
+    which must not reach an output (the outputs would share a storage).
+    `disjoint`: `is_private_rows`'s cache, one per walk of a block."""
     if isinstance(x, BlockArgument):
         return False
-    rows_of_stack = x not in owned and not result_is_fresh(x.owner) and is_private_rows(x, owned)
+    rows_of_stack = x not in owned and not result_is_fresh(x.owner) and is_private_rows(x, owned, disjoint)
     if x not in owned and not result_is_fresh(x.owner) and not rows_of_stack:
         return False  # inputs, parameters, views, calls that may alias
     if rows_of_stack or (shared is not None and x in shared):
@@ -281,6 +294,7 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
     position = {op: i for i, op in enumerate(block.ops)}
     owned: set[SSAValue] = set()
     shared: set[SSAValue] = set()  # owned results that are rows of a stack
+    disjoint: dict[SSAValue, bool] = {}  # is_private_rows's test per stack
     per_call: set[Operation] = set()  # ops whose value depends on an input
     rewritten = saved = 0
     dims = SymbolicDims(block)
@@ -296,7 +310,7 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
             continue
         assert isinstance(op, fx.NodeOp)
         x = written_operand(op)
-        if x is None or not can_reinplace(op, x, position, owned, shared):
+        if x is None or not can_reinplace(op, x, position, owned, shared, disjoint):
             continue
         if x in shared or x not in owned and not result_is_fresh(x.owner):
             shared.add(op.results[0])  # rows of a stack (is_private_rows), written in place

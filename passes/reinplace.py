@@ -138,6 +138,8 @@ def reads_of(op: fx.NodeOp, x: SSAValue) -> int:
 
 
 _GETITEM = "_operator.getitem"
+_FULL_SLICE = fx.SliceAttr(fx.NoneValueAttr(), fx.NoneValueAttr(), fx.NoneValueAttr())  # `:`
+_STEP_ONE = IntAttr(1)
 
 
 def _row_bound(attr: Attribute, rows: int, default: int) -> int | None:
@@ -168,9 +170,8 @@ def leading_rows(op: Operation, stack: SSAValue) -> tuple[int, int] | None:
     rows = sizes[0]
     index = args[1]
     if isinstance(index, fx.TupleValueAttr):
-        parts = list(index.elements.data)
-        full = fx.SliceAttr(fx.NoneValueAttr(), fx.NoneValueAttr(), fx.NoneValueAttr())
-        if not parts or any(part != full for part in parts[1:]):
+        parts = index.elements.data
+        if not parts or any(part != _FULL_SLICE for part in parts[1:]):
             return None
         index = parts[0]
     if isinstance(index, IntAttr):  # an int literal (a bool is an IntegerAttr)
@@ -178,7 +179,7 @@ def leading_rows(op: Operation, stack: SSAValue) -> tuple[int, int] | None:
         return (row, row + 1) if 0 <= row < rows else None
     if not isinstance(index, fx.SliceAttr):
         return None
-    if not (isinstance(index.step, fx.NoneValueAttr) or index.step == IntAttr(1)):
+    if not (isinstance(index.step, fx.NoneValueAttr) or index.step == _STEP_ONE):
         return None
     start, stop = _row_bound(index.start, rows, 0), _row_bound(index.stop, rows, rows)
     if start is None or stop is None or start >= stop:
@@ -256,8 +257,9 @@ def can_reinplace(
     `disjoint`: `is_private_rows`'s cache, one per walk of a block."""
     if isinstance(x, BlockArgument):
         return False
-    rows_of_stack = x not in owned and not result_is_fresh(x.owner) and is_private_rows(x, owned, disjoint)
-    if x not in owned and not result_is_fresh(x.owner) and not rows_of_stack:
+    fresh = x in owned or result_is_fresh(x.owner)
+    rows_of_stack = not fresh and is_private_rows(x, owned, disjoint)
+    if not fresh and not rows_of_stack:
         return False  # inputs, parameters, views, calls that may alias
     if rows_of_stack or (shared is not None and x in shared):
         if not known_contiguous(x) or reaches_output(op.results[0]):

@@ -262,7 +262,10 @@ def can_reinplace(
     if not fresh and not rows_of_stack:
         return False  # inputs, parameters, views, calls that may alias
     if rows_of_stack or (shared is not None and x in shared):
-        if not known_contiguous(x) or reaches_output(op.results[0]):
+        # rows along dim 0 of a row-major stack are contiguous (no strides of
+        # each slice to derive)
+        laid_out = known_contiguous(x.owner.operands[0]) if rows_of_stack else known_contiguous(x)
+        if not laid_out or reaches_output(op.results[0]):
             return False  # the in-place result would not be laid out as the out-of-place one
     ty = x.type
     if not isinstance(ty, TensorType) or op.results[0].type != ty:

@@ -317,8 +317,8 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
         x = written_operand(op)
         if x is None or not can_reinplace(op, x, position, owned, shared, disjoint):
             continue
-        if x in shared or x not in owned and not result_is_fresh(x.owner):
-            shared.add(op.results[0])  # rows of a stack (is_private_rows), written in place
+        # rows of a stack (is_private_rows), or a chain of writes into them
+        into_rows = x in shared or not (x in owned or result_is_fresh(x.owner))
         new = fx.CallFunctionOp(form, op.args.data, dict(op.kwargs.data), op.operands, op.results[0].type)
         new.location = op.location
         new.results[0].name_hint = op.results[0].name_hint
@@ -327,8 +327,7 @@ def reinplace_counting_bytes(block: Block) -> tuple[int, int]:
         op.results[0].replace_all_uses_with(new.results[0])
         block.erase_op(op)
         owned.add(new.results[0])
-        if op.results[0] in shared:
-            shared.discard(op.results[0])
+        if into_rows:
             shared.add(new.results[0])
         per_call.add(new)
         rewritten += 1

@@ -19,6 +19,16 @@ default), one thread, interleaved medians of the per-call CPU time
 * member test: the per-member test an unverified stack runs
   (`SharedStack.holds`, every member's `is_set_to`), alone, for scale.
 
+Each model column also gives its page faults per call
+(`page_faults_per_call`, counted after the timing): fresh pages the
+kernel had to map for the call's allocations. They explain what timing
+alone cannot: at batch 512 the captured graph ran a training step in 31 ms
+in one process and 40 ms in the next, with the same code, by the C
+allocator's state. `--processes N` repeats the whole run in N fresh
+processes and summarizes each column's speed over its baseline (median,
+range) with every process's faults; `--retain-freed-memory` runs with
+`optimus_ir.retain_freed_memory()` (every column alike), where none faults.
+
 Every module is optimized from its own copy of the model (shared re-homes
 the parameters of the copy it is given); every output, and every gradient of
 a training step, is compared with the captured graph's before timing.
@@ -29,6 +39,7 @@ Usage::
     python benchmarks/bench_shared_stacks.py --batch 64 --rounds 10 --json out.json
     python benchmarks/bench_shared_stacks.py --compile --batch 64   # under torch.compile
     python benchmarks/bench_shared_stacks.py --third-party MMOE,PLE,fuxictr.MMoE --batch 64
+    python benchmarks/bench_shared_stacks.py --batch 512 --processes 5 # five processes, summarized
 
 `--third-party`: others' models (deepctr-torch's, the zoo's FuxiCTR and
 torchrec models) instead of the recsys model: the captured graph, copy and
@@ -44,7 +55,9 @@ import argparse
 import copy
 import json
 import statistics
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +75,7 @@ from optimus_ir.api.guards import GUARD_ATTRIBUTE  # noqa: E402
 from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
+from optimus_ir.api.allocator import page_faults_per_call  # noqa: E402
 from optimus_ir.translate.attribute_snapshot import SNAPSHOT_ATTRIBUTE  # noqa: E402
 
 
@@ -131,8 +145,11 @@ def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float
             calls["check + grad views"] = prologue_with_grad
         calls["member test"] = lambda: [s.holds(s.members) for s in stacks]
         samples, _ = measure_interleaved(calls, rounds, sample_ms)
+        with torch.no_grad():  # as measure() ran them
+            faults = {name: page_faults_per_call(calls[name]) for name in modules}
         result[mode] = {
             "ms": {name: statistics.median(values) for name, values in samples.items()},
+            "page faults": faults,
             "shared stacks": len(stacks),
             "groups": {name: _groups(m) for name, m in modules.items() if name != "captured"},
         }
@@ -271,9 +288,11 @@ def _print(result: dict[str, Any]) -> None:
         ms = result[mode]["ms"]
         captured = ms["captured"]
         line = [f"  {mode:<8}"]
+        faults = result[mode].get("page faults", {})
         for name in ("captured", "copy", "shared", "freeze"):
             if name in ms:
-                line.append(f"{name} {ms[name]:.3f} ({captured / ms[name]:.2f}x)")
+                fresh = f", {faults[name]:.0f} faults" if name in faults else ""
+                line.append(f"{name} {ms[name]:.3f} ({captured / ms[name]:.2f}x{fresh})")
         check = ms["check"]
         views = f" (with grad views {ms['check + grad views'] * 1e3:.1f} us)" if "check + grad views" in ms else ""
         line.append(
@@ -282,6 +301,86 @@ def _print(result: dict[str, Any]) -> None:
             f"groups {result[mode]['groups']}"
         )
         print(" | ".join(line))
+
+
+_NOT_A_MODEL = ("check", "member test")
+"""Columns that time a prologue's tests, not a call of a model: left out of
+`summarize`."""
+
+
+def _label(result: dict[str, Any]) -> str:
+    name = result.get("model") or f"recsys-{result['variant']}-{result['towers']}"
+    return f"{name}, batch {result['batch']}"
+
+
+def summarize(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each row's speed over its baseline (the captured graph; Inductor
+    alone under `--compile`) in every process of `runs` (one list of
+    results per process, in the same order): the median and range of each
+    column's ratio, and its page faults per call where counted."""
+    rows = []
+    for results in zip(*runs, strict=True):
+        for mode in ("no_grad", "train"):
+            ms = [r[mode]["ms"] for r in results]
+            baseline = "inductor" if "inductor" in ms[0] else "captured"
+            columns: dict[str, Any] = {}
+            for name in ms[0]:
+                if name == baseline or name.startswith(_NOT_A_MODEL):
+                    continue
+                ratios = [m[baseline] / m[name] for m in ms]
+                faults = [r[mode]["page faults"][name] for r in results if name in r[mode].get("page faults", {})]
+                columns[name] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "ratios": ratios}
+                if faults:
+                    columns[name]["page faults"] = faults
+            base_faults = [r[mode]["page faults"][baseline] for r in results if baseline in r[mode].get("page faults", {})]
+            rows.append({
+                "row": _label(results[0]), "mode": mode, "baseline": baseline, "columns": columns,
+                "baseline ms": [m[baseline] for m in ms], "baseline page faults": base_faults,
+            })
+    return rows
+
+
+def _print_summary(rows: Sequence[dict[str, Any]], processes: int) -> None:
+    print(f"over {processes} processes (each column's speed over the baseline: median, min-max; page faults per call):")
+    for row in rows:
+        base_ms = ", ".join(f"{v:.2f}" for v in row["baseline ms"])
+        cells = [f"  {row['row']}, {row['mode']:<8}", f"{row['baseline']} ms {base_ms}"]
+        if row["baseline page faults"]:
+            cells[-1] += f" (faults {', '.join(f'{f:.0f}' for f in row['baseline page faults'])})"
+        for name, c in row["columns"].items():
+            fresh = f", faults {', '.join(f'{f:.0f}' for f in c['page faults'])}" if "page faults" in c else ""
+            cells.append(f"{name} {c['median']:.2f}x ({c['min']:.2f}-{c['max']:.2f}x{fresh})")
+        print(" | ".join(cells))
+
+
+def _child_argv(args: argparse.Namespace) -> list[str]:
+    """The options of this run for a child process (without `--processes`
+    and `--json`)."""
+    argv = ["--towers", str(args.towers), "--variant", args.variant, "--rounds", str(args.rounds),
+            "--sample-ms", str(args.sample_ms)]
+    for batch in args.batch or []:
+        argv += ["--batch", str(batch)]
+    if args.compile:
+        argv.append("--compile")
+    if args.third_party:
+        argv += ["--third-party", args.third_party]
+    if args.retain_freed_memory:
+        argv.append("--retain-freed-memory")
+    return argv
+
+
+def in_processes(args: argparse.Namespace) -> list[list[dict[str, Any]]]:
+    """This run repeated in `args.processes` fresh processes, one after the
+    other: each its own allocator state (see `optimus_ir.examples.timing`),
+    so that a figure is not one process's luck."""
+    runs = []
+    for index in range(args.processes):
+        print(f"process {index + 1} of {args.processes}:", flush=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            out = Path(scratch) / "run.json"
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), *_child_argv(args), "--json", str(out)], check=True)
+            runs.append(json.loads(out.read_text()))
+    return runs
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -300,7 +399,29 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         help="comma-separated third-party models instead of the recsys model (bench_third_party.py's: MMOE, PLE, "
         "DCN, ...; zoo_models.py's: fuxictr.MMoE, torchrec.DLRM, ...): captured, copy and shared",
     )
+    parser.add_argument(
+        "--processes", type=int, default=1, metavar="N",
+        help="repeat the whole run in N fresh processes and summarize each column's speed over them "
+        "(batch 512 moves by up to ~25%% between processes with the C allocator's state)",
+    )
+    parser.add_argument(
+        "--retain-freed-memory", action="store_true",
+        help="call optimus_ir.retain_freed_memory() first: glibc keeps freed heap, so no column faults fresh pages "
+        "(process-wide: every column alike)",
+    )
     args = parser.parse_args(argv)
+    if args.processes < 1:
+        parser.error(f"--processes must be at least 1, got {args.processes}")
+    if args.processes > 1:
+        runs = in_processes(args)
+        rows = summarize(runs)
+        _print_summary(rows, args.processes)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"runs": runs, "summary": rows}, indent=2))
+        return rows
+    if args.retain_freed_memory:
+        setting = optimus_ir.retain_freed_memory()
+        print(f"allocator: {'freed memory retained' if setting.applied else setting.reason}")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     results = []

@@ -22,7 +22,10 @@ Public API (imported lazily, so that `import optimus_ir` stays cheap):
   the environment variables optimus-ir reads are read there, in one place;
 * `measure_call_memory(fn, *args)`, `resident_tensor_bytes(module, model)`
   (`optimus_ir.memory`): tensor memory at the allocator, per call and
-  held between calls (`OptimizeReport.memory`).
+  held between calls (`OptimizeReport.memory`);
+* `retain_freed_memory()` (`optimus_ir.api.allocator`): glibc keeps freed
+  heap in the process, so that calls stop faulting fresh pages (opt-in,
+  process-wide; `optimize()` never calls it).
 
 Importing the package registers the custom ops `torch.ops.optimus.*`
 (`optimus_ir.kernels.ops`, `optimus_ir.inductor_handoff`; torch only, no
@@ -63,6 +66,7 @@ _LAZY = {
     "measure_call_memory": "optimus_ir.memory",
     "resident_tensor_bytes": "optimus_ir.memory",
     "unshare_parameters": "optimus_ir.api.shared_stacks",
+    "retain_freed_memory": "optimus_ir.api.allocator",
 }
 
 

@@ -74,6 +74,17 @@ def test_report_shows_speed_then_compute_and_view_ops_apart() -> None:
     assert slower.format().splitlines()[0].startswith("speed: 2.00x slower than the captured graph")
     vetoed = OptimizeReport(speed_check=SpeedCheck(fused_ms=2.0, captured_ms=1.0, fell_back=True))
     assert "made without batch fusion (not timed)" in vetoed.format().splitlines()[0]
+    faulting = OptimizeReport(speed_check=SpeedCheck(fused_ms=12.4, captured_ms=11.5, fell_back=False,
+                                                     fused_faults=2049.0, captured_faults=0.0))
+    assert faulting.format().splitlines()[0] == (
+        "speed: 1.08x slower than the captured graph (11.500 -> 12.400 ms per call); it faulted 2049 fresh pages "
+        "per call (the captured graph 0): the C allocator returned the memory the last call freed; "
+        "optimus_ir.retain_freed_memory() keeps it (process-wide)"
+    )
+    assert "page faults per call: fused 2049, captured 0" in faulting.format()
+    # under a MiB of pages more than the captured graph: no note
+    few = SpeedCheck(fused_ms=1.0, captured_ms=1.1, fell_back=False, fused_faults=300.0, captured_faults=45.0)
+    assert few.fresh_pages_note() is None and few.headline() == "speed: 1.10x faster than the captured graph (1.100 -> 1.000 ms per call)"
     unmeasured = OptimizeReport(ops_before=Counter({"relu": 2}), ops_after=Counter({"relu": 1}))
     assert unmeasured.format().splitlines()[:2] == [
         "compute ops 2 -> 1 per call (relu 2 -> 1)", "view and metadata ops 0 -> 0 per call"

@@ -23,6 +23,11 @@ Well above the timing noise of one round on a shared, loaded machine (a few
 per cent, bursts of 10%): a loss that small is the cost model's business,
 and a veto on noise made `make demo` return another graph from run to run."""
 
+FRESH_PAGES_NOTE_FAULTS = 256
+"""The page faults per call (1 MiB of 4 KiB pages) by which the fused module
+must out-fault the captured graph before the speed line says so: about
+0.1 ms on the 2-core CI machine, where fresh pages cost ~0.45 ms a MiB."""
+
 @attrs.frozen
 class SpeedCheck:
     """`optimize`'s final check: the module it made (with batch fusion)
@@ -37,6 +42,27 @@ class SpeedCheck:
     fell_back: bool
     rounds: tuple[tuple[float, float], ...] = ()
     """(fused ms, captured ms) per call in each round, in order."""
+    fused_faults: float | None = None
+    """Page faults per call of the fused module, counted after the rounds
+    (`optimus_ir.api.allocator.page_faults_per_call`): the fresh pages its
+    allocations had mapped. None where not counted."""
+    captured_faults: float | None = None
+    """The same of the captured graph."""
+
+    def fresh_pages_note(self) -> str | None:
+        """When the fused module faulted at least `FRESH_PAGES_NOTE_FAULTS`
+        more fresh pages per call than the captured graph: what that costs
+        it and what keeps the pages (the C allocator gave back what the last
+        call freed: `optimus_ir.api.allocator`); otherwise None."""
+        if self.fused_faults is None or self.captured_faults is None:
+            return None
+        if self.fused_faults - self.captured_faults < FRESH_PAGES_NOTE_FAULTS:
+            return None
+        return (
+            f"it faulted {self.fused_faults:.0f} fresh pages per call (the captured graph "
+            f"{self.captured_faults:.0f}): the C allocator returned the memory the last call freed; "
+            "optimus_ir.retain_freed_memory() keeps it (process-wide)"
+        )
 
     @property
     def slower_rounds(self) -> int:
@@ -54,9 +80,11 @@ class SpeedCheck:
                 f"speed: the batch-fused module ran {1 / ratio:.2f}x the captured graph's time "
                 f"({times}), so the module returned was made without batch fusion (not timed)"
             )
+        note = self.fresh_pages_note()
+        tail = f"; {note}" if note else ""
         if ratio >= 1:
-            return f"speed: {ratio:.2f}x faster than the captured graph ({times})"
-        return f"speed: {1 / ratio:.2f}x slower than the captured graph ({times})"
+            return f"speed: {ratio:.2f}x faster than the captured graph ({times}){tail}"
+        return f"speed: {1 / ratio:.2f}x slower than the captured graph ({times}){tail}"
 
     def describe(self) -> str:
         verdict = "fell back to the pipeline without batch fusion" if self.fell_back else "kept"
@@ -66,9 +94,14 @@ class SpeedCheck:
             if self.rounds
             else ""
         )
+        faults = (
+            f"; page faults per call: fused {self.fused_faults:.0f}, captured {self.captured_faults:.0f}"
+            if self.fused_faults is not None and self.captured_faults is not None
+            else ""
+        )
         return (
             f"speed check: fused {self.fused_ms:.3f} ms vs captured {self.captured_ms:.3f} ms "
-            f"per call{rounds}: {verdict}"
+            f"per call{rounds}: {verdict}{faults}"
         )
 
 @attrs.frozen

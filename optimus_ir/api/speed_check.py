@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from optimus_ir.api.allocator import page_faults_per_call
 from optimus_ir.api.fallback import _unoptimized
 from optimus_ir.api.op_counts import count_compute_ops
 from optimus_ir.api.optimizing import _optimize, _phase
@@ -29,6 +30,10 @@ rejects it: the default pipeline without batch fusion."""
 
 SPEED_ROUNDS = 7
 """Interleaved timing rounds of the speed check (each about 10 ms per module)."""
+
+FAULT_CALLS = 3
+"""Calls of each module over which the speed check counts page faults per
+call, after its rounds (explained in the report, never a verdict)."""
 
 
 def check_speed_of(
@@ -49,15 +54,17 @@ def check_speed_of(
         return result
     finish_code(result)  # it runs now (a second generation, after the guard's check is added)
     start = time.perf_counter()
+    kwargs = dict(example_kwargs or {})
     with _phase("speed check", {}):
-        rounds = [
-            (fused, captured)
-            for fused, captured in _per_call_rounds([result, gm], example_inputs, dict(example_kwargs or {}))
-        ]
+        rounds = [(fused, captured) for fused, captured in _per_call_rounds([result, gm], example_inputs, kwargs)]
+        with torch.no_grad():
+            fused_faults = page_faults_per_call(lambda: result(*example_inputs, **kwargs), FAULT_CALLS)
+            captured_faults = page_faults_per_call(lambda: gm(*example_inputs, **kwargs), FAULT_CALLS)
     report.phase_seconds["speed check"] = time.perf_counter() - start
     vetoed = speed_veto(rounds)
     check = SpeedCheck(
-        _median(r[0] for r in rounds), _median(r[1] for r in rounds), fell_back=vetoed, rounds=tuple(rounds)
+        _median(r[0] for r in rounds), _median(r[1] for r in rounds), fell_back=vetoed, rounds=tuple(rounds),
+        fused_faults=fused_faults, captured_faults=captured_faults,
     )
     report.speed_check = check
     if not vetoed:

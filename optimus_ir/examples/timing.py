@@ -7,7 +7,10 @@ collector off; `inner` makes one sample of the slowest callable last about
 `sample_ms`. Times are per call in milliseconds, of the given clock
 (`time.thread_time_ns` for this thread's CPU time, `time.perf_counter_ns`
 for elapsed time). `measure_cuda` and `median_us_each` interleave their
-samples the same way: `round_robin`.
+samples the same way: `round_robin`. What timing alone hides, the fresh
+pages a call faults (the same graph runs several ms slower in one process
+than in the next by the C allocator's state), is counted by
+`optimus_ir.api.allocator.page_faults_per_call`.
 """
 
 from __future__ import annotations

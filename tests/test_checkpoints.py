@@ -353,8 +353,8 @@ def test_a_full_size_optimized_module_pickles_and_copies() -> None:
     pickling once recursed past Python's limit through the report's remarks
     (each held its xDSL op, which links to the whole module), and a node
     calling a `torch.Tensor` method (`unfold`) could not be written back as
-    source on unpickling. A copy keeps the remarks' messages and computes
-    the same values."""
+    source on unpickling. A copy (pickled or deep-copied) keeps the report,
+    the remarks' messages, and computes the same values."""
     from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 
     model, (x,) = make_recsys_model(num_towers=64, batch=64, seed=0, **VARIANTS["mixed"])
@@ -365,7 +365,10 @@ def test_a_full_size_optimized_module_pickles_and_copies() -> None:
         assert any(n.op == "call_method" and n.target == "unfold" for n in opt.graph.nodes)
         for clone in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
             assert torch.equal(clone(x), want)
-        remarks = pickle.loads(pickle.dumps(opt)).optimus_report.remarks
-        assert [r.message for r in remarks] == [r.message for r in opt.optimus_report.remarks]
-        assert all(r.op is None for r in remarks)
+        # both copies keep the report (deepcopy once dropped it), its remarks without their ops
+        for clone in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
+            remarks = clone.optimus_report.remarks
+            assert [r.message for r in remarks] == [r.message for r in opt.optimus_report.remarks]
+            assert all(r.op is None for r in remarks)
+            assert clone.optimus_report.format() == opt.optimus_report.format()
     assert opt.optimus_report.remarks[0].op is not None  # the original keeps its ops

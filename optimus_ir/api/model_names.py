@@ -405,6 +405,12 @@ NOT_COPIED = ("_optimus_model", MADE_WITH_ATTRIBUTE, OWN_STATE_ATTRIBUTE)
 copy's code finds neither and reads its own attributes."""
 
 
+REPORT_ATTRIBUTE = "optimus_report"
+"""The plain attribute holding what `optimize()` did (`OptimizeReport`):
+GraphModule's deepcopy rebuilds a module from its graph and drops it, so
+`_deepcopy_keeping_state` copies it (pickling keeps it with `__dict__`)."""
+
+
 def _deepcopy_keeping_state(self: torch.fx.GraphModule, memo: dict[int, Any]) -> torch.fx.GraphModule:
     left_out = {key: self.__dict__.pop(key) for key in NOT_COPIED if key in self.__dict__}
     try:
@@ -413,6 +419,8 @@ def _deepcopy_keeping_state(self: torch.fx.GraphModule, memo: dict[int, Any]) ->
         self.__dict__.update(left_out)
     tables = {key: memo.get(id(self.__dict__[key])) for key in (*STATE_DICTS, "_non_persistent_buffers_set")}
     _restore_state(copied, tables, plain=set(self.__dict__))
+    if REPORT_ATTRIBUTE in self.__dict__ and REPORT_ATTRIBUTE not in copied.__dict__:
+        copied.__dict__[REPORT_ATTRIBUTE] = copy.deepcopy(self.__dict__[REPORT_ATTRIBUTE], memo)
     return copied
 
 

@@ -14,10 +14,12 @@ counts each column's page faults per call; docs/architecture/benchmarks.md).
 
 Fused groups allocate fewer, larger tensors than their members, so an
 optimized module meets this more often than the graph it came from:
-measured at batch 512 on the 64-tower model, the frozen module took 2,049 to
-2,720 faults per call in three processes of five (0.85-0.93x of the
-captured graph, which took none) and none with `retain_freed_memory()`
-(1.04-1.13x). Serving stacks get the same effect from jemalloc or tcmalloc.
+measured at batch 512 on the 64-tower model (no_grad, one thread), the
+frozen module took 2,049 to 2,368 faults per call in three processes of
+ten and ran at 0.79-0.93x of the captured graph there (which took at most
+99); with `retain_freed_memory()` it took at most 22 in five of five and
+ran at 1.06-1.15x. Serving stacks get the same effect from jemalloc or
+tcmalloc.
 
 `optimize()` never calls it: it changes the whole process's allocator, for
 every library in it, and cannot be undone (glibc keeps the fixed thresholds

@@ -76,6 +76,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from optimus_ir.analysis.alias_facts import functional_form
+from optimus_ir.analysis.aliasing import reaches_output, view_closure
 from optimus_ir.analysis.cost_model import FusionTarget
 from optimus_ir.analysis.layout import known_contiguous
 from optimus_ir.analysis.live_bytes import tensor_bytes
@@ -224,23 +225,6 @@ def _readers_view_disjoint_rows(stack: SSAValue) -> bool:
     return all(earlier[1] <= later[0] for earlier, later in zip(ranges, ranges[1:]))
 
 
-def reaches_output(value: SSAValue) -> bool:
-    """`value`, or a value that may alias it, is read by the graph's output."""
-    seen = {value}
-    pending = [value]
-    while pending:
-        for use in pending.pop().uses:
-            reader = use.operation
-            if isinstance(reader, fx.OutputOp):
-                return True
-            if may_alias_operands(reader):
-                for result in reader.results:
-                    if result not in seen:
-                        seen.add(result)
-                        pending.append(result)
-    return False
-
-
 def can_reinplace(
     op: fx.NodeOp,
     x: SSAValue,
@@ -265,7 +249,7 @@ def can_reinplace(
         # rows along dim 0 of a row-major stack are contiguous (no strides of
         # each slice to derive)
         laid_out = known_contiguous(x.owner.operands[0]) if rows_of_stack else known_contiguous(x)
-        if not laid_out or reaches_output(op.results[0]):
+        if not laid_out or reaches_output(view_closure(op.results[0])):
             return False  # the in-place result would not be laid out as the out-of-place one
     ty = x.type
     if not isinstance(ty, TensorType) or op.results[0].type != ty:
@@ -372,7 +356,6 @@ __all__ = [
     "is_private_rows",
     "leading_rows",
     "reads_of",
-    "reaches_output",
     "reinplace",
     "reinplace_counting_bytes",
     "written_operand",

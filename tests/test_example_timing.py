@@ -34,4 +34,3 @@ def test_round_robin_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
-

@@ -74,11 +74,10 @@ def _glibc() -> ctypes.CDLL | None:
         return None
     try:
         libc = ctypes.CDLL(name)
-        version = libc.gnu_get_libc_version
+        libc.gnu_get_libc_version  # glibc's own: musl and others have mallopt or not, never this
         libc.mallopt
     except (OSError, AttributeError):
         return None
-    version.restype = ctypes.c_char_p
     return libc
 
 

@@ -99,18 +99,25 @@ def _grads(step: Callable[[], None], parameters: Sequence[torch.Tensor]) -> list
     return [p.grad.clone() for p in parameters]  # type: ignore[union-attr]
 
 
-def measure(towers: int, batch: int, variant: str, rounds: int, sample_ms: float) -> dict[str, Any]:
-    """Per-call milliseconds of every column, in inference and training."""
-    result: dict[str, Any] = {"towers": towers, "batch": batch, "variant": variant}
+def measure(
+    towers: int, batch: int, variant: str, rounds: int, sample_ms: float, cost_model: str = "calibrated"
+) -> dict[str, Any]:
+    """Per-call milliseconds of every column, in inference and training
+    (`cost_model`: `optimize()`'s, for every optimized column)."""
+    result: dict[str, Any] = {"towers": towers, "batch": batch, "variant": variant, "cost model": cost_model}
     for mode in ("no_grad", "train"):
         base, (x,) = make_recsys_model(num_towers=towers, batch=batch, seed=0, **VARIANTS[variant])
         base.train(mode == "train")
         models = {name: copy.deepcopy(base) for name in ("captured", "copy", "shared", "freeze")}
         modules: dict[str, Any] = {"captured": capture(models["captured"], (x,))}
-        modules["copy"] = optimus_ir.optimize(models["copy"], (x,), check_speed=False)
-        modules["shared"] = optimus_ir.optimize(models["shared"], (x,), check_speed=False, parameter_stacks="shared")
+        modules["copy"] = optimus_ir.optimize(models["copy"], (x,), check_speed=False, cost_model=cost_model)
+        modules["shared"] = optimus_ir.optimize(
+            models["shared"], (x,), check_speed=False, parameter_stacks="shared", cost_model=cost_model
+        )
         if mode == "no_grad":
-            modules["freeze"] = optimus_ir.optimize(models["freeze"], (x,), check_speed=False, freeze=True)
+            modules["freeze"] = optimus_ir.optimize(
+                models["freeze"], (x,), check_speed=False, freeze=True, cost_model=cost_model
+            )
         calls: dict[str, Callable[[], Any]] = {}
         if mode == "no_grad":
             with torch.no_grad():
@@ -281,8 +288,8 @@ def _print_compiled(result: dict[str, Any]) -> None:
 
 def _print(result: dict[str, Any]) -> None:
     print(
-        f"recsys-{result['variant']}-{result['towers']}, batch {result['batch']}, one thread: "
-        "per-call ms (interleaved medians, CPU time)"
+        f"recsys-{result['variant']}-{result['towers']}, batch {result['batch']}, one thread, "
+        f"cost model {result.get('cost model', 'calibrated')}: per-call ms (interleaved medians, CPU time)"
     )
     for mode in ("no_grad", "train"):
         ms = result[mode]["ms"]
@@ -366,6 +373,8 @@ def _child_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--third-party", args.third_party]
     if args.retain_freed_memory:
         argv.append("--retain-freed-memory")
+    if args.cost_model != "calibrated":
+        argv += ["--cost-model", args.cost_model]
     return argv
 
 
@@ -409,6 +418,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         help="call optimus_ir.retain_freed_memory() first: glibc keeps freed heap, so no column faults fresh pages "
         "(process-wide: every column alike)",
     )
+    parser.add_argument(
+        "--cost-model", choices=("calibrated", "default", "none"), default="calibrated",
+        help="optimize()'s cost_model for the recsys model's optimized columns (none: every group found is fused)",
+    )
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
@@ -437,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                 result = measure_compiled(args.towers, batch, args.variant, args.rounds, args.sample_ms)
                 _print_compiled(result)
             else:
-                result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms)
+                result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms, args.cost_model)
                 _print(result)
             results.append(result)
     finally:

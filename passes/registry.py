@@ -94,6 +94,7 @@ PASSES: dict[str, Callable[..., type[ModulePass]]] = {
     "split-cat-simplify": lazy("optimus_ir.passes.split_cat_simplify"),
     "batch-fusion": lazy("optimus_ir.passes.batch_fusion", "BatchFusion"),
     "lower-batch": lazy("optimus_ir.lowering.lower_batch"),
+    "slices-to-split": lazy("optimus_ir.passes.slices_to_split"),
     # the boundary: outputs keep the captured graph's strides (optimize runs
     # it after the pipeline with the strides it recorded at import)
     "match-output-strides": lazy("optimus_ir.passes.output_layout"),
@@ -110,6 +111,7 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "batch-fusion",          # independent same-kind ops -> batch ops
     "lower-batch",           # batch ops -> torch ops (bmm, stacked pointwise)
     "split-cat-simplify",    # the plumbing the lowering left
+    "slices-to-split",       # sibling slices -> one split (one backward concatenation)
     "canonicalize",
     "dce",
     "cse",

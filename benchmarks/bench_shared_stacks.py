@@ -60,7 +60,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import torch
 
@@ -76,6 +76,7 @@ from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
 from optimus_ir.api.allocator import page_faults_per_call  # noqa: E402
+from optimus_ir.foundation.environment import CostModelChoice  # noqa: E402
 from optimus_ir.translate.attribute_snapshot import SNAPSHOT_ATTRIBUTE  # noqa: E402
 
 
@@ -360,40 +361,44 @@ def _print_summary(rows: Sequence[dict[str, Any]], processes: int) -> None:
         print(" | ".join(cells))
 
 
-def _child_argv(args: argparse.Namespace) -> list[str]:
-    """The options of this run for a child process (without `--processes`
-    and `--json`)."""
-    argv = ["--towers", str(args.towers), "--variant", args.variant, "--rounds", str(args.rounds),
-            "--sample-ms", str(args.sample_ms)]
-    for batch in args.batch or []:
-        argv += ["--batch", str(batch)]
-    if args.compile:
-        argv.append("--compile")
-    if args.third_party:
-        argv += ["--third-party", args.third_party]
-    if args.retain_freed_memory:
-        argv.append("--retain-freed-memory")
-    if args.cost_model != "calibrated":
-        argv += ["--cost-model", args.cost_model]
-    return argv
+_PARENT_ONLY = ("--processes", "--json")
+"""Options that only the parent of `--processes` runs acts on: left out of
+each child's command line (the child writes its own `--json`)."""
 
 
-def in_processes(args: argparse.Namespace) -> list[list[dict[str, Any]]]:
+def _child_argv(argv: Sequence[str]) -> list[str]:
+    """`argv`, this run's options, without `_PARENT_ONLY` ones (as
+    `--name value` or `--name=value`): what each child process runs."""
+    child: list[str] = []
+    skip_value = False
+    for arg in argv:
+        if skip_value:
+            skip_value = False
+        elif arg in _PARENT_ONLY:
+            skip_value = True
+        elif not arg.startswith(tuple(f"{name}=" for name in _PARENT_ONLY)):
+            child.append(arg)
+    return child
+
+
+def in_processes(args: argparse.Namespace, argv: Sequence[str]) -> list[list[dict[str, Any]]]:
     """This run repeated in `args.processes` fresh processes, one after the
     other: each its own allocator state (see `optimus_ir.examples.timing`),
-    so that a figure is not one process's luck."""
+    so that a figure is not one process's luck. `argv`: this run's
+    options, which each child gets but for `_PARENT_ONLY`'s."""
     runs = []
     for index in range(args.processes):
         print(f"process {index + 1} of {args.processes}:", flush=True)
         with tempfile.TemporaryDirectory() as scratch:
             out = Path(scratch) / "run.json"
-            subprocess.run([sys.executable, str(Path(__file__).resolve()), *_child_argv(args), "--json", str(out)], check=True)
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), *_child_argv(argv), "--json", str(out)], check=True)
             runs.append(json.loads(out.read_text()))
     return runs
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # no abbreviations: `_child_argv` drops `--processes` by its full name
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--towers", type=int, default=64)
     parser.add_argument("--batch", type=int, action="append", default=None, help="repeatable; default 64 and 512")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="mixed")
@@ -419,14 +424,15 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         "(process-wide: every column alike)",
     )
     parser.add_argument(
-        "--cost-model", choices=("calibrated", "default", "none"), default="calibrated",
+        "--cost-model", choices=get_args(CostModelChoice), default="calibrated",
         help="optimize()'s cost_model for the recsys model's optimized columns (none: every group found is fused)",
     )
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.processes > 1:
-        runs = in_processes(args)
+        runs = in_processes(args, argv)
         rows = summarize(runs)
         _print_summary(rows, args.processes)
         if args.json is not None:

@@ -18,9 +18,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import RewritePattern
 
-from optimus_ir.analysis import AliasAnalysis
-from optimus_ir.passes.canonicalization_patterns import bind_aliases
-from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass
+from optimus_ir.passes.canonicalization_patterns import rewrite_with_aliases
+from optimus_ir.foundation.rewriting import PatternPass
 from optimus_ir.foundation.traits import canonicalization_patterns
 
 
@@ -71,14 +70,7 @@ class Canonicalize(PatternPass):
         patterns = collect_canonicalization_patterns(op)
         if not patterns:
             return
-        # Patterns that ask alias facts get one analysis for the run, kept up
-        # to date by the driver's listener (walking an alias class per match
-        # is O(K) on a split into K pieces).
-        aliases = AliasAnalysis(op)
-        patterns = bind_aliases(patterns, aliases)
-        GreedyRewriteDriver(
-            patterns, self.rewrite_config(), name=self.name, listeners=[aliases.listener()]
-        ).rewrite(op)
+        rewrite_with_aliases(op, patterns, self.rewrite_config(), self.name)
 
 
 __all__ = ["Canonicalize", "collect_canonicalization_patterns"]

@@ -43,7 +43,8 @@ from xdsl.rewriter import InsertPoint
 
 from optimus_ir.analysis import AliasAnalysis
 from optimus_ir.dialects import torch as t
-from optimus_ir.foundation.rewriting import GreedyRewriteDriver, PatternPass
+from optimus_ir.foundation.rewriting import PatternPass
+from optimus_ir.passes.canonicalization_patterns import rewrite_with_aliases
 from optimus_ir.passes.canonicalization_patterns.split_cat_common import static_size
 from optimus_ir.passes.split_cat_simplify import AliasAwarePattern
 
@@ -88,13 +89,23 @@ class SiblingSlicesToSplit(AliasAwarePattern):
 
     name = "sibling-slices-to-split"
 
+    def __init__(self, aliases: AliasAnalysis | None = None) -> None:
+        super().__init__(aliases)
+        # (source, dim) pairs whose slices were examined: each is examined
+        # once, so K refused slices of one tensor are not K scans of its K
+        # uses. A rewrite leaves no sibling slices behind, and nothing this
+        # pattern does adds a slice, so a refusal stands for the run (at
+        # worst a later rewrite elsewhere is missed, never a wrong one).
+        self._examined: set[tuple[SSAValue, int]] = set()
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, t.SliceOp):
             return
         source, dim = op.input, op.dim.data
         size = static_size(source, dim)
-        if size is None or _rows(op, source, dim, size) is None:
+        if size is None or _rows(op, source, dim, size) is None or (source, dim) in self._examined:
             return
+        self._examined.add((source, dim))
         block = op.parent_block()
         siblings: list[tuple[t.SliceOp, tuple[int, int]]] = []
         for use in source.uses:
@@ -134,16 +145,12 @@ class SlicesToSplit(PatternPass):
 
     name = "slices-to-split"
 
-    def patterns(self, aliases: AliasAnalysis | None = None) -> Sequence[RewritePattern]:
-        """The pass's one pattern, asking `aliases` (when given) whether a
-        source is written in place."""
-        return [SiblingSlicesToSplit(aliases)]
+    def patterns(self) -> Sequence[RewritePattern]:
+        """The pass's one pattern (without an analysis it walks alias classes)."""
+        return [SiblingSlicesToSplit()]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        aliases = AliasAnalysis(op)
-        GreedyRewriteDriver(
-            self.patterns(aliases), self.rewrite_config(), name=self.name, listeners=[aliases.listener()]
-        ).rewrite(op)
+        rewrite_with_aliases(op, self.patterns(), self.rewrite_config(), self.name)
 
 
 __all__ = ["SiblingSlicesToSplit", "SlicesToSplit"]

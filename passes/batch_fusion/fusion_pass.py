@@ -33,9 +33,9 @@ from optimus_ir.passes.batch_fusion.grouping import KINDS, candidate_keys, expla
 from optimus_ir.passes.batch_fusion.plan import choose_plan
 from optimus_ir.passes.batch_fusion.records import BlockMemory, PlanningContext
 from optimus_ir.passes.batch_fusion.rewrite import apply_plan, batch_symbol
-from optimus_ir.passes.canonicalization_patterns import bind_aliases
+from optimus_ir.passes.canonicalization_patterns import rewrite_with_aliases
 from optimus_ir.passes.canonicalization_patterns.batch import BATCH_PATTERNS
-from optimus_ir.foundation.rewriting import GreedyRewriteDriver, RewriteConfig
+from optimus_ir.foundation.rewriting import RewriteConfig
 from optimus_ir.foundation.statistics import current_pass_context
 from optimus_ir.foundation.types import device_of
 
@@ -112,11 +112,7 @@ class BatchFusion(ModulePass):
         for graph in list(op.ops):
             if isinstance(graph, fx.GraphOp):
                 fuse_block(graph.block, self, self._cost_model(graph.block), budget)
-        aliases = AliasAnalysis(op)
-        patterns = bind_aliases(BATCH_PATTERNS, aliases)
-        GreedyRewriteDriver(
-            patterns, RewriteConfig(), name=self.name, listeners=[aliases.listener()]
-        ).rewrite(op)
+        rewrite_with_aliases(op, BATCH_PATTERNS, RewriteConfig(), self.name)
 
     def check_options(self) -> MemoryBudget | None:
         """Raise `OptimusError` naming every bad option; the memory budget, parsed."""

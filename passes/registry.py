@@ -111,6 +111,7 @@ DEFAULT_PIPELINE_STAGES: tuple[str, ...] = (
     "batch-fusion",          # independent same-kind ops -> batch ops
     "lower-batch",           # batch ops -> torch ops (bmm, stacked pointwise)
     "split-cat-simplify",    # the plumbing the lowering left
+    "slices-to-split",       # sibling slices -> one split (one backward concatenation)
     "canonicalize",
     "dce",
     "cse",

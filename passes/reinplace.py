@@ -30,9 +30,11 @@ The written operand `x` (the call's first positional argument) must be:
   earlier and read later would see the write); the call reads `x` once
   (`x + x` stays); an output reads it after, so an output is never written;
 * or rows of a stack nobody else sees them in (`is_private_rows`): `x =
-  stack[a:b]` along dim 0, with constant bounds, of such fresh storage,
-  every reader of the stack viewing rows no other reader's rows meet (a
-  fused group's stacked result cut into its consumers' slices). Then `x`
+  stack[a:b]` along dim 0, with constant bounds, or a piece of
+  `torch.split_with_sizes(stack, sizes, 0)` (what `slices-to-split` makes
+  of such slices), of such fresh storage, every reader of the stack
+  viewing rows no other reader's rows meet (a fused group's stacked
+  result cut into its consumers' slices or split pieces). Then `x`
   must be provably contiguous (so the in-place result is laid out as the
   out-of-place one) and the result must reach no output, itself or
   through a view (two outputs would share the stack's storage);
@@ -68,10 +70,11 @@ block.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -188,23 +191,73 @@ def leading_rows(op: Operation, stack: SSAValue) -> tuple[int, int] | None:
     return start, stop
 
 
-def is_private_rows(x: SSAValue, owned: set[SSAValue], disjoint: dict[SSAValue, bool] | None = None) -> bool:
-    """`x` is rows of a stack nobody else sees them in: `x = stack[a:b]`
-    (`leading_rows`) of fresh storage of this graph (or of a value this pass
-    owns), and every reader of the stack views constant rows of it, no two
-    readers' rows meeting. A write into `x` then reaches no other value:
-    the stacked result of a fused group, cut into its consumers' slices
-    (`y = act(stack[0:2])`, `act2(stack[2:4])`, ...), is written in place
-    slice by slice, its activations into its own storage. `disjoint` caches
-    the test of a stack's readers (one sort per stack, not a scan of its
-    readers per slice)."""
+_SPLIT_WITH_SIZES = "torch.split_with_sizes"
+
+
+def _row_split_sections(op: Operation, stack: SSAValue) -> tuple[int, ...] | None:
+    """The constant sections of `op` when it is `torch.split_with_sizes(stack,
+    sizes, 0)` (what `lower-to-fx` makes of a split along dim 0); None for any
+    other reader."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data != _SPLIT_WITH_SIZES or op.kwargs.data:
+        return None
+    args = op.args.data
+    if len(args) not in (2, 3) or not isinstance(args[0], fx.RefAttr) or op.operands[args[0].index.data] is not stack:
+        return None
+    if len(args) == 3 and not (isinstance(args[2], IntAttr) and args[2].data == 0):
+        return None
+    sizes = args[1]
+    if not isinstance(sizes, ArrayAttr) or not all(isinstance(size, IntAttr) for size in sizes.data):
+        return None
+    return tuple(size.data for size in sizes.data)  # type: ignore[union-attr]
+
+
+def _piece_index(op: Operation, pieces: SSAValue) -> int | None:
+    """`k` when `op` is `pieces[k]` (a getitem of a split's tuple with an
+    int literal); None otherwise."""
+    if not isinstance(op, fx.CallFunctionOp) or op.target.data != _GETITEM or op.kwargs.data:
+        return None
+    args = op.args.data
+    if len(args) != 2 or not isinstance(args[0], fx.RefAttr) or op.operands[args[0].index.data] is not pieces:
+        return None
+    return args[1].data if isinstance(args[1], IntAttr) else None
+
+
+def stack_of_rows(x: SSAValue) -> SSAValue | None:
+    """The stack `x` views constant rows of along dim 0: `x = stack[a:b]`
+    (`leading_rows`), or `x = pieces[k]` of `pieces =
+    torch.split_with_sizes(stack, sizes, 0)`; None otherwise. (Which rows
+    is `_readers_view_disjoint_rows`'s business, once per stack.)"""
     owner = x.owner
     if not isinstance(owner, fx.CallFunctionOp) or owner.target.data != _GETITEM or not owner.operands:
+        return None
+    source = owner.operands[0]
+    if leading_rows(owner, source) is not None:
+        return source
+    split = source.owner
+    if isinstance(source, BlockArgument) or not isinstance(split, fx.CallFunctionOp) or not split.operands:
+        return None
+    stack = split.operands[0]
+    sections = _row_split_sections(split, stack)
+    k = _piece_index(owner, source)
+    if sections is None or k is None or not 0 <= k < len(sections):
+        return None
+    return stack
+
+
+def is_private_rows(x: SSAValue, owned: set[SSAValue], disjoint: dict[SSAValue, bool] | None = None) -> bool:
+    """`x` is rows of a stack nobody else sees them in: `x = stack[a:b]` or
+    a split piece of it along dim 0 (`stack_of_rows`) of fresh storage of this
+    graph (or of a value this pass owns), and every reader of the stack
+    views constant rows of it, no two readers' rows meeting. A write into
+    `x` then reaches no other value: the stacked result of a fused group,
+    cut into its consumers' slices (`y = act(stack[0:2])`, `act2(stack[2:4])`,
+    ...), is written in place slice by slice, its activations into its own
+    storage. `disjoint` caches the test of a stack's readers (one sort per
+    stack, not a scan of its readers per slice)."""
+    stack = stack_of_rows(x)
+    if stack is None:
         return False
-    stack = owner.operands[0]
     if isinstance(stack, BlockArgument) or (stack not in owned and not result_is_fresh(stack.owner)):
-        return False
-    if leading_rows(owner, stack) is None:
         return False
     known = disjoint.get(stack) if disjoint is not None else None
     if known is None:
@@ -215,12 +268,27 @@ def is_private_rows(x: SSAValue, owned: set[SSAValue], disjoint: dict[SSAValue, 
 
 
 def _readers_view_disjoint_rows(stack: SSAValue) -> bool:
+    """Every reader of `stack` views constant rows of it along dim 0 (a
+    slice, or a split whose tuple is read only by getitems, each piece by
+    one at most), and no two of those rows meet."""
     ranges = []
     for use in stack.uses:
         rows = leading_rows(use.operation, stack)
-        if rows is None:
+        if rows is not None:
+            ranges.append(rows)
+            continue
+        sections = _row_split_sections(use.operation, stack)
+        if sections is None:
             return False
-        ranges.append(rows)
+        starts = [0, *itertools.accumulate(sections)]
+        pieces = use.operation.results[0]
+        taken: set[int] = set()
+        for piece_use in pieces.uses:
+            k = _piece_index(piece_use.operation, pieces)
+            if k is None or not 0 <= k < len(sections) or k in taken:
+                return False  # the tuple escapes, or one piece has two readers sharing its rows
+            taken.add(k)
+            ranges.append((starts[k], starts[k] + sections[k]))
     ranges.sort()
     return all(earlier[1] <= later[0] for earlier, later in zip(ranges, ranges[1:]))
 
@@ -248,7 +316,7 @@ def can_reinplace(
     if rows_of_stack or (shared is not None and x in shared):
         # rows along dim 0 of a row-major stack are contiguous (no strides of
         # each slice to derive)
-        laid_out = known_contiguous(x.owner.operands[0]) if rows_of_stack else known_contiguous(x)
+        laid_out = known_contiguous(stack_of_rows(x)) if rows_of_stack else known_contiguous(x)  # type: ignore[arg-type]
         if not laid_out or reaches_output(view_closure(op.results[0])):
             return False  # the in-place result would not be laid out as the out-of-place one
     ty = x.type
@@ -354,6 +422,7 @@ __all__ = [
     "can_reinplace",
     "inplace_form",
     "is_private_rows",
+    "stack_of_rows",
     "leading_rows",
     "reads_of",
     "reinplace",

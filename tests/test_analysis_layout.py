@@ -97,3 +97,34 @@ def test_view_strides_like_torch(sizes, view) -> None:
     except RuntimeError:
         want = None
     assert view_strides(tuple(tx.shape), tx.stride(), view) == want
+
+
+FX_SPLIT = """
+fx.graph @g {
+  %x = fx.placeholder "x" : tensor<4x6xf32>
+  %t = fx.call_function "torch.transpose"(%x, 0, 1) : tensor<6x4xf32>
+  %pieces = fx.call_function "torch.split_with_sizes"(%t, [2, 4], 0) : tuple<tensor<2x4xf32>, tensor<4x4xf32>>
+  %a = fx.call_function "_operator.getitem"(%pieces, 1) : tensor<4x4xf32>
+  %cols = fx.call_function "torch.split_with_sizes"(%x, [1, 5], 1) : tuple<tensor<4x1xf32>, tensor<4x5xf32>>
+  %b = fx.call_function "_operator.getitem"(%cols, 1) : tensor<4x5xf32>
+  %rows = fx.call_function "_operator.getitem"(%x, (slice(1, 3, 1),)) : tensor<2x6xf32>
+  fx.output (%a, %b, %rows)
+}
+"""
+
+
+def test_pieces_of_a_lowered_split_keep_its_input_strides() -> None:
+    """A getitem of `torch.split_with_sizes`'s tuple (what `lower-to-fx`
+    makes of a split) views the input with its strides, as torch says;
+    a getitem of a tensor still gets torch's strides for its index."""
+    graph = next(iter(parse_module(FX_SPLIT).ops))
+    values = {r.name_hint: r for op in graph.body.block.ops for r in op.results}
+    x = torch.randn(4, 6)
+    want = {
+        "a": torch.split_with_sizes(x.t(), [2, 4], 0)[1].stride(),
+        "b": torch.split_with_sizes(x, [1, 5], 1)[1].stride(),
+        "rows": x[1:3].stride(),
+    }
+    for name, strides in want.items():
+        assert strides_of(values[name]) == strides, name
+    assert not known_contiguous(values["a"]) and not known_contiguous(values["b"])

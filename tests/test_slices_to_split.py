@@ -16,11 +16,6 @@ import optimus_ir
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model
 from optimus_ir.passes.registry import DEFAULT_PIPELINE
 
-WITH_PASS = DEFAULT_PIPELINE.replace("lower-batch,split-cat-simplify,", "lower-batch,split-cat-simplify,slices-to-split,")
-"""The default pipeline with the pass after the second split-cat-simplify
-(not in the default yet: `reinplace`'s in-place activation of a fused
-stack's rows reads slices, not split pieces)."""
-
 
 class Sliced(nn.Module):
     """One hidden layer read back by indexing: two column ranges and one
@@ -61,12 +56,12 @@ def _slices(module: torch.fx.GraphModule) -> list[torch.fx.Node]:
 def test_sibling_slices_become_one_split_with_eager_values_and_gradients() -> None:
     model = Sliced().train()
     x = torch.randn(64, 16)
-    opt = optimus_ir.optimize(copy.deepcopy(model), [x], check_speed=False, pipeline=WITH_PASS)
+    opt = optimus_ir.optimize(copy.deepcopy(model), [x], check_speed=False)
     splits = [n for n in opt.graph.nodes if n.target is torch.split_with_sizes]
     assert len(splits) == 1 and splits[0].args[1:] == ([8, 12, 12], 1)
     assert _slices(opt) == []
     unsplit = optimus_ir.optimize(copy.deepcopy(model), [x], check_speed=False,
-                                  pipeline=DEFAULT_PIPELINE)
+                                  pipeline=DEFAULT_PIPELINE.replace(",slices-to-split", ""))
     assert len(_slices(unsplit)) == 2  # the pass, not another one, made the split
 
     want = model(x)
@@ -91,10 +86,9 @@ def test_fused_towers_read_their_rows_through_one_split_in_training() -> None:
     model, (x,) = make_recsys_model(num_towers=8, batch=16, seed=0, **VARIANTS["mixed"])
     model.train()
     opt_model = copy.deepcopy(model)
-    opt = optimus_ir.optimize(opt_model, [x], check_speed=False, cost_model="none", parameter_stacks="shared",
-                              pipeline=WITH_PASS)
+    opt = optimus_ir.optimize(opt_model, [x], check_speed=False, cost_model="none", parameter_stacks="shared")
     unsplit = optimus_ir.optimize(copy.deepcopy(model), [x], check_speed=False, cost_model="none",
-                                  pipeline=DEFAULT_PIPELINE)
+                                  pipeline=DEFAULT_PIPELINE.replace(",slices-to-split", ""))
     assert [n for n in opt.graph.nodes if n.target is torch.split_with_sizes]
     out = opt(x)
     slices_now = _backward_nodes(out).count("SliceBackward0")
@@ -127,9 +121,9 @@ class WritesBetween(nn.Module):
 
 def test_slices_of_a_tensor_written_in_place_are_left_alone() -> None:
     x = torch.randn(4, 3)
-    unwritten = optimus_ir.optimize(NoWrite(), [x.clone()], check_speed=False, pipeline=WITH_PASS)
+    unwritten = optimus_ir.optimize(NoWrite(), [x.clone()], check_speed=False)
     assert [n for n in unwritten.graph.nodes if n.target is torch.split_with_sizes]
-    opt = optimus_ir.optimize(WritesBetween(), [x.clone()], check_speed=False, pipeline=WITH_PASS)
+    opt = optimus_ir.optimize(WritesBetween(), [x.clone()], check_speed=False)
     assert not [n for n in opt.graph.nodes if n.target is torch.split_with_sizes]
     mine, theirs = x.clone(), x.clone()
     want = WritesBetween()(theirs)

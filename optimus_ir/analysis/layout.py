@@ -33,6 +33,11 @@ from optimus_ir.foundation.types import DYNAMIC
 from optimus_ir.kernels import inplace as inplace_forms
 
 _INPLACE_FORM_PREFIX = inplace_forms.__name__ + "."
+_GETITEM = "_operator.getitem"
+_SPLIT_CALLS = frozenset({"torch.split_with_sizes"})
+"""The fx calls `lower-to-fx` makes of `torch.split`: their pieces view the
+input with its strides (only the size of the split dim and the offset
+differ), as `t.SplitOp`'s do on the torch dialect."""
 
 
 def shape(value: SSAValue) -> tuple[int, ...] | None:
@@ -170,6 +175,8 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
     TensorIterator lays its result out by that first operand."""
     if owner.target.data.startswith(_INPLACE_FORM_PREFIX):  # type: ignore[attr-defined]
         return _inplace_form_strides(owner, sizes, depth)
+    if owner.target.data == _GETITEM and owner.operands and isinstance(owner.operands[0].type, TupleType):
+        return _split_piece_strides(owner, sizes, depth)
     layouts: list[tuple[int, ...] | None] = []
     for operand in owner.operands:
         if isinstance(operand.type, TensorType):
@@ -185,6 +192,24 @@ def _fx_call_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tu
     if strides is None or len(strides) != len(sizes):
         return None
     return strides
+
+
+def _split_piece_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:
+    """The strides of `pieces[k]`, a getitem of a split call's tuple
+    (`_SPLIT_CALLS`): the split input's; None for a getitem of any other
+    tuple."""
+    args = owner.args.data  # type: ignore[attr-defined]
+    if len(args) != 2 or not isinstance(args[0], fx.RefAttr):
+        return None
+    pieces = owner.operands[args[0].index.data]
+    split = pieces.owner
+    if not isinstance(pieces.type, TupleType) or not isinstance(split, fx.CallFunctionOp):
+        return None
+    split_args = split.args.data
+    if split.target.data not in _SPLIT_CALLS or not split_args or not isinstance(split_args[0], fx.RefAttr):
+        return None
+    strides = strides_of(split.operands[split_args[0].index.data], depth - 1)
+    return strides if strides is not None and len(strides) == len(sizes) else None
 
 
 def _inplace_form_strides(owner: Operation, sizes: tuple[int, ...], depth: int) -> tuple[int, ...] | None:

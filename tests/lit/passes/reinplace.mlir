@@ -185,3 +185,64 @@ fx.graph @rows_that_stay {
   %l = fx.call_function "torch.sum"(%w0) : tensor<f32>
   fx.output (%j, %k, %l, %whole, %out0, %view1)
 }
+
+// -----
+
+// Pieces of a split along dim 0 are rows of the stack too (`slices-to-split`
+// makes the slices of a fused result one split): each piece read by one
+// getitem, no two pieces' rows meeting, so each activation is written in
+// place into the stack's storage.
+
+// CHECK-LABEL: fx.graph @pieces_of_a_stack
+// CHECK:         %pieces = fx.call_function "torch.split_with_sizes"(%s, [2, 1, 1], 0)
+// CHECK-NEXT:    %s0 = fx.call_function "_operator.getitem"(%pieces, 0)
+// CHECK-NEXT:    %y0 = fx.call_function "optimus_ir.kernels.inplace.torch__tanh"(%s0) :
+// CHECK-NEXT:    %s2 = fx.call_function "_operator.getitem"(%pieces, 2)
+// CHECK-NEXT:    %y2 = fx.call_function "optimus_ir.kernels.inplace.torch__relu"(%s2) :
+fx.graph @pieces_of_a_stack {
+  %a = fx.placeholder "a" : tensor<4x5x6xf32>
+  %b = fx.placeholder "b" : tensor<4x6x3xf32>
+  %s = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %pieces = fx.call_function "torch.split_with_sizes"(%s, [2, 1, 1], 0) : tuple<tensor<2x5x3xf32>, tensor<1x5x3xf32>, tensor<1x5x3xf32>>
+  %s0 = fx.call_function "_operator.getitem"(%pieces, 0) : tensor<2x5x3xf32>
+  %y0 = fx.call_function "torch.tanh"(%s0) : tensor<2x5x3xf32>
+  %s2 = fx.call_function "_operator.getitem"(%pieces, 2) : tensor<1x5x3xf32>
+  %y2 = fx.call_function "torch.relu"(%s2) : tensor<1x5x3xf32>
+  %j = fx.call_function "torch.cat"([%y0, %y2], 0) : tensor<3x5x3xf32>
+  fx.output (%j)
+}
+
+// -----
+
+// Pieces that stay out of place: a piece read by two getitems (both views
+// of the same rows), pieces of a split along dim 1, pieces whose stack is
+// also sliced over their rows, and pieces of a split whose tuple is read
+// by something other than a getitem.
+
+// CHECK-LABEL: fx.graph @pieces_that_stay
+// CHECK-NOT:     optimus_ir.kernels.inplace
+// CHECK:         fx.output
+fx.graph @pieces_that_stay {
+  %a = fx.placeholder "a" : tensor<4x5x6xf32>
+  %b = fx.placeholder "b" : tensor<4x6x3xf32>
+  %s = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %p = fx.call_function "torch.split_with_sizes"(%s, [2, 2], 0) : tuple<tensor<2x5x3xf32>, tensor<2x5x3xf32>>
+  %p0 = fx.call_function "_operator.getitem"(%p, 0) : tensor<2x5x3xf32>
+  %again = fx.call_function "_operator.getitem"(%p, 0) : tensor<2x5x3xf32>
+  %y0 = fx.call_function "torch.tanh"(%p0) : tensor<2x5x3xf32>
+  %t = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %q = fx.call_function "torch.split_with_sizes"(%t, [1, 4], 1) : tuple<tensor<4x1x3xf32>, tensor<4x4x3xf32>>
+  %q0 = fx.call_function "_operator.getitem"(%q, 0) : tensor<4x1x3xf32>
+  %y1 = fx.call_function "torch.tanh"(%q0) : tensor<4x1x3xf32>
+  %u = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %r = fx.call_function "torch.split_with_sizes"(%u, [2, 2], 0) : tuple<tensor<2x5x3xf32>, tensor<2x5x3xf32>>
+  %r0 = fx.call_function "_operator.getitem"(%r, 0) : tensor<2x5x3xf32>
+  %y2 = fx.call_function "torch.tanh"(%r0) : tensor<2x5x3xf32>
+  %u1 = fx.call_function "_operator.getitem"(%u, (slice(1, 3, 1),)) : tensor<2x5x3xf32>
+  %w = fx.call_function "torch.bmm"(%a, %b) : tensor<4x5x3xf32>
+  %v = fx.call_function "torch.split_with_sizes"(%w, [2, 2], 0) : tuple<tensor<2x5x3xf32>, tensor<2x5x3xf32>>
+  %v0 = fx.call_function "_operator.getitem"(%v, 0) : tensor<2x5x3xf32>
+  %y3 = fx.call_function "torch.tanh"(%v0) : tensor<2x5x3xf32>
+  %j = fx.call_function "torch.cat"([%y0, %y2, %y3], 0) : tensor<6x5x3xf32>
+  fx.output (%j, %again, %y1, %u1, %v)
+}

@@ -41,6 +41,10 @@ Usage::
     python benchmarks/bench_shared_stacks.py --third-party MMOE,PLE,fuxictr.MMoE --batch 64
     python benchmarks/bench_shared_stacks.py --batch 512 --processes 5 # five processes, summarized
 
+`--compare-chains`: one more column, `shared alone`: shared stacks with
+`batch-fusion{chains=false}`, each group priced alone as before issue 36
+(`plan._fuse_through_chains`), beside `shared` in the same process.
+
 `--third-party`: others' models (deepctr-torch's, the zoo's FuxiCTR and
 torchrec models) instead of the recsys model: the captured graph, copy and
 shared, in inference and a training step, and shared's speed over copy's,
@@ -77,6 +81,7 @@ from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
 from optimus_ir.api.allocator import page_faults_per_call  # noqa: E402
 from optimus_ir.foundation.environment import CostModelChoice  # noqa: E402
+from optimus_ir.passes.registry import DEFAULT_PIPELINE  # noqa: E402
 from optimus_ir.translate.attribute_snapshot import SNAPSHOT_ATTRIBUTE  # noqa: E402
 
 
@@ -100,21 +105,33 @@ def _grads(step: Callable[[], None], parameters: Sequence[torch.Tensor]) -> list
     return [p.grad.clone() for p in parameters]  # type: ignore[union-attr]
 
 
+ALONE_PIPELINE = DEFAULT_PIPELINE.replace("batch-fusion,", "batch-fusion{chains=false},", 1)
+"""The default pipeline with each fusion group priced alone (`--compare-chains`)."""
+
+
 def measure(
-    towers: int, batch: int, variant: str, rounds: int, sample_ms: float, cost_model: str = "calibrated"
+    towers: int, batch: int, variant: str, rounds: int, sample_ms: float, cost_model: str = "calibrated",
+    compare_chains: bool = False,
 ) -> dict[str, Any]:
     """Per-call milliseconds of every column, in inference and training
-    (`cost_model`: `optimize()`'s, for every optimized column)."""
+    (`cost_model`: `optimize()`'s, for every optimized column;
+    `compare_chains`: a `shared alone` column, `ALONE_PIPELINE`)."""
     result: dict[str, Any] = {"towers": towers, "batch": batch, "variant": variant, "cost model": cost_model}
     for mode in ("no_grad", "train"):
         base, (x,) = make_recsys_model(num_towers=towers, batch=batch, seed=0, **VARIANTS[variant])
         base.train(mode == "train")
-        models = {name: copy.deepcopy(base) for name in ("captured", "copy", "shared", "freeze")}
+        names = ("captured", "copy", "shared", "freeze") + (("shared alone",) if compare_chains else ())
+        models = {name: copy.deepcopy(base) for name in names}
         modules: dict[str, Any] = {"captured": capture(models["captured"], (x,))}
         modules["copy"] = optimus_ir.optimize(models["copy"], (x,), check_speed=False, cost_model=cost_model)
         modules["shared"] = optimus_ir.optimize(
             models["shared"], (x,), check_speed=False, parameter_stacks="shared", cost_model=cost_model
         )
+        if compare_chains:
+            modules["shared alone"] = optimus_ir.optimize(
+                models["shared alone"], (x,), check_speed=False, parameter_stacks="shared", cost_model=cost_model,
+                pipeline=ALONE_PIPELINE,
+            )
         if mode == "no_grad":
             modules["freeze"] = optimus_ir.optimize(
                 models["freeze"], (x,), check_speed=False, freeze=True, cost_model=cost_model
@@ -424,6 +441,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         "(process-wide: every column alike)",
     )
     parser.add_argument(
+        "--compare-chains", action="store_true",
+        help="one more column, 'shared alone': shared stacks with each fusion group priced alone "
+        "(batch-fusion{chains=false})",
+    )
+    parser.add_argument(
         "--cost-model", choices=get_args(CostModelChoice), default="calibrated",
         help="optimize()'s cost_model for the recsys model's optimized columns (none: every group found is fused)",
     )
@@ -456,7 +478,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                 result = measure_compiled(args.towers, batch, args.variant, args.rounds, args.sample_ms)
                 _print_compiled(result)
             else:
-                result = measure(args.towers, batch, args.variant, args.rounds, args.sample_ms, args.cost_model)
+                result = measure(
+                    args.towers, batch, args.variant, args.rounds, args.sample_ms, args.cost_model, args.compare_chains
+                )
                 _print(result)
             results.append(result)
     finally:

@@ -1,5 +1,5 @@
 """benchmarks/bench_shared_stacks.py's summary over processes (`summarize`)
-on given results, and a smoke run of `--processes` on a 4-tower model;
+on given results, and a smoke run of `--processes` (with `--compare-chains`) on a 4-tower model;
 timings are not judged."""
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ def test_summary_gives_each_columns_median_range_and_faults_over_processes() -> 
 @pytest.mark.slow
 def test_processes_repeat_the_run_in_fresh_processes_and_summarize(capsys, tmp_path: Path) -> None:
     out = tmp_path / "runs.json"
-    argv = ["--towers", "4", "--batch", "8", "--rounds", "1", "--sample-ms", "1", "--processes", "2", "--json", str(out)]
+    argv = [
+        "--towers", "4", "--batch", "8", "--rounds", "1", "--sample-ms", "1", "--processes", "2", "--compare-chains",
+        "--json", str(out),
+    ]
     rows = load_benchmark("bench_shared_stacks").main(argv)
     written = json.loads(out.read_text())
     assert len(written["runs"]) == 2 and written["summary"] == rows
     for row in rows:
-        assert set(row["columns"]) >= {"copy", "shared"}
+        assert set(row["columns"]) >= {"copy", "shared", "shared alone"}
         for column in row["columns"].values():
             assert len(column["ratios"]) == 2 and column["min"] <= column["median"] <= column["max"]
             assert len(column["page faults"]) == 2

@@ -92,6 +92,13 @@ class BatchFusion(ModulePass):
             budget applies without a cost model too. In Python also a
             `MemoryBudget` already parsed (what `optimize()` hands it:
             `OptimizeOptions.resolve`), taken as it is.
+        chains: price chains of groups, not only each group alone: a
+            declined layer_norm, pointwise or softmax group
+            (`plan.CHAIN_KINDS`) is tried fused for its consumers (which
+            then read its stack instead of copying its members' results),
+            and kept where the whole block's estimated gain grows
+            (`plan._fuse_through_chains`). false: each group is priced
+            alone, as before issue 36 (for comparison).
     """
 
     name = "batch-fusion"
@@ -106,6 +113,7 @@ class BatchFusion(ModulePass):
     autograd_parameters: bool = False
     target: FusionTarget = "eager"
     memory_budget: str | int | float = DEFAULT_MEMORY_BUDGET
+    chains: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         budget = self.check_options()

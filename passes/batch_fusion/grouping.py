@@ -43,6 +43,7 @@ class FusionSettings(Protocol):
     constant_parameters: bool
     checked_parameters: bool
     target: FusionTarget
+    chains: bool
 
     def enabled(self, kind: str) -> bool:
         """Whether groups of fusion kind `kind` are considered."""

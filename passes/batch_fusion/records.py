@@ -40,7 +40,8 @@ class Decision:
     """What the fused part allocates (fused parts that stack their results)."""
     note: str = ""
     """Why a "memory" verdict, for its remark; on an "unprofitable" one,
-    what would make it pay (`plan.FREE_STACKS_NOTE`)."""
+    what would make it pay (`plan.FREE_STACKS_NOTE`); on a "fuse" one
+    priced at a loss, why it fuses (`plan.FUSED_FOR_CONSUMERS_NOTE`)."""
     free_stacks_gain_s: float = 0.0
     """For an "unprofitable" part that would pay with its parameter stacks
     free per call: the gain it would then bring (seconds per call)."""
@@ -59,6 +60,9 @@ class Plan:
     notes: list[tuple[Operation, str]] = attrs.field(factory=list)
     """Remarks on how the plan was chosen (shared-input linears grouped
     across their sets)."""
+    forced: frozenset[Operation] = frozenset()
+    """The search groups (by first member) fused although they price at a
+    loss alone, because the block gains with them (`plan._fuse_through_chains`)."""
 
     def groups_in_parts(self) -> int:
         """How many search groups fuse as several parts (chunks, or parts by

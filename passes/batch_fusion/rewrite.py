@@ -60,6 +60,7 @@ def apply_plan(
         fused += 1
         why = f" ({estimate.describe()})" if estimate is not None else ""
         why += symbolic_note(batch_symbols.get(part[0]), dims)
+        why += f"; {decision.note}" if decision.note else ""
         emit_remark(
             part[0],
             f"batch-fusion: fused {len(part)} {key.op_name}{member_names(part)} into {BATCH_OP[key.kind]}{why}",

@@ -19,6 +19,9 @@ default), one thread, interleaved medians of the per-call CPU time
 * member test: the per-member test an unverified stack runs
   (`SharedStack.holds`, every member's `is_set_to`), alone, for scale.
 
+The checks take microseconds, so each is timed with an inner count of its
+own (`median_us_each`), interleaved with the shared module's call.
+
 Each model column also gives its page faults per call
 (`page_faults_per_call`, counted after the timing): fresh pages the
 kernel had to map for the call's allocations. They explain what timing
@@ -79,6 +82,7 @@ from optimus_ir.api.guards import GUARD_ATTRIBUTE  # noqa: E402
 from optimus_ir.api.shared_stacks import shared_stacks  # noqa: E402
 from optimus_ir.examples.recsys import VARIANTS, make_recsys_model  # noqa: E402
 from optimus_ir.examples.timing import measure as measure_interleaved  # noqa: E402
+from optimus_ir.examples.timing import median_us_each  # noqa: E402
 from optimus_ir.api.allocator import page_faults_per_call  # noqa: E402
 from optimus_ir.foundation.environment import CostModelChoice  # noqa: E402
 from optimus_ir.passes.registry import DEFAULT_PIPELINE  # noqa: E402
@@ -165,15 +169,22 @@ def measure(
             with torch.enable_grad():
                 guard_check(x) and snapshot.valid() and snapshot.stack_reads()
 
-        calls["check"] = prologue  # under no_grad: the tests alone
-        if mode == "train":
-            calls["check + grad views"] = prologue_with_grad
-        calls["member test"] = lambda: [s.holds(s.members) for s in stacks]
         samples, _ = measure_interleaved(calls, rounds, sample_ms)
+        ms = {name: statistics.median(values) for name, values in samples.items()}
+        # the checks take microseconds: each its own inner count (measure()'s
+        # one count, set by the slowest call, ran them a few times a sample,
+        # where the clock's granularity and the first cold run dominated),
+        # interleaved with the shared module's call as in use
+        checks: dict[str, Callable[[], Any]] = {"check": prologue}  # under no_grad: the tests alone
+        if mode == "train":
+            checks["check + grad views"] = prologue_with_grad
+        checks["member test"] = lambda: [s.holds(s.members) for s in stacks]
+        us = median_us_each({**checks, "shared call": calls["shared"]}, rounds, sample_ms)
+        ms.update({name: us[name] / 1e3 for name in checks})
         with torch.no_grad():  # as measure() ran them
             faults = {name: page_faults_per_call(calls[name]) for name in modules}
         result[mode] = {
-            "ms": {name: statistics.median(values) for name, values in samples.items()},
+            "ms": ms,
             "page faults": faults,
             "shared stacks": len(stacks),
             "groups": {name: _groups(m) for name, m in modules.items() if name != "captured"},
